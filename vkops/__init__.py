@@ -1,0 +1,14 @@
+"""vkops: DirectML operators as hand-written Vulkan compute shaders, dispatched through Kompute.
+
+Descriptors validate without a device; `vkops.runtime` is the only module that imports kp.
+"""
+from .dtypes import DataType
+from .errors import DeviceLimitError, ValidationError
+from .ops.slice1 import Slice1Desc, slice
+from .runtime import Batch, Device, DeviceTensor, devices, to_device
+from .tensor import TensorDesc
+
+__version__ = "0.1.0"
+
+__all__ = ["DataType", "DeviceLimitError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
+           "Batch", "Device", "DeviceTensor", "devices", "to_device"]

@@ -1,0 +1,74 @@
+"""DML data types as NumPy dtypes, and their packing into 32-bit words.
+
+kp tensors hold only 32-bit elements and kp enables no 8/16-bit storage features, so every
+device buffer is an array of uint32 words holding the tensor's bytes, little-endian, zero padded.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from .errors import ValidationError
+
+
+class DataType(enum.Enum):
+    FLOAT32 = "float32"
+    FLOAT16 = "float16"
+    INT32 = "int32"
+    INT16 = "int16"
+    INT8 = "int8"
+    UINT32 = "uint32"
+    UINT16 = "uint16"
+    UINT8 = "uint8"
+
+    @property
+    def np(self) -> np.dtype:
+        return np.dtype(self.value)
+
+    @property
+    def bits(self) -> int:
+        return self.np.itemsize * 8
+
+    @property
+    def is_float(self) -> bool:
+        return self.np.kind == "f"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.np.kind in "fi"
+
+    @classmethod
+    def of(cls, x, field: str = "data_type") -> "DataType":
+        """Accepts a DataType, a NumPy dtype (or anything np.dtype takes) or an array."""
+        if isinstance(x, DataType):
+            return x
+        if hasattr(x, "dtype") and not isinstance(x, (type, np.dtype)):
+            x = x.dtype
+        try:
+            return cls(np.dtype(x).name)
+        except (TypeError, ValueError):
+            names = ", ".join(d.name for d in cls)
+            raise ValidationError(f"{field} must be one of {names}; got {x!r}") from None
+
+
+def words_for(count: int, dtype: DataType) -> int:
+    """uint32 words that hold `count` elements of `dtype`."""
+    return (count * dtype.np.itemsize + 3) // 4
+
+
+def pack(arr: np.ndarray, words: int | None = None) -> np.ndarray:
+    """C-order bytes of `arr` as a zero-padded uint32 array (a copy; `arr` may be any layout)."""
+    arr = np.asarray(arr)
+    nbytes = arr.size * arr.itemsize
+    out = np.zeros(max(words if words is not None else (nbytes + 3) // 4, 1), dtype="<u4")
+    if nbytes:
+        out.view(np.uint8)[:nbytes] = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    return out
+
+
+def unpack(words: np.ndarray, dtype: DataType, shape) -> np.ndarray:
+    """Inverse of pack: the first prod(shape) elements of `words` as a new array of `dtype`."""
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.asarray(words, dtype="<u4").view(np.uint8)[: count * dtype.np.itemsize]
+    return raw.view(dtype.np).reshape(shape).copy()

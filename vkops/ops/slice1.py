@@ -1,0 +1,154 @@
+"""DML_SLICE1: descriptor and shape rules (pure), lowering to the slice1 kernel, and the NumPy face."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..tensor import MAX_DIMS, TensorDesc
+
+WORKGROUP = 256
+WORDS_PER_THREAD = 4
+
+
+@dataclass(frozen=True)
+class Slice1Desc:
+    """DML_SLICE1_OPERATOR_DESC. DimensionCount is the tensors' rank."""
+
+    input: TensorDesc
+    output: TensorDesc
+    input_window_offsets: Tuple[int, ...]
+    input_window_sizes: Tuple[int, ...]
+    input_window_strides: Tuple[int, ...]
+
+    def __post_init__(self):
+        for f in ("input_window_offsets", "input_window_sizes", "input_window_strides"):
+            v = getattr(self, f)
+            try:
+                object.__setattr__(self, f, tuple(int(x) for x in v))
+            except (TypeError, ValueError):
+                raise ValidationError(f"Slice1Desc.{f} must be a sequence of integers; got {v!r}") from None
+
+    @property
+    def max_copied_elements(self) -> Tuple[int, ...]:
+        return tuple(1 + (sz - 1) // abs(st) for sz, st in zip(self.input_window_sizes, self.input_window_strides))
+
+    def validate(self) -> "Slice1Desc":
+        name = "Slice1Desc"
+        inp, out = self.input, self.output
+        for f, t in (("input", inp), ("output", out)):
+            if not isinstance(t, TensorDesc):
+                raise ValidationError(f"{name}.{f} must be a TensorDesc; got {type(t).__name__}")
+            t.validate(f"{name}.{f}")
+        n = inp.rank
+        if out.rank != n:
+            raise ValidationError(f"{name}.output must have the input's DimensionCount {n}; got {out.rank} "
+                                  f"(sizes {out.sizes} vs {inp.sizes})")
+        if out.data_type != inp.data_type:
+            raise ValidationError(f"{name}.output.data_type must equal input.data_type {inp.data_type.name}; "
+                                  f"got {out.data_type.name}")
+        if not out.is_packed:
+            raise ValidationError(f"{name}.output.strides must be packed (None); got {out.strides} "
+                                  f"for sizes {out.sizes}")
+        offs, sizes, strides = self.input_window_offsets, self.input_window_sizes, self.input_window_strides
+        for f, v in (("input_window_offsets", offs), ("input_window_sizes", sizes), ("input_window_strides", strides)):
+            if len(v) != n:
+                raise ValidationError(f"{name}.{f} must have DimensionCount={n} entries; got {len(v)} in {v}")
+        for i in range(n):
+            if offs[i] < 0:
+                raise ValidationError(f"{name}.input_window_offsets must be >= 0; got {offs[i]} at dimension {i} "
+                                      f"in {offs}")
+            if sizes[i] < 1:
+                raise ValidationError(f"{name}.input_window_sizes must be >= 1 (the window may not be empty); "
+                                      f"got {sizes[i]} at dimension {i} in {sizes}")
+            if offs[i] + sizes[i] > inp.sizes[i]:
+                raise ValidationError(
+                    f"{name}.input_window_offsets + input_window_sizes must be <= input sizes; got "
+                    f"{offs[i]} + {sizes[i]} > {inp.sizes[i]} at dimension {i} (offsets {offs}, sizes {sizes}, "
+                    f"input sizes {inp.sizes})")
+            if strides[i] == 0:
+                raise ValidationError(f"{name}.input_window_strides must be nonzero; got 0 at dimension {i} "
+                                      f"in {strides}")
+        mx = self.max_copied_elements
+        for i in range(n):
+            if not 1 <= out.sizes[i] <= mx[i]:
+                raise ValidationError(
+                    f"{name}.output.sizes must satisfy 1 <= OutputSizes[i] <= MaxCopiedElements[i]; got "
+                    f"{out.sizes[i]} at dimension {i} with MaxCopiedElements {mx} (output sizes {out.sizes})")
+        return self
+
+
+# Host mirror of slice1.comp's push-constant block.
+SLICE_PUSH = np.dtype([("rank", "<u4"), ("n_words", "<u4"), ("n_elems", "<u4"), ("base", "<u4"),
+                       ("row_words", "<u4"), ("tiles_per_row", "<u4"), ("n_groups", "<u4"), ("pad", "<u4"),
+                       ("sizes", "<u4", MAX_DIMS), ("strides", "<i4", MAX_DIMS)])
+
+
+def plan(desc: Slice1Desc, input_strides: Sequence[int]) -> Tuple[int, Tuple[int, ...], Tuple[int, ...]]:
+    """(base element, merged output sizes, merged input strides): the window folded into one affine
+    map, size-1 dimensions dropped and dimensions that walk memory evenly merged."""
+    base, dims = 0, []
+    for off, wsz, wst, osz, tst in zip(desc.input_window_offsets, desc.input_window_sizes,
+                                       desc.input_window_strides, desc.output.sizes, input_strides):
+        base += (off + (wsz - 1 if wst < 0 else 0)) * tst
+        if osz > 1:
+            dims.append([osz, wst * tst])
+    merged = []
+    for d in dims:
+        if merged and merged[-1][1] == d[1] * d[0]:
+            merged[-1] = [merged[-1][0] * d[0], d[1]]
+        else:
+            merged.append(d)
+    if not merged:
+        merged = [[1, 1]]
+    return base, tuple(d[0] for d in merged), tuple(d[1] for d in merged)
+
+
+def grid(n_groups: int) -> Tuple[int, int, int]:
+    """A 2-D grid: Vulkan guarantees only 65535 workgroups per dimension."""
+    x = min(n_groups, 65535)
+    return (x, -(-n_groups // x), 1)
+
+
+def record(batch, desc: Slice1Desc, x, out) -> None:
+    """Record the slice of device tensor `x` into packed device tensor `out`."""
+    bits = desc.input.data_type.bits
+    e = 32 // bits
+    base, sizes, strides = plan(desc, x.desc.element_strides)
+    n_elems = desc.output.element_count
+    n_words = -(-n_elems // e)
+    per_group = WORKGROUP * WORDS_PER_THREAD
+    pc = np.zeros((), SLICE_PUSH)
+    row_len = sizes[-1]
+    if row_len % e == 0 and row_len // e >= WORKGROUP:
+        pc["row_words"] = row_len // e
+        pc["tiles_per_row"] = -(-(row_len // e) // per_group)
+        n_groups = (n_elems // row_len) * int(pc["tiles_per_row"])
+    else:
+        n_groups = -(-n_words // per_group)
+    pc["rank"], pc["n_words"], pc["n_elems"], pc["base"], pc["n_groups"] = len(sizes), n_words, n_elems, base, n_groups
+    pc["sizes"][: len(sizes)] = sizes
+    pc["strides"][: len(strides)] = strides
+    batch.dispatch(f"slice1_b{bits}", [x, out], writes=[1], groups=grid(n_groups),
+                   push=pc.reshape(1).view(np.uint32), spec=(WORKGROUP, WORDS_PER_THREAD))
+
+
+def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = None):
+    """DML SLICE1 on a NumPy array or device tensor: `out[i] = x[start + strides * i]` per dimension,
+    starting at the window's end where the stride is negative. `output_sizes` defaults to
+    MaxCopiedElements. NumPy in -> NumPy out; device tensor in -> device tensor out."""
+    from ..runtime import Call  # noqa: PLC0415  (keeps this module importable without kp)
+
+    with Call(x) as call:
+        (xd,) = call.descs
+        if output_sizes is None:
+            # MaxCopiedElements; a zero stride or bad size is left for validate() to name.
+            output_sizes = tuple(1 + (sz - 1) // abs(st) if st and sz > 0 else 1 for sz, st in zip(sizes, strides))
+        desc = Slice1Desc(xd, TensorDesc(xd.data_type, output_sizes, name="Slice1Desc.output"),
+                          offsets, sizes, strides).validate()
+        (xt,) = call.inputs
+        out = call.output(desc.output)
+        record(call.batch, desc, xt, out)
+    return call.result(out)

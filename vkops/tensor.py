@@ -1,0 +1,106 @@
+"""TensorDesc after DML_BUFFER_TENSOR_DESC: data type, sizes, strides in elements (None = packed).
+
+Pure Python: shape rules here run without a device.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+from .dtypes import DataType
+from .errors import ValidationError
+
+MAX_DIMS = 8
+# Kernels index elements with uint32 arithmetic.
+MAX_ELEMENTS = 2**32 - 1
+
+
+def packed_strides(sizes) -> Tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(sizes):
+        strides.append(acc)
+        acc *= s
+    return tuple(reversed(strides))
+
+
+def _ints(name: str, values) -> Tuple[int, ...]:
+    try:
+        out = tuple(int(v) for v in values)
+    except TypeError:
+        raise ValidationError(f"{name} must be a sequence of integers; got {values!r}") from None
+    if any(int(v) != v for v in values):
+        raise ValidationError(f"{name} must hold integers; got {tuple(values)}")
+    return out
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    data_type: DataType
+    sizes: Tuple[int, ...]
+    strides: Optional[Tuple[int, ...]] = None
+
+    def __init__(self, data_type, sizes, strides=None, *, name: str = "TensorDesc"):
+        object.__setattr__(self, "data_type", DataType.of(data_type, f"{name}.data_type"))
+        object.__setattr__(self, "sizes", _ints(f"{name}.sizes", sizes))
+        if strides is not None:
+            strides = _ints(f"{name}.strides", strides)
+        object.__setattr__(self, "strides", strides)
+        self.validate(name)
+
+    def validate(self, name: str = "TensorDesc") -> None:
+        n = len(self.sizes)
+        if not 1 <= n <= MAX_DIMS:
+            raise ValidationError(f"{name}.sizes must have 1 to {MAX_DIMS} dimensions; got {n} in {self.sizes}")
+        if any(s < 1 for s in self.sizes):
+            raise ValidationError(f"{name}.sizes must all be >= 1; got {self.sizes}")
+        if self.strides is not None:
+            if len(self.strides) != n:
+                raise ValidationError(
+                    f"{name}.strides must have one entry per dimension; got {len(self.strides)} strides "
+                    f"{self.strides} for sizes {self.sizes}")
+            if any(s < 0 for s in self.strides):
+                raise ValidationError(f"{name}.strides must be >= 0 (DML strides are unsigned); got {self.strides}")
+        if self.span > MAX_ELEMENTS:
+            raise ValidationError(
+                f"{name} must address at most {MAX_ELEMENTS} elements; sizes {self.sizes} with strides "
+                f"{self.strides} reach {self.span}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def element_count(self) -> int:
+        return int(np.prod(self.sizes, dtype=np.int64))
+
+    @property
+    def element_strides(self) -> Tuple[int, ...]:
+        return self.strides if self.strides is not None else packed_strides(self.sizes)
+
+    @property
+    def is_packed(self) -> bool:
+        """True when the strides are those of a packed C-order tensor (size-1 dims may have any stride)."""
+        if self.strides is None:
+            return True
+        return all(st == ps or sz == 1 for st, ps, sz in zip(self.strides, packed_strides(self.sizes), self.sizes))
+
+    @property
+    def span(self) -> int:
+        """Elements of the buffer the tensor reaches (DML's minimum buffer size, in elements)."""
+        return 1 + sum((sz - 1) * st for sz, st in zip(self.sizes, self.element_strides))
+
+    @property
+    def nbytes(self) -> int:
+        return self.span * self.data_type.np.itemsize
+
+    def packed(self) -> "TensorDesc":
+        return TensorDesc(self.data_type, self.sizes)
+
+    def with_sizes(self, sizes) -> "TensorDesc":
+        return TensorDesc(self.data_type, sizes)
+
+    def __repr__(self) -> str:
+        st = "" if self.strides is None else f", strides={self.strides}"
+        return f"TensorDesc({self.data_type.name}, {self.sizes}{st})"
