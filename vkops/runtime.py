@@ -499,6 +499,17 @@ class Batch:
         self._written.clear()
         self._read.clear()
 
+    def copy(self, src: DeviceTensor, dst: DeviceTensor):
+        """Record a device-to-device copy of src's buffer into dst's (vkCmdCopyBuffer; equal sizes)."""
+        if src._buffer.words != dst._buffer.words:
+            raise ValidationError(f"copy needs buffers of equal size; got {src._buffer.words} and "
+                                  f"{dst._buffer.words} words")
+        self._order({src._buffer.serial}, {dst._buffer.serial})
+        self._segments[-1].append(("dispatch", _kp_module().OpTensorCopy([src._buffer.kp, dst._buffer.kp])))
+        self._touched |= {src._buffer.serial, dst._buffer.serial}
+        self._written[dst._buffer.serial] = dst._buffer
+        self._read.add(src._buffer.serial)
+
     def download(self, tensor: DeviceTensor):
         """Copy `tensor` to host memory as the batch's last step, so `.numpy()` after it is free."""
         self._downloads.append(tensor._buffer)
@@ -598,9 +609,17 @@ class Call:
                             for x in self._raw]
         return self._inputs
 
-    def output(self, desc: TensorDesc) -> DeviceTensor:
-        """A packed output: pooled when it goes straight back to NumPy, else a new device tensor."""
-        if self.numpy_in and self._outer is None:
+    def output(self, desc: TensorDesc, out: Optional[DeviceTensor] = None, field: str = "out") -> DeviceTensor:
+        """A packed output: `out` when given (checked against `desc`), pooled when it goes straight back
+        to NumPy, else a new device tensor."""
+        if out is not None:
+            if not isinstance(out, DeviceTensor) or out.device is not self.device:
+                raise ValidationError(f"{field} must be a DeviceTensor on {self.device.name!r}; got {out!r}")
+            if out.data_type != desc.data_type or out.shape != desc.sizes or not out.desc.is_packed:
+                raise ValidationError(f"{field} must be a packed {desc.data_type.name} tensor of sizes {desc.sizes}; "
+                                      f"got {out.desc}")
+            t = out
+        elif self.numpy_in and self._outer is None:
             t = self.batch.scratch(desc)
         else:
             t = self.device.empty(desc)

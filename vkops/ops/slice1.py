@@ -135,10 +135,11 @@ def record(batch, desc: Slice1Desc, x, out) -> None:
                    push=pc.reshape(1).view(np.uint32), spec=(WORKGROUP, WORDS_PER_THREAD))
 
 
-def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = None):
+def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = None, *, out=None):
     """DML SLICE1 on a NumPy array or device tensor: `out[i] = x[start + strides * i]` per dimension,
     starting at the window's end where the stride is negative. `output_sizes` defaults to
-    MaxCopiedElements. NumPy in -> NumPy out; device tensor in -> device tensor out."""
+    MaxCopiedElements. NumPy in -> NumPy out; device tensor in -> device tensor out (written into
+    `out` when given, a packed device tensor of the output's sizes)."""
     from ..runtime import Call  # noqa: PLC0415  (keeps this module importable without kp)
 
     with Call(x) as call:
@@ -149,6 +150,6 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
         desc = Slice1Desc(xd, TensorDesc(xd.data_type, output_sizes, name="Slice1Desc.output"),
                           offsets, sizes, strides).validate()
         (xt,) = call.inputs
-        out = call.output(desc.output)
-        record(call.batch, desc, xt, out)
-    return call.result(out)
+        y = call.output(desc.output, out)
+        record(call.batch, desc, xt, y)
+    return call.result(y)

@@ -1,0 +1,52 @@
+"""The whole suite runs under the Khronos validation layer; any message it logs fails the test.
+
+The layer is configured through the environment before the first Vulkan instance exists, so this
+runs at import time. Set VKOPS_NO_VALIDATION=1 to run without it (e.g. on a machine lacking it).
+"""
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_LOG = None
+if not os.environ.get("VKOPS_NO_VALIDATION"):
+    _dir = Path(tempfile.mkdtemp(prefix="vkops-vvl-"))
+    _LOG = _dir / "validation.log"
+    (_dir / "vk_layer_settings.txt").write_text(
+        "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
+        "khronos_validation.report_flags = error,warn\n"
+        f"khronos_validation.log_filename = {_LOG}\n")
+    os.environ["VK_INSTANCE_LAYERS"] = "VK_LAYER_KHRONOS_validation"
+    os.environ["VK_LAYER_SETTINGS_PATH"] = str(_dir)
+
+
+def _log_size():
+    return _LOG.stat().st_size if _LOG is not None and _LOG.exists() else 0
+
+
+@pytest.fixture(autouse=True)
+def no_validation_messages():
+    before = _log_size()
+    yield
+    after = _log_size()
+    if after > before:
+        with open(_LOG, "rb") as f:
+            f.seek(before)
+            text = f.read(4000).decode(errors="replace")
+        pytest.fail(f"Vulkan validation layer reported:\n{text}")
+
+
+@pytest.fixture(scope="session")
+def dev():
+    import vkops
+
+    return vkops.Device()
+
+
+@pytest.fixture
+def rng(request):
+    import numpy as np
+
+    # A fresh, reproducible stream per test.
+    return np.random.default_rng(abs(hash(request.node.nodeid)) % (2**32))
