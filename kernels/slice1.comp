@@ -11,6 +11,9 @@ layout(constant_id = 1) const uint WORDS_PER_THREAD = 4;
 
 layout(binding = 0) readonly buffer Src { uint src[]; };
 layout(binding = 1) writeonly buffer Dst { uint dst[]; };
+// The same buffers as 16-byte vectors, for rows that are 16-byte aligned runs (vec mode).
+layout(binding = 0) readonly buffer Src4 { uvec4 src4[]; };
+layout(binding = 1) writeonly buffer Dst4 { uvec4 dst4[]; };
 
 // Mirrored by vkops.ops.slice1.SlicePush.
 layout(push_constant) uniform Push {
@@ -21,7 +24,7 @@ layout(push_constant) uniform Push {
     uint row_words;  // words per output row when rows are word-aligned, else 0 (generic mode)
     uint tiles_per_row;
     uint n_groups;   // workgroups that have work
-    uint pad;
+    uint vec;        // 32-bit rows of 16-byte aligned runs: 1 = inner stride 1, 2 = inner stride 2; else 0
     uint sizes[8];   // merged output sizes
     uint strides[8]; // input element strides (int32 bit patterns; uint arithmetic wraps correctly)
 } pc;
@@ -46,6 +49,33 @@ void main() {
     uint inner = pc.rank - 1;
     uint s_in = pc.strides[inner];
 
+#if ELEM_BITS == 32
+    if (pc.vec != 0) {
+        // 16-byte loads and stores; all loads issue before the first store.
+        uint row = g / pc.tiles_per_row;
+        uint tile = g - row * pc.tiles_per_row;
+        uint row_base = (inner == 0 ? pc.base : input_index(row, inner - 1)) / 4;
+        uint row_vecs = pc.row_words / 4;
+        uint out_base = row * row_vecs;
+        uvec4 v[WORDS_PER_THREAD];
+        [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+            uint j = (tile * WORDS_PER_THREAD + k) * wg + gl_LocalInvocationID.x;
+            if (j < row_vecs) {
+                if (pc.vec == 1) {
+                    v[k] = src4[row_base + j];
+                } else {
+                    uvec4 a = src4[row_base + 2 * j], b = src4[row_base + 2 * j + 1];
+                    v[k] = uvec4(a.x, a.z, b.x, b.z);
+                }
+            }
+        }
+        [[unroll]] for (uint k = 0; k < WORDS_PER_THREAD; ++k) {
+            uint j = (tile * WORDS_PER_THREAD + k) * wg + gl_LocalInvocationID.x;
+            if (j < row_vecs) dst4[out_base + j] = v[k];
+        }
+        return;
+    }
+#endif
     if (pc.row_words != 0) {
         // Rows start on word boundaries: decompose the row once, then walk the inner dimension.
         uint row = g / pc.tiles_per_row;

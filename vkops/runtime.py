@@ -219,7 +219,6 @@ class Device:
         self._spirv: Dict[str, bytes] = {}
         self._pool: Dict[int, List[_Buffer]] = collections.defaultdict(list)
         self._pool_bytes = 0
-        self._sequences: List[object] = []
         self._pending: "weakref.WeakSet[Batch]" = weakref.WeakSet()
         self._sentinel: Optional[_Buffer] = None
         self._local = threading.local()
@@ -369,13 +368,12 @@ class Device:
 
     # -- submission --------------------------------------------------------------------------- #
     def _sequence(self, timestamps: int = 0):
-        if timestamps:
-            return self._manager().sequence(0, timestamps)
-        return self._sequences.pop() if self._sequences else self._manager().sequence()
+        # A fresh sequence each time: kp re-begins a reused command buffer without resetting it,
+        # which its command pool (no RESET_COMMAND_BUFFER flag) does not allow.
+        return self._manager().sequence(0, timestamps)
 
     def _recycle_sequence(self, seq):
-        seq.clear()
-        self._sequences.append(seq)
+        seq.destroy()
 
     def _sentinel_buffer(self) -> _Buffer:
         if self._sentinel is None:
@@ -536,9 +534,7 @@ class Batch:
                         for i, (kind, _) in enumerate(ops):
                             if kind == "dispatch":
                                 self.gpu_ns.append(int((ts[i + 1] - ts[i]) * dev.timestamp_period_ns))
-                        seq.destroy()
-                    else:
-                        dev._recycle_sequence(seq)
+                    dev._recycle_sequence(seq)
             finally:
                 self._ran = True
                 self._release()

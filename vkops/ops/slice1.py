@@ -82,7 +82,7 @@ class Slice1Desc:
 
 # Host mirror of slice1.comp's push-constant block.
 SLICE_PUSH = np.dtype([("rank", "<u4"), ("n_words", "<u4"), ("n_elems", "<u4"), ("base", "<u4"),
-                       ("row_words", "<u4"), ("tiles_per_row", "<u4"), ("n_groups", "<u4"), ("pad", "<u4"),
+                       ("row_words", "<u4"), ("tiles_per_row", "<u4"), ("n_groups", "<u4"), ("vec", "<u4"),
                        ("sizes", "<u4", MAX_DIMS), ("strides", "<i4", MAX_DIMS)])
 
 
@@ -115,14 +115,26 @@ def grid(n_groups: int) -> Tuple[int, int, int]:
 def record(batch, desc: Slice1Desc, x, out) -> None:
     """Record the slice of device tensor `x` into packed device tensor `out`."""
     bits = desc.input.data_type.bits
-    e = 32 // bits
     base, sizes, strides = plan(desc, x.desc.element_strides)
+    e = 32 // bits
     n_elems = desc.output.element_count
+    if bits < 32 and strides[-1] == 1 and sizes[-1] % e == 0 and base % e == 0 and \
+            all(s % e == 0 for s in strides[:-1]):
+        # Rows of 8/16-bit data that are contiguous, word-aligned runs: copy them as 32-bit words.
+        bits, sizes, base = 32, sizes[:-1] + (sizes[-1] // e,), base // e
+        strides = tuple(s // e for s in strides[:-1]) + (1,)
+        n_elems, e = n_elems // e, 1
     n_words = -(-n_elems // e)
     per_group = WORKGROUP * WORDS_PER_THREAD
     pc = np.zeros((), SLICE_PUSH)
     row_len = sizes[-1]
-    if row_len % e == 0 and row_len // e >= WORKGROUP:
+    if bits == 32 and strides[-1] in (1, 2) and row_len % 4 == 0 and base % 4 == 0 and \
+            all(s % 4 == 0 for s in strides[:-1]) and row_len >= 4 * WORKGROUP:
+        pc["vec"] = strides[-1]
+        pc["row_words"] = row_len
+        pc["tiles_per_row"] = -(-(row_len // 4) // per_group)
+        n_groups = (n_elems // row_len) * int(pc["tiles_per_row"])
+    elif row_len % e == 0 and row_len // e >= WORKGROUP:
         pc["row_words"] = row_len // e
         pc["tiles_per_row"] = -(-(row_len // e) // per_group)
         n_groups = (n_elems // row_len) * int(pc["tiles_per_row"])
