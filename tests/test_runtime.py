@@ -141,3 +141,22 @@ def test_packaged_spirv_is_fresh():
     out = ROOT / "vkops" / "spv"
     stale = [name for name in build.VARIANTS if build.stale(name, out)]
     assert stale == [], f"run `make spv`: stale or missing SPIR-V for {stale}"
+
+
+def test_wheel_carries_spirv(tmp_path):
+    """`pip wheel .` packages the compiled SPIR-V: no compiler is needed where it is installed."""
+    import subprocess
+    import zipfile
+
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (wheel,) = tmp_path.glob("vkops-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sys.path.insert(0, str(ROOT / "kernels"))
+    try:
+        import build
+    finally:
+        sys.path.pop(0)
+    missing = [n for n in build.VARIANTS if f"vkops/spv/{n}.spv" not in names]
+    assert missing == []
