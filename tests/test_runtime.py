@@ -160,3 +160,15 @@ def test_wheel_carries_spirv(tmp_path):
         sys.path.pop(0)
     missing = [n for n in build.VARIANTS if f"vkops/spv/{n}.spv" not in names]
     assert missing == []
+
+
+def test_numpy_call_is_one_submission(dev, rng, monkeypatch):
+    from vkops import runtime
+
+    monkeypatch.setattr(runtime, "BARRIER_COPY_LIMIT", 0)  # any tracked dependency would split
+    seen = []
+    real_run = runtime.Batch.run
+    monkeypatch.setattr(runtime.Batch, "run", lambda self: (seen.append(self), real_run(self))[1])
+    x = rng.integers(0, 255, size=(40, 50), dtype=np.uint8)
+    assert np.array_equal(vkops.slice(x, [0, 0], [40, 50], [-1, 3]), x[::-1, ::3])
+    assert [b.submissions for b in seen] == [1]

@@ -454,9 +454,9 @@ class Batch:
         buf, t = self.device._stage(np.asarray(array))
         self._keep.append(buf)
         self._segments[-1].append(("op", _kp_module().OpTensorSyncDevice([buf.kp])))
+        # A transfer write into a fresh buffer: kp's own transfer->compute barrier before each dispatch
+        # covers it, so no dependency is tracked.
         self._touched.add(buf.serial)
-        self._written[buf.serial] = buf  # a transfer write: kp's pre-dispatch barrier covers it
-        self._read.discard(buf.serial)
         return t
 
     def scratch(self, desc: TensorDesc) -> DeviceTensor:
