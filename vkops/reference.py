@@ -17,3 +17,21 @@ def slice1(x, offsets, sizes, strides, output_sizes=None):
         start = off + (sz - 1 if st < 0 else 0)
         index.append(start + st * np.arange(osz))
     return x[np.ix_(*index)]
+
+
+def top_k1(x, k, axis, direction="decreasing"):
+    """(values, UINT32 indices) of the k largest ("decreasing") or smallest ("increasing") elements
+    along `axis`, sorted; ties in ascending index order in both directions; NaN above +inf; -0.0 == 0.0.
+    Built on NumPy's stable sort (which orders NaN last, like the spec's ranking in INCREASING)."""
+    x = np.asarray(x)
+    d = getattr(direction, "name", direction).lower()
+    a = np.moveaxis(x, axis, -1)
+    n = a.shape[-1]
+    if d == "increasing":
+        order = np.argsort(a, axis=-1, kind="stable")
+    else:  # stable ascending sort of the reversed row, reversed back: descending, ties by index
+        order = (n - 1 - np.argsort(a[..., ::-1], axis=-1, kind="stable"))[..., ::-1]
+    idx = order[..., :k]
+    vals = np.take_along_axis(a, idx, axis=-1)
+    return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis).astype(np.uint32)
+

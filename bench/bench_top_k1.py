@@ -1,0 +1,131 @@
+"""TOP_K1 against torch.topk(..., sorted=True): GPU time (Vulkan timestamps / CUDA events) and wall time.
+
+The grid of issue 4: fp32 4096x32768, 64x2^20, 1x2^26, 32768x1024, 1x1024 with K in {1, 8, 64, 256,
+1024}, plus one uint8 and one fp16 shape. Each row also checks the result against torch (values equal,
+indices point at those values; exact index equality where torch's tie order agrees) or NumPy.
+Usage: python bench/bench_top_k1.py [--small] [--reps 10] [--only 4096x32768]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from common import table, torch_ms, vk_gpu_ms, wall_ms, write_results
+
+import vkops
+from vkops import reference
+from vkops.ops import top_k1 as topk_mod
+
+KS = (1, 8, 64, 256, 1024)
+
+
+def grid(small: bool):
+    if small:  # for a CPU driver
+        return [("float32", (64, 4096), KS[:4]), ("float32", (1, 1 << 18), KS[:4]), ("float32", (512, 1024), KS),
+                ("uint8", (64, 4096), (8, 256)), ("float16", (64, 4096), (8, 256))]
+    return [("float32", (4096, 32768), KS), ("float32", (64, 1 << 20), KS), ("float32", (1, 1 << 26), KS),
+            ("float32", (32768, 1024), KS), ("float32", (1, 1024), KS),
+            ("uint8", (4096, 32768), (8, 256)), ("float16", (4096, 32768), (8, 256))]
+
+
+def make(dtype, shape, torch):
+    if torch is not None:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        if dtype == "uint8":
+            t = torch.randint(0, 256, shape, generator=g, device="cuda", dtype=torch.uint8)
+        else:
+            t = torch.randn(shape, generator=g, device="cuda", dtype=getattr(torch, dtype))
+        return t.cpu().numpy(), t
+    rng = np.random.default_rng(0)
+    if dtype == "uint8":
+        return rng.integers(0, 256, size=shape, dtype=np.uint8), None
+    return rng.standard_normal(shape, dtype=np.float32).astype(dtype), None
+
+
+def check(host, k, v, i, tx, torch):
+    """'exact' (values and indices equal to the stable reference or torch), 'ok' (values equal,
+    indices address them), or 'FAIL'."""
+    vv, ii = v.numpy(), i.numpy()
+    if torch is not None:
+        tv, ti = torch.topk(tx if tx.dtype != torch.uint8 else tx.to(torch.int32), k, dim=-1, sorted=True)
+        tv = tv.cpu().numpy().astype(host.dtype)
+        ti = ti.cpu().numpy()
+        if not np.array_equal(vv, tv):
+            return "FAIL(values)"
+        picked = np.take_along_axis(host, ii.astype(np.int64), axis=-1)
+        if not np.array_equal(picked, vv) or np.any(ii >= host.shape[-1]):
+            return "FAIL(indices)"
+        # ties (uint8, fp16): indices must be ascending within runs of equal values
+        same = vv[..., 1:] == vv[..., :-1]
+        if np.any(same & (ii[..., 1:] <= ii[..., :-1])):
+            return "FAIL(tie order)"
+        return "exact" if np.array_equal(ii, ti) else "ok"
+    rv, ri = reference.top_k1(host, k, -1)
+    return "exact" if np.array_equal(vv, rv) and np.array_equal(ii, ri) else "FAIL"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--no-check", action="store_true")
+    args = ap.parse_args()
+    dev = vkops.Device()
+    small = args.small or dev.device_type == "cpu"
+    torch = None
+    try:
+        import torch as _t
+
+        torch = _t if _t.cuda.is_available() else None
+    except ImportError:
+        pass
+    rows = []
+    t_start = time.time()
+    for dtype, shape, ks in grid(small):
+        name = "x".join(map(str, shape))
+        if args.only and args.only != name:
+            continue
+        host, tx = make(dtype, shape, torch)
+        x = vkops.to_device(host, dev)
+        mib = host.nbytes / 2**20
+        for k in ks:
+            if k > shape[-1]:
+                continue
+            vdesc, idesc = topk_mod.output_descs(x.desc, len(shape) - 1, k)
+            v, i = dev.empty(vdesc), dev.empty(idesc)
+            n_seq = host.size // shape[-1]
+            p = topk_mod.plan(n_seq, shape[-1], k, dev.shared_memory_bytes, bits=np.dtype(dtype).itemsize * 8,
+                              target_groups=1024 if dev.device_type != "cpu" else 64)
+            fn = lambda: vkops.top_k(x, k, out=(v, i))  # noqa: E731
+            gpu = vk_gpu_ms(fn, args.reps, dev)
+            wall = wall_ms(fn, args.reps)
+            row = {"dtype": dtype, "shape": name, "K": k, "path": f"{p.path}/{p.chunks}" if p.path == "filter"
+                   else p.path, "vk gpu ms": gpu, "vk GB/s": host.nbytes / gpu / 1e6, "vk wall ms": wall}
+            if torch is not None:
+                tt = tx if tx.dtype != torch.uint8 else tx  # torch.topk supports uint8 on CUDA
+                try:
+                    tg, tw = torch_ms(lambda: torch.topk(tt, k, dim=-1, sorted=True), args.reps * 2)
+                    row.update({"torch gpu ms": tg, "torch wall ms": tw, "speedup": tg / gpu})
+                except RuntimeError as e:  # a dtype torch.topk lacks on CUDA
+                    row["torch gpu ms"] = None
+                    print("torch:", str(e)[:100])
+            if not args.no_check:
+                row["check"] = check(host, k, v, i, tx, torch)
+            rows.append(row)
+            print(row, flush=True)
+            del v, i
+        del x, tx
+        if torch is not None:
+            torch.cuda.empty_cache()
+    print(f"\nTOP_K1 on {dev.name} ({dev.driver}), {time.time() - t_start:.0f} s")
+    cols = ["dtype", "shape", "K", "path", "vk gpu ms", "vk GB/s", "vk wall ms", "torch gpu ms", "torch wall ms",
+            "speedup", "check"]
+    print(table(rows, cols))
+    print("results:", write_results("top_k1", rows))
+
+
+if __name__ == "__main__":
+    main()

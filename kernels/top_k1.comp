@@ -1,0 +1,386 @@
+#version 450
+// DML TOP_K1: the best K (value, index) pairs of every sequence along an axis, sorted, ties by index.
+//
+// Every element becomes an order-preserving uint32 key (NaN canonical and highest, -0.0 == +0.0,
+// complemented for INCREASING), so one unsigned compare of (key desc, index asc) ranks every dtype
+// and makes ties come out stable. Bitonic top-k after Shanbhag, Pirk & Madden (SIGMOD 2018): sort
+// runs of Kp = pow2(K) in shared memory, then repeatedly keep the better half of two runs
+// (max(A[j], B[j]) of a descending and an ascending run) and rebuild it into a sorted run.
+//
+// Modes (push constant `mode`, uniform per dispatch):
+//   SEG    rows of <= B elements: G whole sequences per workgroup, loaded, reduced, written.
+//   FILTER long rows, Kp <= B/2: a workgroup streams a chunk of a sequence once; an element enters
+//          the shared buffer only if it beats the K-th best seen so far (the threshold); a full
+//          buffer is reduced to its top Kp. With several chunks per sequence each writes its top K
+//          to `cand`, and the last workgroup of the sequence to finish (atomic counter) reduces the
+//          candidates the same way and writes the outputs: one dispatch, input read once.
+//   SORT_* K too large for the buffer: a global bitonic sort of (key, index) rows in `cand`
+//          (tile sort, global compare-exchange steps, shared-memory merges), output from the last.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint B = 2048;  // shared buffer entries (power of two)
+// Elements per thread per FILTER iteration: 16-byte vector loads (two of them for 32-bit data).
+#define EPI 16u
+const uint EV = 128u / ELEM_BITS;   // elements per uvec4
+const uint NV = EPI / EV;           // uvec4 loads per thread per iteration
+
+layout(binding = 0) readonly buffer Src { uint src[]; };
+layout(binding = 0) readonly buffer Src4 { uvec4 src4[]; };   // the same buffer, 16 bytes at a time
+layout(binding = 1) buffer OutVal { uint oval[]; };           // atomics for 8/16-bit values
+layout(binding = 2) writeonly buffer OutIdx { uint oidx[]; };
+layout(binding = 3) coherent buffer Cand { uint cand[]; };    // (key, index) pairs
+layout(binding = 4) coherent buffer Ctr { uint ctr[]; };      // per-sequence finished-chunk counters
+
+// Mirrored by vkops.ops.top_k1.TOPK_PUSH.
+layout(push_constant) uniform Push {
+    uint mode;
+    uint n_seq;       // sequences
+    uint L;           // axis length
+    uint K;
+    uint Kp;          // pow2 >= K
+    uint chunks;      // FILTER: workgroups per sequence; SORT: tiles (or step groups) per sequence
+    uint chunk_len;   // FILTER: elements per chunk
+    uint flip;        // 0 (DECREASING) or ~0 (INCREASING)
+    uint axis_stride; // input element stride along the axis
+    uint inner;       // product of output sizes after the axis
+    uint G;           // SEG: sequences per workgroup
+    uint P;           // SEG: per-sequence slot (pow2); SORT: padded row length
+    uint size;        // SORT: bitonic stage size
+    uint stride;      // SORT_GLOBAL: compare distance
+    uint n_other;     // merged non-axis dims (o_* arrays hold 6: the push block stays <= 128 bytes)
+    uint n_groups;    // workgroups with work
+    uint vec;         // FILTER: rows are contiguous and 16-byte aligned (uvec4 loads)
+    uint cap;         // FILTER: entries buffered before a compaction (<= B; small K compacts early)
+    uint o_sizes[6];  // merged non-axis sizes, outermost first
+    uint o_strides[6];// their input element strides
+} pc;
+
+const uint MODE_SEG = 0, MODE_FILTER = 1, MODE_SORT_INIT = 2, MODE_SORT_GLOBAL = 3, MODE_SORT_LOCAL = 4;
+const uint SENT_IDX = 0xFFFFFFFFu;  // sentinel (key 0, index ~0) ranks below every real element
+const uint WG = gl_WorkGroupSize.x;
+
+shared uint skey[B];
+shared uint sidx[B];
+shared uint s_base[gl_WorkGroupSize.x];
+shared uint s_count, s_thr_k, s_thr_i, s_last, s_flag;
+
+// ---- keys --------------------------------------------------------------------------------------
+uint make_key(uint raw) {
+    uint k;
+#if KIND == 0 && ELEM_BITS == 32
+    uint b = raw;
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) k = 0xFFFFFFFFu;   // every NaN: one key, above +inf
+    else {
+        if (b == 0x80000000u) b = 0u;                        // -0.0 ties with +0.0
+        k = (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+    }
+#elif KIND == 0 && ELEM_BITS == 16
+    uint h = raw & 0xFFFFu;                                  // compare the half's bits: exact, no FTZ
+    if ((h & 0x7FFFu) > 0x7C00u) k = 0xFFFFu;
+    else {
+        if (h == 0x8000u) h = 0u;
+        k = (h & 0x8000u) != 0u ? (~h & 0xFFFFu) : (h | 0x8000u);
+    }
+#elif KIND == 1
+    k = raw ^ (1u << (ELEM_BITS - 1));                       // signed: flip the sign bit
+#else
+    k = raw;                                                 // unsigned
+#endif
+    return k ^ pc.flip;
+}
+
+// (ka, ia) ranks before (kb, ib): larger key, then smaller index.
+bool better(uint ka, uint ia, uint kb, uint ib) { return ka > kb || (ka == kb && ia < ib); }
+
+// ---- addressing --------------------------------------------------------------------------------
+uint seq_base(uint s) {
+    uint off = 0u;
+    for (int d = int(pc.n_other) - 1; d >= 0; --d) {
+        uint sz = pc.o_sizes[d];
+        off += (s % sz) * pc.o_strides[d];
+        s /= sz;
+    }
+    return off;
+}
+
+uint load_raw(uint base, uint i) { return LOAD_ELEM(src, base + i * pc.axis_stride); }
+
+void write_out(uint s, uint j, uint idx, uint base) {
+    uint o = (s / pc.inner) * pc.K * pc.inner + (s % pc.inner) + j * pc.inner;
+    oidx[o] = idx;
+    uint raw = load_raw(base, idx);
+#if ELEM_BITS == 32
+    oval[o] = raw;
+#else
+    // Neighbouring output elements may belong to other sequences (other workgroups): update only
+    // this element's bits of the shared word, atomically.
+    const uint E = 32u / ELEM_BITS;
+    uint sh = (o % E) * ELEM_BITS;
+    uint w = o / E;
+    atomicAnd(oval[w], ~(((1u << ELEM_BITS) - 1u) << sh));
+    atomicOr(oval[w], raw << sh);
+#endif
+}
+
+// ---- shared-memory networks --------------------------------------------------------------------
+void cas(uint i, uint j, bool desc) {
+    uint ki = skey[i], kj = skey[j], ii = sidx[i], ij = sidx[j];
+    if (better(kj, ij, ki, ii) == desc) {
+        skey[i] = kj; skey[j] = ki;
+        sidx[i] = ij; sidx[j] = ii;
+    }
+}
+
+// Reduce N = n_seg * (Kp << T) entries to the sorted (descending) top Kp of each segment, found at
+// offset seg * (Kp << T). Ends with a barrier.
+void reduce_buf(uint N, uint Kp, uint T) {
+    uint tid = gl_LocalInvocationID.x;
+    // Sort runs of Kp, alternating direction (runs that will be merged pairwise), or all
+    // descending when there is nothing left to merge.
+    for (uint size = 2u; size <= Kp; size <<= 1) {
+        for (uint stride = size >> 1; stride > 0u; stride >>= 1) {
+            for (uint p = tid; p < N / 2u; p += WG) {
+                uint i = 2u * p - (p & (stride - 1u));
+                bool desc = size < Kp ? (i & size) == 0u : (T == 0u || ((i / Kp) & 1u) == 0u);
+                cas(i, i + stride, desc);
+            }
+            barrier();
+        }
+    }
+    // Keep the better half of each pair of runs in place (runs spread out by 2^t), rebuild.
+    for (uint t = 0u; t < T; ++t) {
+        uint span = Kp << t;
+        uint nact = N >> (t + 1u);
+        for (uint e = tid; e < nact; e += WG) {
+            uint r = e / Kp, j = e % Kp;
+            uint a = 2u * r * span + j, b = a + span;
+            uint ka = skey[a], kb = skey[b], ia = sidx[a], ib = sidx[b];
+            if (better(kb, ib, ka, ia)) { skey[a] = kb; sidx[a] = ib; }
+        }
+        barrier();
+        bool last = t + 1u == T;
+        uint half_kp = Kp >> 1;
+        for (uint stride = half_kp; stride > 0u; stride >>= 1) {
+            for (uint p = tid; p < nact / 2u; p += WG) {
+                uint q = p / half_kp, w = p % half_kp;
+                uint i = q * 2u * span + 2u * w - (w & (stride - 1u));
+                cas(i, i + stride, last || (q & 1u) == 0u);
+            }
+            barrier();
+        }
+    }
+}
+
+uint log2u(uint x) { return uint(findMSB(x)); }
+uint pow2_at_least(uint x) { return x <= 1u ? 1u : (1u << (uint(findMSB(x - 1u)) + 1u)); }
+
+// FILTER: reduce the `c` (<= B) buffered entries to the top Kp; the threshold becomes the K-th best.
+void compact(uint c) {
+    uint tid = gl_LocalInvocationID.x;
+    uint N = max(pc.Kp, pow2_at_least(c));
+    for (uint e = c + tid; e < N; e += WG) { skey[e] = 0u; sidx[e] = SENT_IDX; }
+    barrier();
+    reduce_buf(N, pc.Kp, log2u(N / pc.Kp));
+    if (tid == 0u) {
+        s_count = pc.Kp;
+        s_thr_k = skey[pc.K - 1u];
+        s_thr_i = sidx[pc.K - 1u];
+        s_flag = 0u;
+    }
+    barrier();
+}
+
+// FILTER: stream entries [start, end) of either the input sequence at `base` (from_cand false) or
+// the candidate pairs (from_cand true), keeping the top Kp sorted in skey/sidx[0, Kp). An entry is
+// buffered only if it beats the current threshold; a buffer that overflows is compacted and the
+// entries that did not fit are tried again (against the new threshold).
+void stream_topk(bool from_cand, uint base, uint start, uint end) {
+    uint tid = gl_LocalInvocationID.x;
+    if (tid == 0u) { s_count = 0u; s_thr_k = 0u; s_thr_i = SENT_IDX; s_flag = 0u; }
+    barrier();
+    const uint STEP = WG * EPI;
+    bool vec = !from_cand && pc.vec != 0u;
+    for (uint b0 = start; b0 < end; b0 += STEP) {
+        uint keys[EPI];
+        uint first;  // index of keys[0]; keys[u] is entry first + (vec ? u : u * WG)
+        if (vec) {
+            first = b0 + tid * EV;
+            [[unroll]] for (uint v = 0u; v < NV; ++v) {
+                uint i0 = first + v * WG * EV;
+                uvec4 w = i0 < end ? src4[(base + i0) / EV] : uvec4(0u);
+                [[unroll]] for (uint e = 0u; e < EV; ++e) {
+#if ELEM_BITS == 32
+                    uint raw = w[e];
+#else
+                    uint raw = bitfieldExtract(w[e / (32u / ELEM_BITS)], int((e % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS);
+#endif
+                    keys[v * EV + e] = make_key(raw);
+                }
+            }
+        } else {
+            first = b0 + tid;
+            [[unroll]] for (uint u = 0u; u < EPI; ++u) {
+                uint i = first + u * WG;
+                keys[u] = 0u;
+                if (i < end) keys[u] = from_cand ? cand[2u * i] : make_key(load_raw(base, i));
+            }
+        }
+        uint pending = 0u;
+        [[unroll]] for (uint u = 0u; u < EPI; ++u) {
+            uint i = vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG;
+            if (i < end) pending |= 1u << u;
+        }
+        uint tk = s_thr_k, ti = s_thr_i;
+        for (;;) {
+            [[unroll]] for (uint u = 0u; u < EPI; ++u) {
+                if ((pending & (1u << u)) != 0u) {
+                    uint i = vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG;
+                    uint ix = from_cand ? cand[2u * i + 1u] : i;
+                    if (from_cand && ix == SENT_IDX) { pending &= ~(1u << u); continue; }
+                    if (!better(keys[u], ix, tk, ti)) { pending &= ~(1u << u); continue; }
+                    uint pos = atomicAdd(s_count, 1u);
+                    if (pos < pc.cap) {
+                        skey[pos] = keys[u];
+                        sidx[pos] = ix;
+                        pending &= ~(1u << u);
+                    }
+                }
+            }
+            if (pending != 0u) s_flag = 1u;
+            barrier();
+            uint c = s_count, f = s_flag;
+            barrier();
+            if (f == 0u) break;                 // uniform: everyone read the same flag
+            compact(min(c, pc.cap));
+            tk = s_thr_k; ti = s_thr_i;
+        }
+    }
+    barrier();
+    uint c = s_count;
+    barrier();
+    compact(min(c, pc.cap));
+}
+
+// ---- modes -------------------------------------------------------------------------------------
+void run_seg(uint g) {
+    uint tid = gl_LocalInvocationID.x;
+    uint s0 = g * pc.G;
+    if (tid < pc.G && s0 + tid < pc.n_seq) s_base[tid] = seq_base(s0 + tid);
+    barrier();
+    uint N = pc.G * pc.P;
+    for (uint e0 = 0u; e0 < N; e0 += 4u * WG) {   // four loads in flight per thread
+        uint raw[4];
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            uint e = e0 + u * WG + tid;
+            uint q = e / pc.P, i = e % pc.P;
+            raw[u] = (e < N && i < pc.L && s0 + q < pc.n_seq) ? load_raw(s_base[q], i) : 0u;
+        }
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            uint e = e0 + u * WG + tid;
+            if (e >= N) break;
+            uint q = e / pc.P, i = e % pc.P;
+            bool ok = i < pc.L && s0 + q < pc.n_seq;
+            skey[e] = ok ? make_key(raw[u]) : 0u;
+            sidx[e] = ok ? i : SENT_IDX;
+        }
+    }
+    barrier();
+    reduce_buf(N, pc.Kp, log2u(pc.P / pc.Kp));
+    for (uint e = tid; e < pc.G * pc.K; e += WG) {
+        uint q = e / pc.K, j = e % pc.K;
+        if (s0 + q < pc.n_seq) write_out(s0 + q, j, sidx[q * pc.P + j], s_base[q]);
+    }
+}
+
+void run_filter(uint g) {
+    uint tid = gl_LocalInvocationID.x;
+    uint s = g / pc.chunks, c = g % pc.chunks;
+    uint base = seq_base(s);
+    uint start = c * pc.chunk_len;
+    stream_topk(false, base, start, min(pc.L, start + pc.chunk_len));
+    if (pc.chunks == 1u) {
+        for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[j], base);
+        return;
+    }
+    uint out0 = (s * pc.chunks + c) * pc.K;
+    for (uint j = tid; j < pc.K; j += WG) {
+        cand[2u * (out0 + j)] = skey[j];
+        cand[2u * (out0 + j) + 1u] = sidx[j];
+    }
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0u) {
+        uint done = atomicAdd(ctr[s], 1u);
+        s_last = done == pc.chunks - 1u ? 1u : 0u;
+        if (s_last != 0u) ctr[s] = 0u;  // leave the counter zero for the next dispatch
+    }
+    barrier();
+    if (s_last == 0u) return;
+    memoryBarrierBuffer();
+    uint c0 = s * pc.chunks * pc.K;
+    stream_topk(true, base, c0, c0 + pc.chunks * pc.K);
+    for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[j], base);
+}
+
+// SORT: rows of P (key, index) pairs in cand; global element i sorts descending within the stage
+// `size` when (i & size) == 0, so after the last stage (size == P) each row is descending.
+void run_sort_tile(uint g, bool init) {
+    uint tid = gl_LocalInvocationID.x;
+    uint s = g / pc.chunks, t = g % pc.chunks;
+    uint base = seq_base(s);
+    uint row = s * pc.P, t0 = t * B;
+    for (uint e = tid; e < B; e += WG) {
+        uint i = t0 + e;
+        if (init) {
+            uint k = 0u, ix = SENT_IDX;
+            if (i < pc.L) { k = make_key(load_raw(base, i)); ix = i; }
+            skey[e] = k; sidx[e] = ix;
+        } else {
+            skey[e] = cand[2u * (row + i)]; sidx[e] = cand[2u * (row + i) + 1u];
+        }
+    }
+    barrier();
+    uint first = init ? 2u : pc.size;
+    for (uint size = first; size <= pc.size; size <<= 1) {
+        for (uint stride = min(size, B) >> 1; stride > 0u; stride >>= 1) {
+            for (uint p = tid; p < B / 2u; p += WG) {
+                uint i = 2u * p - (p & (stride - 1u));
+                cas(i, i + stride, ((t0 + i) & size) == 0u);
+            }
+            barrier();
+        }
+    }
+    if (pc.size == pc.P) {  // the last stage: this row is sorted, emit its first K
+        for (uint e = tid; e < B; e += WG)
+            if (t0 + e < pc.K) write_out(s, t0 + e, sidx[e], base);
+        return;
+    }
+    for (uint e = tid; e < B; e += WG) {
+        cand[2u * (row + t0 + e)] = skey[e];
+        cand[2u * (row + t0 + e) + 1u] = sidx[e];
+    }
+}
+
+void run_sort_global(uint g) {
+    uint s = g / pc.chunks;
+    uint p = (g % pc.chunks) * WG + gl_LocalInvocationID.x;
+    if (p >= pc.P / 2u) return;
+    uint i = 2u * p - (p & (pc.stride - 1u));
+    uint a = 2u * (s * pc.P + i), b = a + 2u * pc.stride;
+    uint ka = cand[a], ia = cand[a + 1u], kb = cand[b], ib = cand[b + 1u];
+    if (better(kb, ib, ka, ia) == ((i & pc.size) == 0u)) {
+        cand[a] = kb; cand[a + 1u] = ib;
+        cand[b] = ka; cand[b + 1u] = ia;
+    }
+}
+
+void main() {
+    uint g = linear_group();
+    if (g >= pc.n_groups) return;
+    if (pc.mode == MODE_SEG) run_seg(g);
+    else if (pc.mode == MODE_FILTER) run_filter(g);
+    else if (pc.mode == MODE_SORT_GLOBAL) run_sort_global(g);
+    else run_sort_tile(g, pc.mode == MODE_SORT_INIT);
+}

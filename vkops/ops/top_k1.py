@@ -1,0 +1,312 @@
+"""DML_TOP_K1: descriptor and rules (pure), lowering to the top_k1 kernel, and the NumPy face.
+
+Lowering (see kernels/top_k1.comp), chosen per call by `plan()`:
+  seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch.
+  filter  long rows with pow2(K) <= B/2: each workgroup streams a chunk once, keeping only elements
+          that beat its running K-th best; several chunks per row merge in the same dispatch (the
+          last workgroup to finish a row reduces the chunks' candidates and writes the row).
+  sort    pow2(K) > B/2 on long rows: a global bitonic sort of (key, index) rows in a scratch
+          buffer, O(log^2) dispatches; the last one writes the first K.
+"""
+from __future__ import annotations
+
+import enum
+import os
+import weakref
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ..dtypes import DataType
+from ..errors import DeviceLimitError, ValidationError
+from ..tensor import TensorDesc
+from .slice1 import grid
+
+WORKGROUP = 256
+MAX_AXIS_LENGTH = 2**31 - 1
+SENT_IDX = 0xFFFFFFFF
+
+_KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
+            DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
+MODE_SEG, MODE_FILTER, MODE_SORT_INIT, MODE_SORT_GLOBAL, MODE_SORT_LOCAL = range(5)
+
+
+class AxisDirection(enum.IntEnum):
+    """DML_AXIS_DIRECTION (values as in directml.h)."""
+
+    INCREASING = 0
+    DECREASING = 1
+
+    @classmethod
+    def of(cls, d, field: str = "axis_direction") -> "AxisDirection":
+        if isinstance(d, AxisDirection):
+            return d
+        if isinstance(d, str) and d.strip().upper() in cls.__members__:
+            return cls[d.strip().upper()]
+        raise ValidationError(f"{field} must be 'decreasing', 'increasing' or an AxisDirection; got {d!r}")
+
+
+@dataclass(frozen=True)
+class TopK1Desc:
+    """DML_TOP_K1_OPERATOR_DESC."""
+
+    input: TensorDesc
+    output_value: TensorDesc
+    output_index: TensorDesc
+    axis: int
+    k: int
+    axis_direction: AxisDirection = AxisDirection.DECREASING
+
+    def validate(self) -> "TopK1Desc":
+        name = "TopK1Desc"
+        for f in ("input", "output_value", "output_index"):
+            t = getattr(self, f)
+            if not isinstance(t, TensorDesc):
+                raise ValidationError(f"{name}.{f} must be a TensorDesc; got {type(t).__name__}")
+            t.validate(f"{name}.{f}")
+        inp, val, idx = self.input, self.output_value, self.output_index
+        for f in ("axis", "k"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValidationError(f"{name}.{f} must be an integer; got {v!r}")
+        if not isinstance(self.axis_direction, AxisDirection):
+            raise ValidationError(f"{name}.axis_direction must be an AxisDirection (INCREASING or DECREASING); "
+                                  f"got {self.axis_direction!r}")
+        n = inp.rank
+        for f, t in (("output_value", val), ("output_index", idx)):
+            if t.rank != n:
+                raise ValidationError(f"{name}.{f} must have the input's DimensionCount {n}; got {t.rank} "
+                                      f"(sizes {t.sizes} vs input sizes {inp.sizes})")
+        if val.data_type != inp.data_type:
+            raise ValidationError(f"{name}.output_value.data_type must equal input.data_type "
+                                  f"{inp.data_type.name}; got {val.data_type.name}")
+        if idx.data_type != DataType.UINT32:
+            raise ValidationError(f"{name}.output_index.data_type must be UINT32; got {idx.data_type.name}")
+        if not 0 <= self.axis < n:
+            raise ValidationError(f"{name}.axis must be < DimensionCount {n} (and >= 0); got axis={self.axis} "
+                                  f"for sizes {inp.sizes}")
+        a = int(self.axis)
+        length = inp.sizes[a]
+        if self.k < 1:
+            raise ValidationError(f"{name}.k must be >= 1; got k={self.k}")
+        if self.k > length:
+            raise ValidationError(f"{name}.k must be <= size along axis {a}; got k={self.k} for sizes {inp.sizes}")
+        if length > MAX_AXIS_LENGTH:
+            raise ValidationError(f"{name}.input.sizes[axis] must be <= {MAX_AXIS_LENGTH}; got {length} "
+                                  f"along axis {a}")
+        want = tuple(int(self.k) if i == a else s for i, s in enumerate(inp.sizes))
+        for f, t in (("output_value", val), ("output_index", idx)):
+            if t.sizes != want:
+                raise ValidationError(f"{name}.{f}.sizes must equal input sizes with K on axis {a}, {want}; "
+                                      f"got {t.sizes}")
+            if not t.is_packed:
+                raise ValidationError(f"{name}.{f}.strides must be packed (None); got {t.strides} "
+                                      f"for sizes {t.sizes}")
+        return self
+
+
+# Host mirror of top_k1.comp's push-constant block (120 bytes).
+TOPK_PUSH = np.dtype([(f, "<u4") for f in ("mode", "n_seq", "L", "K", "Kp", "chunks", "chunk_len", "flip",
+                                           "axis_stride", "inner", "G", "P", "size", "stride", "n_other",
+                                           "n_groups", "vec", "cap")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
+MAX_OTHER_DIMS = 6
+
+
+def _pow2(x: int) -> int:
+    return 1 << max(0, int(x) - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: str            # "seg", "filter" or "sort"
+    B: int               # shared buffer entries
+    EPI: int             # elements per thread per filter iteration (kernel constant)
+    Kp: int
+    G: int = 1           # seg: rows per workgroup
+    P: int = 1           # seg: slot per row; sort: padded row length
+    chunks: int = 1      # filter: workgroups per row
+    chunk_len: int = 0
+    cap: int = 0         # filter: entries buffered before a compaction
+
+
+
+def buffer_entries(shared_bytes: int, workgroup: int = WORKGROUP) -> int:
+    """Largest power of two B <= 2048 with two uint arrays of B, a row-base array and a few words in
+    shared memory. 2048 also under NVIDIA's 48 KiB: on an H200, B=2048 (16 KiB, more workgroups per
+    SM) streamed 1.5-2x faster than B=4096 on every filter shape of bench_top_k1.py."""
+    b = 2048
+    while b > 512 and 8 * b + 4 * workgroup + 64 > shared_bytes:
+        b //= 2
+    return b
+
+
+def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, target_groups: int = 1024,
+         force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
+    """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
+    B = buffer_entries(shared_bytes)
+    if os.environ.get("VKOPS_TOPK_B"):  # experiments: a smaller shared buffer
+        B = min(B, int(os.environ["VKOPS_TOPK_B"]))
+    EPI = 16
+    Kp = _pow2(k)
+    P = _pow2(length)
+    path = force or ("seg" if P <= B else "filter" if Kp <= B // 2 else "sort")
+    if path == "seg":
+        if P > B:
+            raise ValidationError(f"seg path needs pow2(L) <= {B}; got L={length}")
+        return Plan("seg", B, EPI, Kp, G=max(1, min(B // P, WORKGROUP, n_seq)), P=P)
+    if path == "filter":
+        if Kp > B // 2:
+            raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
+        step = WORKGROUP * EPI
+        if chunks is None:
+            min_chunk = max(4 * B, 8 * step)
+            want = -(-target_groups // n_seq)
+            chunks = max(1, min(want, -(-length // min_chunk), max(1, 65536 // k)))
+        chunk_len = -(-length // chunks)
+        chunk_len = -(-chunk_len // step) * step
+        chunks = -(-length // chunk_len)
+        # Compact early for small K: the threshold rises after fewer buffered elements, and each
+        # compaction sorts fewer entries.
+        cap = min(B, max(512, 4 * Kp))
+        return Plan("filter", B, EPI, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap)
+    if path == "sort":
+        return Plan("sort", B, EPI, Kp, P=max(P, 2 * B))
+    raise ValueError(force)
+
+
+def _merge_dims(sizes, strides):
+    dims = [[s, t] for s, t in zip(sizes, strides) if s > 1]
+    merged = []
+    for d in dims:
+        if merged and merged[-1][1] == d[0] * d[1]:
+            merged[-1] = [merged[-1][0] * d[0], d[1]]
+        else:
+            merged.append(d)
+    return merged
+
+
+# Per-device zeroed counters (the last workgroup of a row resets its counter) and a dummy buffer.
+_COUNTERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _counters(device, n: int):
+    have = _COUNTERS.get(device)
+    if have is None or have.shape[0] < n:
+        have = device.tensor(np.zeros(max(n, 1024), dtype=np.uint32))
+        _COUNTERS[device] = have
+    return have
+
+
+def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] = None,
+           chunks: Optional[int] = None) -> Plan:
+    """Record TOP_K1 of device tensor `x` into packed device tensors `values` and `indices`."""
+    dev = batch.device
+    inp = desc.input
+    axis, K = int(desc.axis), int(desc.k)
+    sizes, strides = inp.sizes, x.desc.element_strides
+    if len(_merge_dims([s for i, s in enumerate(sizes) if i != axis],
+                       [t for i, t in enumerate(strides) if i != axis])) > MAX_OTHER_DIMS:
+        # Strides that fold into no fewer than 7 dimensions: copy to a packed tensor first.
+        from .slice1 import Slice1Desc, record as record_slice  # noqa: PLC0415
+        packed = batch.scratch(inp.packed())
+        n = inp.rank
+        record_slice(batch, Slice1Desc(inp, inp.packed(), (0,) * n, sizes, (1,) * n), x, packed)
+        x, strides = packed, packed.desc.element_strides
+    L = sizes[axis]
+    n_seq = inp.element_count // L
+    inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
+    other = _merge_dims([s for i, s in enumerate(sizes) if i != axis],
+                        [t for i, t in enumerate(strides) if i != axis])
+    bits = inp.data_type.bits
+    p = plan(n_seq, L, K, dev.shared_memory_bytes, bits=bits, force=force, chunks=chunks,
+             target_groups=1024 if dev.device_type != "cpu" else 64)
+    pc = np.zeros((), TOPK_PUSH)
+    pc["n_seq"], pc["L"], pc["K"], pc["Kp"] = n_seq, L, K, p.Kp
+    pc["flip"] = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
+    pc["axis_stride"], pc["inner"], pc["n_other"] = strides[axis], inner, len(other)
+    for i, (s, t) in enumerate(other):
+        pc["o_sizes"][i], pc["o_strides"][i] = s, t
+    kernel = f"top_k1_{_KERNELS[inp.data_type]}"
+    ev = 128 // bits
+    pc["cap"] = p.cap or p.B
+    pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
+    spec = (WORKGROUP, p.B)
+    ctr = _counters(dev, 1)
+
+    def dispatch(n_groups, cand, writes, mode, **fields):
+        pc["mode"], pc["n_groups"] = mode, n_groups
+        for f, v in fields.items():
+            pc[f] = v
+        batch.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=grid(n_groups),
+                       push=pc.copy().reshape(1).view(np.uint32), spec=spec)
+
+    if p.path == "seg":
+        dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G, P=p.P)
+    elif p.path == "filter":
+        if p.chunks == 1:
+            dispatch(n_seq, ctr, [1, 2], MODE_FILTER, chunks=1, chunk_len=p.chunk_len)
+        else:
+            ctr = _counters(dev, n_seq)
+            cand = batch.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
+            dispatch(n_seq * p.chunks, cand, [1, 2, 3, 4], MODE_FILTER, chunks=p.chunks, chunk_len=p.chunk_len)
+    else:
+        P, B = p.P, p.B
+        words = n_seq * P * 2
+        if words * 4 > dev.max_storage_buffer_range:
+            raise DeviceLimitError(
+                f"TOP_K1 with k={K} on rows of {L} sorts {n_seq} padded rows of {P} (key, index) pairs: "
+                f"{words * 4} bytes exceed {dev.name}'s maxStorageBufferRange of "
+                f"{dev.max_storage_buffer_range} bytes")
+        cand = batch.scratch(TensorDesc(DataType.UINT32, (words,)))
+        tiles = P // B
+        dispatch(n_seq * tiles, cand, [3], MODE_SORT_INIT, chunks=tiles, P=P, size=B)
+        size = 2 * B
+        while size <= P:
+            stride = size // 2
+            while stride >= B:
+                step_groups = -(-(P // 2) // WORKGROUP)
+                dispatch(n_seq * step_groups, cand, [3], MODE_SORT_GLOBAL, chunks=step_groups, P=P,
+                         size=size, stride=stride)
+                stride //= 2
+            writes = [1, 2] if size == P else [3]
+            dispatch(n_seq * tiles, cand, writes, MODE_SORT_LOCAL, chunks=tiles, P=P, size=size)
+            size *= 2
+    return p
+
+
+def output_descs(input_desc: TensorDesc, axis: int, k: int) -> Tuple[TensorDesc, TensorDesc]:
+    sizes = tuple(k if i == axis else s for i, s in enumerate(input_desc.sizes))
+    return (TensorDesc(input_desc.data_type, sizes, name="TopK1Desc.output_value"),
+            TensorDesc(DataType.UINT32, sizes, name="TopK1Desc.output_index"))
+
+
+def top_k(x, k: int, axis: int = -1, direction="decreasing", *, out=None, _force=None, _chunks=None):
+    """DML TOP_K1 on a NumPy array or device tensor: the K largest ("decreasing", sorted descending)
+    or smallest ("increasing", sorted ascending) elements of every sequence along `axis`, and their
+    UINT32 indices within the sequence; ties keep ascending indices, NaN ranks above +inf.
+    Returns (values, indices): NumPy in -> NumPy out; device tensors in -> device tensors out (written
+    into `out=(values, indices)` when given)."""
+    from ..runtime import Call  # noqa: PLC0415
+
+    with Call(x) as call:
+        (xd,) = call.descs
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise ValidationError(f"top_k axis must be an integer; got {axis!r}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise ValidationError(f"TopK1Desc.k must be an integer; got {k!r}")
+        ax = int(axis) + xd.rank if axis < 0 else int(axis)
+        if not 0 <= ax < xd.rank:
+            raise ValidationError(f"TopK1Desc.axis must be < DimensionCount {xd.rank} (negative counts from "
+                                  f"the end); got axis={axis} for sizes {xd.sizes}")
+        kk = int(k)
+        osz = tuple(max(kk, 1) if i == ax else s for i, s in enumerate(xd.sizes))
+        vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
+        idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
+        desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
+        (xt,) = call.inputs
+        ov, oi = out if out is not None else (None, None)
+        v = call.output(desc.output_value, ov, "out[0]")
+        i = call.output(desc.output_index, oi, "out[1]")
+        record(call.batch, desc, xt, v, i, force=_force, chunks=_chunks)
+    return call.result(v, i)
