@@ -8,6 +8,11 @@ VARIANTS = {
     "slice1_b16": ("slice1.comp", {"ELEM_BITS": 16}),
     "slice1_b32": ("slice1.comp", {"ELEM_BITS": 32}),
 }
+VARIANTS.update({  # QUANTIZED_LINEAR_MATRIX_MULTIPLY (ops/qlmm.py)
+    "qlmm": ("qlmm.comp", {}),
+    "qlmm_coopmat": ("qlmm_coopmat.comp", {"HAS_SUMS": 0}),
+    "qlmm_coopmat_zp": ("qlmm_coopmat.comp", {"HAS_SUMS": 1}),
+})
 VARIANTS.update({  # TOP_K1 (ops/top_k1.py): KIND 0 float, 1 signed, 2 unsigned
     f"top_k1_{t}": ("top_k1.comp", {"ELEM_BITS": bits, "KIND": kind})
     for t, bits, kind in (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),

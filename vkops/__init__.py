@@ -4,6 +4,7 @@ Descriptors validate without a device; `vkops.runtime` is the only module that i
 """
 from .dtypes import DataType
 from .errors import DeviceLimitError, ValidationError
+from .ops.qlmm import QuantizedLinearMatMulDesc, quantized_linear_matmul
 from .ops.slice1 import Slice1Desc, slice
 from .ops.top_k1 import AxisDirection, TopK1Desc, top_k
 from .runtime import Batch, Device, DeviceTensor, devices, to_device
@@ -12,5 +13,6 @@ from .tensor import TensorDesc
 __version__ = "0.1.0"
 
 __all__ = ["DataType", "DeviceLimitError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
+           "QuantizedLinearMatMulDesc", "quantized_linear_matmul",
            "AxisDirection", "TopK1Desc", "top_k",
            "Batch", "Device", "DeviceTensor", "devices", "to_device"]

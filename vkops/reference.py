@@ -35,3 +35,22 @@ def top_k1(x, k, axis, direction="decreasing"):
     vals = np.take_along_axis(a, idx, axis=-1)
     return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis).astype(np.uint32)
 
+
+def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
+                            output_dtype=None):
+    """DML QUANTIZED_LINEAR_MATRIX_MULTIPLY on DML-shaped (broadcastable) arrays: int64 accumulation of
+    (a - a_zp)(b - b_zp), float64 scaling, np.rint (half to even), + out_zp, clip to the output type.
+    The output type is the output zero point's, else `output_dtype`, else a's."""
+    a, b = np.asarray(a), np.asarray(b)
+    za = np.int64(0) if a_zero_point is None else np.asarray(a_zero_point).astype(np.int64)
+    zb = np.int64(0) if b_zero_point is None else np.asarray(b_zero_point).astype(np.int64)
+    acc = np.matmul(a.astype(np.int64) - za, b.astype(np.int64) - zb)
+    scale = (np.asarray(a_scale, np.float64) * np.asarray(b_scale, np.float64)) / np.asarray(output_scale, np.float64)
+    if output_zero_point is not None and hasattr(output_zero_point, "dtype"):
+        out_dt = np.asarray(output_zero_point).dtype
+    else:
+        out_dt = np.dtype(output_dtype) if output_dtype is not None else a.dtype
+    zo = 0.0 if output_zero_point is None else np.asarray(output_zero_point).astype(np.float64)
+    y = np.rint(acc.astype(np.float64) * scale) + zo
+    info = np.iinfo(out_dt)
+    return np.clip(y, info.min, info.max).astype(out_dt)

@@ -1,0 +1,208 @@
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY throughput (TOPS = 2*B*M*N*K / time), requantization included.
+
+On a GPU with torch beside it, the same run times torch._int_mm (int8 x int8 -> int32, no
+requantization) with B column-major (the cuBLASLt fast path) and row-major, as the cross-API anchor,
+and onnxruntime's CPU QLinearMatMul where installed. Every vkops kernel configuration is checked
+against the NumPy oracle on sampled rows first.
+Usage: python bench/bench_qlmm.py [--small] [--reps 10] [--configs all|best]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import traceback
+
+import numpy as np
+
+from common import table, torch_ms, vk_gpu_ms, write_results
+
+import vkops
+from vkops import reference
+from vkops.ops import qlmm as Q
+
+
+def operands(rng, batch, M, K, N, adt, bdt, zp):
+    a = rng.integers(np.iinfo(adt).min, np.iinfo(adt).max + 1, (batch, M, K)).astype(adt)
+    b = rng.integers(np.iinfo(bdt).min, np.iinfo(bdt).max + 1, (batch, K, N)).astype(bdt)
+    sa = rng.uniform(0.5, 1.5, M).astype(np.float32) * 0.02
+    sb = rng.uniform(0.5, 1.5, N).astype(np.float32) * 0.02
+    so = np.float32(0.02 * 0.02 * np.sqrt(K) * 128 * 128 / 3 / 60)
+    za = (np.full(M, 3, adt) if zp else None)
+    zb = (rng.integers(0, 9, N).astype(bdt) if zp else None)
+    zo = np.int8(0)
+    return a, sa, za, b, sb, zb, so, zo
+
+
+def check_rows(dev_out, args, rows):
+    """Compare sampled output rows with the oracle's formula; the sums go through float64 BLAS, which
+    is exact here (|sum| <= 255 * 255 * K << 2**53)."""
+    a, sa, za, b, sb, zb, so, zo = args
+    got = dev_out.numpy()[:, rows, :]
+    a64 = a[:, rows, :].astype(np.float64) - (0 if za is None else za[rows, None].astype(np.float64))
+    b64 = b.astype(np.float64) - (0 if zb is None else zb.astype(np.float64))
+    acc = np.matmul(a64, b64)
+    y = np.rint(acc * (sa[rows, None].astype(np.float64) * sb / np.float64(so))) + float(zo)
+    want = np.clip(y, -128, 127).astype(np.int8)
+    d = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    return int(d.max()), float((d == 0).mean())
+
+
+_cache = {}
+
+
+def cached_operands(rng, batch, M, K, N, adt, bdt, zp):
+    key = (batch, M, K, N, np.dtype(adt).name, np.dtype(bdt).name, zp)
+    if key not in _cache:
+        _cache.clear()
+        host = operands(rng, batch, M, K, N, adt, bdt, zp)
+        dev = [None if x is None else (vkops.to_device(x) if isinstance(x, np.ndarray) and x.ndim >= 1 else x)
+               for x in host]
+        _cache[key] = (host, dev)
+    return _cache[key]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--small", action="store_true", help="CPU-sized shapes (lavapipe)")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--configs", default="all")
+    args = ap.parse_args()
+    dev = vkops.Device()
+    rng = np.random.default_rng(0)
+    print(dev, flush=True)
+    coop = Q.coopmat_supported(dev)
+    verdict = None
+    if coop:
+        try:
+            verdict = Q.self_check(dev)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            verdict = False
+    print(f"coopmat supported: {coop}; self-check: {verdict}", flush=True)
+    torch = None
+    try:
+        import torch as _t
+
+        torch = _t if _t.cuda.is_available() else None
+    except ImportError:
+        pass
+
+    if args.small:
+        shapes = [("256^3", 1, 256, 256, 256), ("512^3", 1, 512, 512, 512), ("4x256^3", 4, 256, 256, 256)]
+    else:
+        shapes = [("4096^3", 1, 4096, 4096, 4096), ("8192^3", 1, 8192, 8192, 8192),
+                  ("32x4096x4096", 1, 32, 4096, 4096), ("8x1024^3", 8, 1024, 1024, 1024)]
+    rows_out = []
+
+    def vk_case(shape_name, batch, M, K, N, adt, bdt, zp, kernel, config=None):
+        args_, dargs = cached_operands(rng, batch, M, K, N, adt, bdt, zp)
+        Q.COOPMAT_CONFIG = config or "auto"
+        used = Q.auto_config(M, N, batch) if Q.COOPMAT_CONFIG == "auto" else config
+        out = dev.empty(vkops.TensorDesc(np.int8, (1, batch, M, N)))
+        call = lambda: vkops.quantized_linear_matmul(*dargs, out=out, kernel=kernel)  # noqa: E731
+        call()
+        rows = np.sort(rng.choice(M, min(M, 16), replace=False))
+        mx, ex = check_rows(out.reshape(batch, M, N), args_, rows)
+        ms = vk_gpu_ms(call, args.reps, dev)
+        ops = 2.0 * batch * M * N * K
+        which = kernel if kernel == "portable" else f"coopmat{'_zp' if zp else ''} {used}{' (auto)' if not config else ''}"
+        row = {"shape": shape_name, "types": f"{np.dtype(adt).name}x{np.dtype(bdt).name}", "zp": zp, "impl": which,
+               "ms": ms, "TOPS": ops / ms / 1e9, "maxdiff": mx, "exact": ex}
+        rows_out.append(row)
+        print(row, flush=True)
+        write_results("qlmm", rows_out)
+        del out
+        return row
+
+    def torch_case(shape_name, batch, M, K, N):
+        A = torch.randint(-128, 128, (batch, M, K), dtype=torch.int8, device="cuda")
+        Bt = torch.randint(-128, 128, (batch, N, K), dtype=torch.int8, device="cuda")
+        Brow = Bt.transpose(1, 2).contiguous()
+        ops = 2.0 * batch * M * N * K
+        for layout, Bs in (("B col-major", [Bt[i].t() for i in range(batch)]), ("B row-major", [Brow[i] for i in range(batch)])):
+            try:
+                ms, _ = torch_ms(lambda: [torch._int_mm(A[i], Bs[i]) for i in range(batch)], args.reps)
+            except Exception as e:  # noqa: BLE001
+                print("torch._int_mm failed:", e)
+                continue
+            row = {"shape": shape_name, "types": "int8xint8->int32", "zp": False, "impl": f"torch._int_mm {layout}",
+                   "ms": ms, "TOPS": ops / ms / 1e9}
+            rows_out.append(row)
+            print(row, flush=True)
+        del A, Bt, Brow
+
+    def ort_case(shape_name, batch, M, K, N):
+        try:
+            import onnxruntime as ort
+            from onnx import TensorProto, helper
+        except ImportError:
+            return
+        g = helper.make_graph(
+            [helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "so", "zo"], ["y"])], "q",
+            [helper.make_tensor_value_info("a", TensorProto.UINT8, [batch, M, K]),
+             helper.make_tensor_value_info("b", TensorProto.INT8, [batch, K, N])],
+            [helper.make_tensor_value_info("y", TensorProto.UINT8, [batch, M, N])],
+            [helper.make_tensor("sa", TensorProto.FLOAT, [], [0.02]), helper.make_tensor("za", TensorProto.UINT8, [], [128]),
+             helper.make_tensor("sb", TensorProto.FLOAT, [], [0.02]), helper.make_tensor("zb", TensorProto.INT8, [], [0]),
+             helper.make_tensor("so", TensorProto.FLOAT, [], [0.5]), helper.make_tensor("zo", TensorProto.UINT8, [], [100])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        a = rng.integers(0, 256, (batch, M, K)).astype(np.uint8)
+        b = rng.integers(-128, 128, (batch, K, N)).astype(np.int8)
+        sess.run(None, {"a": a, "b": b})
+        ts = []
+        for _ in range(2):
+            t = time.perf_counter()
+            sess.run(None, {"a": a, "b": b})
+            ts.append((time.perf_counter() - t) * 1e3)
+        ms = float(np.median(ts))
+        row = {"shape": shape_name, "types": "uint8xint8->uint8", "zp": True, "impl": "onnxruntime CPU QLinearMatMul",
+               "ms": ms, "TOPS": 2.0 * batch * M * N * K / ms / 1e9}
+        rows_out.append(row)
+        print(row, flush=True)
+
+    if coop and not args.small:
+        # Clocks ramp up under load: keep the GPU busy ~2 s before the first measurement.
+        warm = operands(rng, 1, 4096, 4096, 4096, np.int8, np.int8, False)
+        wd = [None if x is None else (vkops.to_device(x, dev) if isinstance(x, np.ndarray) else x) for x in warm]
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 2.0:
+            with dev.batch():
+                for _ in range(20):
+                    vkops.quantized_linear_matmul(*wd)
+        del wd, warm
+
+    configs = list(Q.COOPMAT_CONFIGS) if args.configs == "all" else []
+    for i, (name, batch, M, K, N) in enumerate(shapes):
+        if coop:
+            cfgs = configs if i == 0 else (["128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2"] if M <= 64 else [])
+            for cfg in cfgs + [None]:
+                try:
+                    vk_case(name, batch, M, K, N, np.int8, np.int8, False, "coopmat", cfg)
+                except Exception:  # noqa: BLE001
+                    traceback.print_exc()
+            for adt, bdt, zp in ((np.uint8, np.int8, True), (np.uint8, np.uint8, False)):
+                try:
+                    vk_case(name, batch, M, K, N, adt, bdt, zp, "coopmat")
+                except Exception:  # noqa: BLE001
+                    traceback.print_exc()
+        if i == 0 or args.small:
+            vk_case(name, batch, M, K, N, np.int8, np.int8, False, "portable")
+            vk_case(name, batch, M, K, N, np.uint8, np.int8, True, "portable")
+        _cache.clear()
+        if torch is not None:
+            torch_case(name, batch, M, K, N)
+        if name != "8192^3":
+            try:
+                ort_case(name, batch, M, K, N)
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+
+    print(f"\nQUANTIZED_LINEAR_MATRIX_MULTIPLY on {dev.name} ({dev.driver}); coopmat self-check: {verdict}")
+    print(table(rows_out, ["shape", "types", "zp", "impl", "ms", "TOPS", "maxdiff", "exact"]))
+    print("results:", write_results("qlmm", rows_out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+// QUANTIZED_LINEAR_MATRIX_MULTIPLY: push constants, scale / zero-point bindings and the fused
+// requantizing epilogue shared by qlmm.comp (portable) and qlmm_coopmat.comp (cooperative matrix).
+// Bindings 0 (A) and 1 (B) are declared by each kernel (uint words or uvec4).
+
+// Mirrored by vkops.ops.qlmm.QLMM_PUSH.
+layout(push_constant) uniform Push {
+    uint M, N, K, flags;
+    uint C;                  // output channel count: gl_WorkGroupID.z = b * C + c
+    uint a_sb, a_sc, a_sm;   // A element strides (batch, channel, row); the k stride is 1
+    uint b_sb, b_sc, b_sk;   // B element strides (batch, channel, k row); the n stride is 1
+    uint pad0;
+} pc;
+
+const uint F_A_SIGNED = 1u, F_B_SIGNED = 2u, F_O_SIGNED = 4u;
+const uint F_SA_ROW = 8u, F_ZA_ROW = 16u, F_SB_COL = 32u, F_ZB_COL = 64u, F_SO_ROW = 128u, F_ZO_ROW = 256u;
+
+layout(binding = 2) readonly buffer SA { float sa_buf[]; };
+layout(binding = 3) readonly buffer ZA { uint za_buf[]; };
+layout(binding = 4) readonly buffer SB { float sb_buf[]; };
+layout(binding = 5) readonly buffer ZB { uint zb_buf[]; };
+layout(binding = 6) readonly buffer SO { float so_buf[]; };
+layout(binding = 7) readonly buffer ZO { uint zo_buf[]; };
+layout(binding = 8) buffer Out { uint out_buf[]; };
+
+bool has(uint f) { return (pc.flags & f) != 0u; }
+
+// Byte i (0..3) of a word, sign- or zero-extended.
+int byte_of(uint word, uint i, bool sgn) {
+    return sgn ? bitfieldExtract(int(word), int(i * 8u), 8) : int(bitfieldExtract(word, int(i * 8u), 8));
+}
+
+int za_at(uint m) { uint i = has(F_ZA_ROW) ? m : 0u; return byte_of(za_buf[i >> 2], i & 3u, has(F_A_SIGNED)); }
+int zb_at(uint n) { uint i = has(F_ZB_COL) ? n : 0u; return byte_of(zb_buf[i >> 2], i & 3u, has(F_B_SIGNED)); }
+int zo_at(uint m) { uint i = has(F_ZO_ROW) ? m : 0u; return byte_of(zo_buf[i >> 2], i & 3u, has(F_O_SIGNED)); }
+float sa_at(uint m) { return sa_buf[has(F_SA_ROW) ? m : 0u]; }
+float sb_at(uint n) { return sb_buf[has(F_SB_COL) ? n : 0u]; }
+float so_at(uint m) { return so_buf[has(F_SO_ROW) ? m : 0u]; }
+
+// saturate(roundEven(acc * scale) + zero point), as the output's byte pattern.
+uint requant(int acc, float scale, int zo) {
+    float y = roundEven(float(acc) * scale) + float(zo);
+    y = has(F_O_SIGNED) ? clamp(y, -128.0, 127.0) : clamp(y, 0.0, 255.0);
+    return uint(int(y)) & 0xFFu;
+}
+
+// Store `cnt` (<= 8) consecutive output bytes starting at element e0. Whole words this thread owns
+// are stored; words shared with a neighbour (rows not word-aligned) are merged with atomics on
+// disjoint bits, so the result does not depend on which thread gets there first.
+void store_bytes(uint e0, uint cnt, uint v[8]) {
+    uint i = 0u;
+    while (i < cnt) {
+        uint e = e0 + i, w = e >> 2, s = e & 3u;
+        uint take = min(4u - s, cnt - i);
+        uint word = 0u, mask = 0u;
+        for (uint t = 0u; t < take; ++t) {
+            word |= v[i + t] << ((s + t) * 8u);
+            mask |= 0xFFu << ((s + t) * 8u);
+        }
+        if (take == 4u) {
+            out_buf[w] = word;
+        } else {
+            atomicAnd(out_buf[w], ~mask);
+            atomicOr(out_buf[w], word);
+        }
+        i += take;
+    }
+}

@@ -1,0 +1,202 @@
+#version 450
+// DML QUANTIZED_LINEAR_MATRIX_MULTIPLY on VK_KHR_cooperative_matrix: s8 x s8 -> s32, 16x16x32.
+// Workgroup: SG_W x SG_H subgroups of 32 lanes; it computes a TILE_M x TILE_N output tile, each
+// subgroup a (TILE_M/SG_H) x (TILE_N/SG_W) block of 16x16 int32 accumulators. A (TILE_M x TILE_K)
+// and B (TILE_K x TILE_N) tiles are staged through registers into skewed shared memory with 128-bit
+// loads; the next tile's global loads are issued before the current tile's multiplies.
+// UINT8 inputs are shifted into int8 on the way in (x ^ 0x80 = x - 128), and zero points are folded
+// in the epilogue: sum (a-za)(b-zb) = sum a'b' - zb' sum a' - za' sum b' + K za' zb' with
+// a' = a - oa, za' = za - oa (oa = 128 for UINT8, else 0). The HAS_SUMS variant accumulates the row
+// sums of A and column sums of B from the staged registers (SWAR byte sums); the other variant is
+// used when za' and zb' are all zero. The requantization is fused: each 16x16 accumulator goes
+// through a small per-subgroup shared buffer to lanes that write packed 8-bit output words.
+// Host requirements: K % 16 == 0, N % 16 == 0, A/B row and batch strides multiples of 16 elements,
+// subgroup size 32.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;  // 32 * SG_W * SG_H
+layout(constant_id = 1) const uint TILE_M = 128;
+layout(constant_id = 2) const uint TILE_N = 128;
+layout(constant_id = 3) const uint TILE_K = 64;
+layout(constant_id = 4) const uint SG_W = 2;
+layout(constant_id = 5) const uint SG_H = 2;
+
+const uint INV = 32u * SG_W * SG_H;
+const uint NSG = SG_W * SG_H;
+const uint C_ROWS = TILE_M / SG_H / 16u;
+const uint C_COLS = TILE_N / SG_W / 16u;
+
+layout(binding = 0) readonly buffer BufA { uvec4 a_buf[]; };
+layout(binding = 1) readonly buffer BufB { uvec4 b_buf[]; };
+#include "qlmm_common.glsl"
+
+const uint STRIDE_A = TILE_K + 16u;  // bytes per shared row, skewed by 16 against bank conflicts
+const uint STRIDE_B = TILE_N + 16u;
+shared uvec4 Ash[TILE_M * STRIDE_A / 16u];
+shared uvec4 Bsh[TILE_K * STRIDE_B / 16u];
+shared int Csh[NSG * 256u];
+#if HAS_SUMS
+shared int rowS[TILE_M];
+shared int colS[TILE_N];
+#endif
+
+const uint IPR_A = TILE_K / 16u, RA = INV / IPR_A, A_PASSES = TILE_M / RA;
+const uint IPR_B = TILE_N / 16u, RB = INV / IPR_B, B_PASSES = TILE_K / RB;
+
+uint bsum(uvec4 v) {  // sum of the 16 bytes
+    uvec4 s = (v & 0x00FF00FFu) + ((v >> 8) & 0x00FF00FFu);
+    uint t = s.x + s.y + s.z + s.w;
+    return (t & 0xFFFFu) + (t >> 16);
+}
+
+void main() {
+    uint M = pc.M, N = pc.N, K = pc.K;
+    uint lid = gl_LocalInvocationID.x;
+    uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    uint wx = sg % SG_W, wy = sg / SG_W;
+    uint n0 = gl_WorkGroupID.x * TILE_N, m0 = gl_WorkGroupID.y * TILE_M;
+    uint z = gl_WorkGroupID.z, bi = z / pc.C, ci = z % pc.C;
+    uint abase = bi * pc.a_sb + ci * pc.a_sc;
+    uint bbase = bi * pc.b_sb + ci * pc.b_sc;
+    uint a_flip = has(F_A_SIGNED) ? 0u : 0x80808080u;
+    uint b_flip = has(F_B_SIGNED) ? 0u : 0x80808080u;
+
+    uint ak = 16u * (lid % IPR_A), ar = lid / IPR_A;
+    uint bn = 16u * (lid % IPR_B), bk = lid / IPR_B;
+
+    coopmat<int32_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> result[C_ROWS][C_COLS];
+    [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
+        [[unroll]] for (uint j = 0u; j < C_COLS; ++j)
+            result[i][j] = coopmat<int32_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0);
+
+#if HAS_SUMS
+    for (uint i = lid; i < TILE_M; i += INV) rowS[i] = 0;
+    for (uint i = lid; i < TILE_N; i += INV) colS[i] = 0;
+    uint rowacc[A_PASSES];
+    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] = 0u;
+    uvec4 colE = uvec4(0u), colO = uvec4(0u);
+    const uint FLUSH = max(1u, 256u / B_PASSES);  // 16-bit lanes: at most 256 adds of 255
+    uint since_flush = 0u;
+#endif
+
+    uvec4 tA[A_PASSES];
+    uvec4 tB[B_PASSES];
+    // Fetch the first tiles.
+    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
+        uint m = m0 + ar + p * RA, k = ak;
+        tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
+    }
+    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
+        uint k = bk + p * RB, n = n0 + bn;
+        tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
+    }
+
+    uint nchunks = (K + TILE_K - 1u) / TILE_K;
+    for (uint c = 0u; c < nchunks; ++c) {
+        uint k0 = c * TILE_K;
+        barrier();  // everyone is done reading the previous tiles
+        [[unroll]] for (uint p = 0u; p < A_PASSES; ++p)
+            Ash[((ar + p * RA) * STRIDE_A + ak) >> 4] = tA[p];
+        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p)
+            Bsh[((bk + p * RB) * STRIDE_B + bn) >> 4] = tB[p];
+#if HAS_SUMS
+        // Offset-binary bytes (x' ^ 0x80 = x' + 128): plain unsigned byte sums.
+        [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] += bsum(tA[p] ^ 0x80808080u);
+        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
+            uvec4 v = tB[p] ^ 0x80808080u;
+            colE += v & 0x00FF00FFu;
+            colO += (v >> 8) & 0x00FF00FFu;
+        }
+        if (++since_flush == FLUSH || c + 1u == nchunks) {
+            since_flush = 0u;
+            [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+                atomicAdd(colS[bn + 4u * w + 0u], int(colE[w] & 0xFFFFu));
+                atomicAdd(colS[bn + 4u * w + 1u], int(colO[w] & 0xFFFFu));
+                atomicAdd(colS[bn + 4u * w + 2u], int(colE[w] >> 16));
+                atomicAdd(colS[bn + 4u * w + 3u], int(colO[w] >> 16));
+            }
+            colE = uvec4(0u);
+            colO = uvec4(0u);
+        }
+#endif
+        barrier();  // tiles are in shared memory
+
+        if (c + 1u < nchunks) {  // prefetch the next tiles while the multiplies run
+            uint kn = k0 + TILE_K;
+            [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
+                uint m = m0 + ar + p * RA, k = kn + ak;
+                tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
+            }
+            [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
+                uint k = kn + bk + p * RB, n = n0 + bn;
+                tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
+            }
+        }
+
+        [[unroll]] for (uint kk = 0u; kk < TILE_K / 32u; ++kk) {
+            coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> matA[C_ROWS];
+            [[unroll]] for (uint i = 0u; i < C_ROWS; ++i) {
+                uint si = 16u * (C_ROWS * wy + i);
+                coopMatLoad(matA[i], Ash, (si * STRIDE_A + 32u * kk) >> 4, STRIDE_A >> 4,
+                            gl_CooperativeMatrixLayoutRowMajor);
+            }
+            [[unroll]] for (uint j = 0u; j < C_COLS; ++j) {
+                coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> matB;
+                uint sj = 16u * (C_COLS * wx + j);
+                coopMatLoad(matB, Bsh, (32u * kk * STRIDE_B + sj) >> 4, STRIDE_B >> 4,
+                            gl_CooperativeMatrixLayoutRowMajor);
+                [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
+                    result[i][j] = coopMatMulAdd(matA[i], matB, result[i][j]);
+            }
+        }
+    }
+
+    int kpad128 = int(nchunks * TILE_K * 128u);
+    int oa = has(F_A_SIGNED) ? 0 : 128, ob = has(F_B_SIGNED) ? 0 : 128;
+#if HAS_SUMS
+    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) atomicAdd(rowS[ar + p * RA], int(rowacc[p]));
+    barrier();
+#endif
+
+    // Epilogue: each accumulator goes through this subgroup's 16x16 slice of Csh; lane l requantizes
+    // row l/2, columns 8*(l%2) .. +7 and stores two output words.
+    uint r = lane >> 1, c8 = (lane & 1u) * 8u;
+    [[unroll]] for (uint i = 0u; i < C_ROWS; ++i) {
+        uint ml = 16u * (C_ROWS * wy + i) + r, m = m0 + ml;
+        bool row_ok = m < M;
+        float sa = 0.0, so = 1.0;
+        int zo = 0, zap = 0, sum_a = 0;
+        if (row_ok) {
+            sa = sa_at(m); so = so_at(m); zo = zo_at(m);
+#if HAS_SUMS
+            zap = za_at(m) - oa;
+            sum_a = rowS[ml] - kpad128;
+#endif
+        }
+        [[unroll]] for (uint j = 0u; j < C_COLS; ++j) {
+            coopMatStore(result[i][j], Csh, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            uint nl = 16u * (C_COLS * wx + j) + c8, n = n0 + nl;
+            if (row_ok && n < N) {
+                uint v[8];
+                [[unroll]] for (uint t = 0u; t < 8u; ++t) {
+                    int acc = Csh[sg * 256u + r * 16u + c8 + t];
+#if HAS_SUMS
+                    int zbp = zb_at(n + t) - ob;
+                    acc += -zbp * sum_a - zap * (colS[nl + t] - kpad128) + int(K) * zap * zbp;
+#endif
+                    v[t] = requant(acc, sa * sb_at(n + t) / so, zo);
+                }
+                store_bytes((z * M + m) * N + n, 8u, v);
+            }
+            subgroupBarrier();
+        }
+    }
+}

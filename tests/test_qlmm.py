@@ -1,0 +1,233 @@
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY against the NumPy oracle (int64 accumulation, float64 scaling,
+np.rint, clip): |difference| <= 1 everywhere and exact on >= 99% of outputs. The suite runs the
+portable kernel (lavapipe offers no cooperative matrices); the coopmat test runs where offered."""
+import numpy as np
+import pytest
+
+import vkops
+from vkops import reference
+from vkops.ops import qlmm as qmod
+from vkops.tensor import TensorDesc
+
+I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
+COMBOS = [(a, b, o) for a in (I8, U8) for b in (I8, U8) for o in (I8, U8)]
+
+
+def rand_q(rng, shape, dt):
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
+
+
+def close(got, want):
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+    d = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    assert d.max(initial=0) <= 1, f"max |diff| {d.max()} at {np.unravel_index(d.argmax(), d.shape)}"
+    assert (d == 0).mean() >= 0.99, f"only {(d == 0).mean():.4f} exact"
+
+
+def problem(rng, adt, bdt, odt, M, K, N, scales="tensor", zps="tensor", a_batch=(1, 1), b_batch=(1, 1)):
+    """DML-shaped operands; the output scale keeps most results inside the output range."""
+    a = rand_q(rng, a_batch + (M, K), adt)
+    b = rand_q(rng, b_batch + (K, N), bdt)
+    row, col = (1, 1, M, 1), (1, 1, 1, N)
+    one = (1, 1, 1, 1)
+    sa = rng.uniform(0.5, 2.0, row if scales == "axis" else one).astype(np.float32) * 0.02
+    sb = rng.uniform(0.5, 2.0, col if scales == "axis" else one).astype(np.float32) * 0.02
+    if zps == "none":
+        za = zb = zo = None
+    else:
+        za = rand_q(rng, row if zps == "axis" else one, adt)
+        zb = rand_q(rng, col if zps == "axis" else one, bdt)
+        zo = rand_q(rng, row if zps == "axis" else one, odt)
+    acc = np.matmul(a.astype(np.int64) - (0 if za is None else za.astype(np.int64)),
+                    b.astype(np.int64) - (0 if zb is None else zb.astype(np.int64)))
+    real = np.abs(acc * sa.astype(np.float64) * sb)
+    peak = real.max(axis=(0, 1, 3), keepdims=True)[:1, :1] if scales == "axis" else real.max().reshape(one)
+    so = (np.maximum(peak, 1e-3) / 60 * rng.uniform(0.8, 1.25, peak.shape)).astype(np.float32)
+    return a, sa, za, b, sb, zb, so, zo
+
+
+def run_both(args, odt, **kw):
+    got = vkops.quantized_linear_matmul(*args, output_dtype=odt, **kw)
+    want = reference.quantized_linear_matmul(*args, output_dtype=odt)
+    close(got, want)
+    return got
+
+
+@pytest.mark.parametrize("zps", ["none", "tensor", "axis"])
+@pytest.mark.parametrize("scales", ["tensor", "axis"])
+@pytest.mark.parametrize("adt,bdt,odt", COMBOS, ids=[f"{a.name}x{b.name}->{o.name}" for a, b, o in COMBOS])
+def test_dtypes_scales_zero_points(dev, rng, adt, bdt, odt, scales, zps):
+    args = problem(rng, adt, bdt, odt, 19, 37, 29, scales, zps, a_batch=(1, 2), b_batch=(1, 2))
+    y = run_both(args, odt, kernel="portable")
+    lo, hi = np.iinfo(odt).min, np.iinfo(odt).max
+    assert 0 < ((y > lo) & (y < hi)).mean()  # not everything saturated: the test sees real values
+
+
+def test_mixed_granularity_and_not_tile_multiples(dev, rng):
+    # per-row A scale with per-tensor zero point, per-column B zero point with per-tensor scale, ...
+    M, K, N = 130, 100, 70
+    a, _, _, b, _, _, so, zo = problem(rng, U8, I8, I8, M, K, N, "tensor", "tensor", (2, 1), (2, 1))
+    sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
+    za = np.array(128, np.uint8).reshape(1, 1, 1, 1)
+    sb = np.float32(0.02).reshape(1, 1, 1, 1)
+    zb = rand_q(rng, (1, 1, 1, N), I8)
+    so = np.float32(0.4).reshape(1, 1, 1, 1)
+    run_both((a, sa, za, b, sb, zb, so, zo), I8)
+
+
+def test_onnx_style_2d_and_3d(dev, rng):
+    M, K, N = 9, 24, 11
+    a2, b2 = rand_q(rng, (M, K), U8), rand_q(rng, (K, N), U8)
+    y = vkops.quantized_linear_matmul(a2, 0.02, 128, b2, 0.03, 120, 0.1, 10)
+    assert y.shape == (M, N) and y.dtype == U8
+    want = reference.quantized_linear_matmul(a2, np.float32(0.02), np.uint8(128), b2, np.float32(0.03), np.uint8(120),
+                                             np.float32(0.1), np.uint8(10))
+    close(y, want)
+    a3 = rand_q(rng, (3, M, K), I8)
+    sa = rng.uniform(0.01, 0.03, M).astype(np.float32)  # 1-D per-row scale
+    sb = rng.uniform(0.01, 0.03, N).astype(np.float32)  # 1-D per-column scale
+    zo = np.array(-3, np.int8)
+    y = vkops.quantized_linear_matmul(a3, sa, None, b2, sb, np.uint8(7), np.float32(0.2), zo)
+    assert y.shape == (3, M, N) and y.dtype == I8
+    want = reference.quantized_linear_matmul(a3, sa[:, None], None, b2, sb, np.uint8(7), np.float32(0.2), zo)
+    close(y, want)
+    # 2-D A against 3-D B: the result takes the larger rank
+    b3 = rand_q(rng, (2, K, N), I8)
+    y = vkops.quantized_linear_matmul(a2, 0.02, 100, b3, 0.02, 0, 0.1, None, output_dtype=np.int8)
+    assert y.shape == (2, M, N) and y.dtype == I8
+    want = reference.quantized_linear_matmul(a2, np.float32(0.02), np.uint8(100), b3, np.float32(0.02), None,
+                                             np.float32(0.1), None, output_dtype=np.int8)
+    close(y, want)
+
+
+@pytest.mark.parametrize("odt", [I8, U8])
+def test_saturation_both_ends(dev, odt):
+    M, K, N = 4, 16, 8
+    a = np.full((M, K), 127, np.int8)
+    a[::2] = -128
+    b = np.full((K, N), 127, np.int8)
+    y = vkops.quantized_linear_matmul(a, 1.0, None, b, 1.0, None, 0.5, None, output_dtype=odt)
+    info = np.iinfo(odt)
+    assert (y[::2] == info.min).all() and (y[1::2] == info.max).all()
+
+
+def test_exact_accumulation_at_extremes(dev):
+    # (255 - 0) * (0 - 255) = -65025 per product, K = 2048: the int32 sum must be exact.
+    K = 2048
+    a = np.full((2, K), 255, np.uint8)
+    b = np.zeros((K, 3), np.uint8)
+    scale = np.float32(1 / 65025 / 2048 * 100)
+    y = vkops.quantized_linear_matmul(a, scale, 0, b, 1.0, 255, 1.0, np.uint8(128))
+    assert (y == 28).all(), y
+
+
+@pytest.mark.parametrize("M,K,N", [(7, 1, 5), (1, 33, 17), (23, 45, 1), (1, 1, 1)])
+def test_degenerate_sizes(dev, rng, M, K, N):
+    run_both(problem(rng, U8, I8, U8, M, K, N, "axis", "axis"), U8)
+
+
+def test_batch_broadcast(dev, rng):
+    args = problem(rng, I8, U8, I8, 10, 20, 12, "axis", "axis", a_batch=(2, 1), b_batch=(1, 3))
+    y = run_both(args, I8)
+    assert y.shape == (2, 3, 10, 12)
+
+
+def test_strided_inputs(dev, rng):
+    # B given as a transposed view (n stride K): staged with its strides, packed on the device first.
+    M, K, N = 12, 40, 24
+    a = rand_q(rng, (M, K), I8)
+    bt = rand_q(rng, (N, K), I8)
+    b = bt.T
+    y = vkops.quantized_linear_matmul(a, 0.03, None, b, 0.02, None, 0.1, None)
+    want = reference.quantized_linear_matmul(a, np.float32(0.03), None, b, np.float32(0.02), None, np.float32(0.1), None)
+    close(y, want)
+
+
+def test_device_tensors_and_batch(dev, rng):
+    args = problem(rng, U8, I8, I8, 16, 32, 24, "axis", "axis", (1, 2), (1, 2))
+    dargs = [None if x is None else vkops.to_device(x, dev) for x in args]
+    y = vkops.quantized_linear_matmul(*dargs)
+    assert isinstance(y, vkops.DeviceTensor) and y.shape == (1, 2, 16, 24)
+    want = reference.quantized_linear_matmul(*args, output_dtype=I8)
+    close(y.numpy(), want)
+    with dev.batch():
+        y1 = vkops.quantized_linear_matmul(*dargs)
+        y2 = vkops.quantized_linear_matmul(args[0], *dargs[1:])  # NumPy A inside a batch: device out
+    close(y1.numpy(), want)
+    close(y2.numpy(), want)
+
+
+def test_kernel_selection(dev, rng):
+    args = problem(rng, I8, I8, I8, 32, 64, 32, "tensor", "none")
+    run_both(args, I8, kernel="portable")
+    if qmod.coopmat_supported(dev):
+        run_both(args, I8, kernel="coopmat")
+        run_both(problem(rng, U8, U8, U8, 40, 96, 48, "axis", "axis"), U8, kernel="coopmat")
+        assert qmod.self_check(dev)
+    else:
+        with pytest.raises(vkops.DeviceLimitError, match="cooperative_matrix"):
+            vkops.quantized_linear_matmul(*args, kernel="coopmat")
+        assert not qmod.coopmat_verified(dev)
+    with pytest.raises(vkops.ValidationError, match="kernel must be"):
+        vkops.quantized_linear_matmul(*args, kernel="fast")
+
+
+def desc(a=(1, 1, 4, 8), b=(1, 1, 8, 5), adt=I8, bdt=I8, odt=I8, sa=(1, 1, 1, 1), sb=(1, 1, 1, 1), so=(1, 1, 1, 1),
+         za=None, zb=None, zo=None, out=None, sdt=np.float32):
+    t = lambda dt, s: None if s is None else TensorDesc(dt, s)  # noqa: E731
+    m, n = a[-2], b[-1]
+    out = out or (max(a[0], b[0]), max(a[1], b[1]), m, n)
+    return vkops.QuantizedLinearMatMulDesc(t(adt, a), t(sdt, sa), t(adt, za), t(bdt, b), t(sdt, sb), t(bdt, zb),
+                                           t(sdt, so), t(odt, zo), t(odt, out))
+
+
+def test_desc_valid():
+    desc().validate()
+    desc(sa=(1, 1, 4, 1), za=(1, 1, 4, 1), sb=(1, 1, 1, 5), zb=(1, 1, 1, 5), so=(1, 1, 4, 1), zo=(1, 1, 4, 1)).validate()
+    desc(a=(2, 1, 4, 8), b=(1, 3, 8, 5)).validate()
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(adt=np.float32), r"a.data_type must be INT8 or UINT8; got FLOAT32"),
+    (dict(odt=np.int32), r"output.data_type must be INT8 or UINT8; got INT32"),
+    (dict(sdt=np.float16), r"a_scale.data_type must be FLOAT32; got FLOAT16"),
+    (dict(b=(1, 1, 7, 5)), r"b.sizes\[2\] must equal a.sizes\[3\] \(K\); got 7 vs 8"),
+    (dict(a=(2, 1, 4, 8), b=(3, 1, 8, 5), out=(3, 1, 4, 5)), r"\(BatchCount\) must be equal or one of them 1; got 2 and 3"),
+    (dict(out=(1, 1, 4, 6)), r"output.sizes must be .* = \(1, 1, 4, 5\); got \(1, 1, 4, 6\)"),
+    (dict(sa=(1, 1, 1, 4)), r"a_scale.sizes must be \{1,1,1,1\} \(per tensor\) or \{1,1,4,1\} \(per row\); got \(1, 1, 1, 4\)"),
+    (dict(zb=(1, 1, 5, 1)), r"b_zero_point.sizes must be \{1,1,1,1\} \(per tensor\) or \{1,1,1,5\} \(per column\)"),
+    (dict(so=(1, 1, 1, 5)), r"output_scale.sizes must be .* \(per row\); got \(1, 1, 1, 5\)"),
+    (dict(a=(4, 8)), r"a must have DimensionCount 4; got 2"),
+    (dict(a=(1, 1, 4, 40000), b=(1, 1, 40000, 5)), r"\(K\) must be <= 33025.*got K=40000"),
+])
+def test_desc_rules(kw, msg):
+    with pytest.raises(vkops.ValidationError, match=msg):
+        desc(**kw).validate()
+
+
+def test_desc_zero_point_type_rules():
+    d = desc(za=(1, 1, 1, 1))
+    bad = vkops.QuantizedLinearMatMulDesc(d.a, d.a_scale, TensorDesc(U8, (1, 1, 1, 1)), d.b, d.b_scale, None,
+                                          d.output_scale, None, d.output)
+    with pytest.raises(vkops.ValidationError, match=r"a_zero_point.data_type must equal a.data_type INT8; got UINT8"):
+        bad.validate()
+    with pytest.raises(vkops.ValidationError, match=r"a_scale must be a TensorDesc; got NoneType"):
+        vkops.QuantizedLinearMatMulDesc(d.a, None, None, d.b, d.b_scale, None, d.output_scale, None,
+                                        d.output).validate()
+
+
+def test_bad_calls(dev, rng):
+    a, b = rand_q(rng, (4, 8), I8), rand_q(rng, (8, 5), I8)
+    with pytest.raises(vkops.ValidationError, match=r"a_zero_point must be an integer in \[-128, 127\]"):
+        vkops.quantized_linear_matmul(a, 0.1, 200, b, 0.1, 0, 0.1, 0)
+    with pytest.raises(vkops.ValidationError, match=r"b_zero_point.data_type must equal b.data_type INT8; got UINT8"):
+        vkops.quantized_linear_matmul(a, 0.1, 0, b, 0.1, np.uint8(3), 0.1, 0)
+    with pytest.raises(vkops.ValidationError, match=r"b.sizes\[2\] must equal a.sizes\[3\]"):
+        vkops.quantized_linear_matmul(a, 0.1, 0, b.T, 0.1, 0, 0.1, 0)
+    with pytest.raises(vkops.ValidationError, match=r"a_scale.sizes must be .*got \(1, 1, 3, 1\)"):
+        vkops.quantized_linear_matmul(a, np.ones(3, np.float32), 0, b, 0.1, 0, 0.1, 0)
+    with pytest.raises(vkops.ValidationError, match=r"a.data_type must be INT8 or UINT8; got float32"):
+        vkops.quantized_linear_matmul(a.astype(np.float32), 0.1, None, b, 0.1, None, 0.1, None)
+    with pytest.raises(vkops.ValidationError, match=r"a must have 2 to 4 dimensions; got 1"):
+        vkops.quantized_linear_matmul(a[0], 0.1, None, b, 0.1, None, 0.1, None)

@@ -1,0 +1,461 @@
+"""DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY: descriptor and rules (pure), lowering to the portable or the
+cooperative-matrix kernel (chosen per device after a self-check), and the NumPy face.
+
+Result = saturate(round_half_to_even(sum_k (a - a_zp)(b - b_zp) * a_scale * b_scale / out_scale) + out_zp).
+The sum is accumulated exactly in int32: |(a - a_zp)(b - b_zp)| <= 255 * 255 = 65025, so K <= 33025
+(= floor((2**31 - 1) / 65025)) can never overflow; larger K is rejected with a DeviceLimitError.
+The scale product is formed in float32 on the device (the NumPy oracle uses float64), so an output
+may differ from the oracle by 1 where the exact value sits within float32 rounding of a .5 tie.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from numbers import Number
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from ..dtypes import DataType
+from ..errors import DeviceLimitError, ValidationError
+from ..tensor import TensorDesc
+
+MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
+QUANT_TYPES = (DataType.INT8, DataType.UINT8)
+
+# Portable kernel: 16 x 16 threads, 4 x 4 outputs each (kernels/qlmm.comp constants).
+PORTABLE_BM = PORTABLE_BN = 64
+PORTABLE_WG = 256
+
+# Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
+COOPMAT_CONFIGS = {
+    "128x128x64_2x2": (128, 128, 64, 2, 2),
+    "128x256x64_4x2": (128, 256, 64, 4, 2),
+    "256x128x64_2x4": (256, 128, 64, 2, 4),
+    "128x128x32_2x2": (128, 128, 32, 2, 2),
+    "64x64x64_2x2": (64, 64, 64, 2, 2),
+    "32x64x128_2x2": (32, 64, 128, 2, 2),
+}
+# "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
+COOPMAT_CONFIG = "auto"
+AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2")
+AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
+
+
+def auto_config(M: int, N: int, batch: int) -> str:
+    if M <= 32:
+        return "32x64x128_2x2"
+    tm, tn = COOPMAT_CONFIGS[AUTO_CONFIGS[0]][:2]
+    if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
+        return AUTO_CONFIGS[0]
+    return "64x64x64_2x2"
+
+
+def check_config(name: str) -> Tuple[int, int, int, int, int]:
+    tm, tn, tk, sw, sh = cfg = COOPMAT_CONFIGS[name]
+    inv = 32 * sw * sh
+    ok = (tk % 32 == 0 and tm % (16 * sh) == 0 and tn % (16 * sw) == 0 and inv % (tk // 16) == 0
+          and tm % (inv // (tk // 16)) == 0 and inv % (tn // 16) == 0 and tk % (inv // (tn // 16)) == 0)
+    if not ok:
+        raise ValidationError(f"cooperative-matrix config {name} {cfg} does not tile evenly")
+    return cfg
+
+
+COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
+
+# Host mirror of the push-constant block in kernels/qlmm_common.glsl.
+QLMM_PUSH = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("flags", "<u4"), ("C", "<u4"),
+                      ("a_sb", "<u4"), ("a_sc", "<u4"), ("a_sm", "<u4"),
+                      ("b_sb", "<u4"), ("b_sc", "<u4"), ("b_sk", "<u4"), ("pad0", "<u4")])
+F_A_SIGNED, F_B_SIGNED, F_O_SIGNED = 1, 2, 4
+F_SA_ROW, F_ZA_ROW, F_SB_COL, F_ZB_COL, F_SO_ROW, F_ZO_ROW = 8, 16, 32, 64, 128, 256
+
+
+@dataclass(frozen=True)
+class QuantizedLinearMatMulDesc:
+    """DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC; zero-point descs may be None."""
+
+    a: TensorDesc
+    a_scale: TensorDesc
+    a_zero_point: Optional[TensorDesc]
+    b: TensorDesc
+    b_scale: TensorDesc
+    b_zero_point: Optional[TensorDesc]
+    output_scale: TensorDesc
+    output_zero_point: Optional[TensorDesc]
+    output: TensorDesc
+
+    @property
+    def m(self) -> int:
+        return self.a.sizes[2]
+
+    @property
+    def k(self) -> int:
+        return self.a.sizes[3]
+
+    @property
+    def n(self) -> int:
+        return self.b.sizes[3]
+
+    def validate(self) -> "QuantizedLinearMatMulDesc":
+        name = "QuantizedLinearMatMulDesc"
+        optional = ("a_zero_point", "b_zero_point", "output_zero_point")
+        for f in ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale",
+                  "output_zero_point", "output"):
+            t = getattr(self, f)
+            if t is None and f in optional:
+                continue
+            if not isinstance(t, TensorDesc):
+                raise ValidationError(f"{name}.{f} must be a TensorDesc{' or None' if f in optional else ''}; "
+                                      f"got {type(t).__name__}")
+            t.validate(f"{name}.{f}")
+            if t.rank != 4:
+                raise ValidationError(f"{name}.{f} must have DimensionCount 4; got {t.rank} (sizes {t.sizes})")
+        a, b, out = self.a, self.b, self.output
+        for f, t in (("a", a), ("b", b), ("output", out)):
+            if t.data_type not in QUANT_TYPES:
+                raise ValidationError(f"{name}.{f}.data_type must be INT8 or UINT8; got {t.data_type.name}")
+        for f in ("a_scale", "b_scale", "output_scale"):
+            t = getattr(self, f)
+            if t.data_type != DataType.FLOAT32:
+                raise ValidationError(f"{name}.{f}.data_type must be FLOAT32; got {t.data_type.name}")
+        for f, owner, of in (("a_zero_point", a, "a"), ("b_zero_point", b, "b"),
+                             ("output_zero_point", out, "output")):
+            t = getattr(self, f)
+            if t is not None and t.data_type != owner.data_type:
+                raise ValidationError(f"{name}.{f}.data_type must equal {of}.data_type {owner.data_type.name}; "
+                                      f"got {t.data_type.name}")
+        M, K = a.sizes[2], a.sizes[3]
+        Kb, N = b.sizes[2], b.sizes[3]
+        if Kb != K:
+            raise ValidationError(f"{name}.b.sizes[2] must equal a.sizes[3] (K); got {Kb} vs {K} "
+                                  f"(a sizes {a.sizes}, b sizes {b.sizes})")
+        batch = []
+        for d, what in ((0, "BatchCount"), (1, "ChannelCount")):
+            x, y = a.sizes[d], b.sizes[d]
+            if x != y and 1 not in (x, y):
+                raise ValidationError(f"{name}.a.sizes[{d}] and b.sizes[{d}] ({what}) must be equal or one of them 1; "
+                                      f"got {x} and {y} (a sizes {a.sizes}, b sizes {b.sizes})")
+            batch.append(max(x, y))
+        want = (batch[0], batch[1], M, N)
+        if out.sizes != want:
+            raise ValidationError(f"{name}.output.sizes must be {{BatchCount, ChannelCount, M, N}} = {want}; "
+                                  f"got {out.sizes}")
+        if not out.is_packed:
+            raise ValidationError(f"{name}.output.strides must be packed (None); got {out.strides} for sizes {out.sizes}")
+        rules = {"a_scale": ("row", M), "a_zero_point": ("row", M), "b_scale": ("column", N),
+                 "b_zero_point": ("column", N), "output_scale": ("row", M), "output_zero_point": ("row", M)}
+        for f, (kind, count) in rules.items():
+            t = getattr(self, f)
+            if t is None:
+                continue
+            per = (1, 1, count, 1) if kind == "row" else (1, 1, 1, count)
+            if t.sizes not in ((1, 1, 1, 1), per):
+                raise ValidationError(f"{name}.{f}.sizes must be {{1,1,1,1}} (per tensor) or "
+                                      f"{{{','.join(map(str, per))}}} (per {kind}); got {t.sizes}")
+            if not t.is_packed:
+                raise ValidationError(f"{name}.{f}.strides must be packed; got {t.strides} for sizes {t.sizes}")
+        if K > MAX_K:
+            raise DeviceLimitError(
+                f"{name}.a.sizes[3] (K) must be <= {MAX_K}: the int32 accumulator is exact only up to "
+                f"floor((2**31-1) / (255*255)) = {MAX_K} products; got K={K}")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------- #
+# Lowering
+# ---------------------------------------------------------------------------------------------- #
+def _flag(t: Optional[TensorDesc], flag: int) -> int:
+    return flag if t is not None and t.element_count > 1 else 0
+
+
+def _strides(x_desc: TensorDesc, out_sizes) -> Tuple[int, int, int, int]:
+    """Element strides with broadcast (size-1) batch dimensions set to 0."""
+    st = list(x_desc.element_strides)
+    for d in (0, 1):
+        if x_desc.sizes[d] == 1:
+            st[d] = 0
+    return tuple(st)
+
+
+def coopmat_supported(dev) -> bool:
+    """The device offers the s8 16x16x32 shape at subgroup scope, with 32-lane subgroups."""
+    info = dev.info
+    return (dev.cooperative_matrix and COOPMAT_SHAPE in tuple(info.cooperative_matrix_shapes)
+            and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024)
+
+
+_verdicts: Dict[int, bool] = {}
+_verdict_lock = threading.Lock()
+
+
+def coopmat_verified(dev) -> bool:
+    """Supported, and a self-check on first use matched the NumPy oracle (cached per device)."""
+    if not coopmat_supported(dev):
+        return False
+    with _verdict_lock:
+        if dev.index not in _verdicts:
+            try:
+                _verdicts[dev.index] = self_check(dev)
+            except Exception:  # noqa: BLE001 - a kernel that cannot run is a failed check
+                _verdicts[dev.index] = False
+        return _verdicts[dev.index]
+
+
+def self_check(dev) -> bool:
+    """Run small problems through both coopmat variants in a batch of their own; compare with the oracle."""
+    from .. import reference  # noqa: PLC0415
+    from ..runtime import Batch  # noqa: PLC0415
+
+    rng = np.random.default_rng(1234)
+    ok = True
+    cases = [(np.uint8, np.int8, True, c) for c in AUTO_CONFIGS] + [(np.int8, np.int8, False, AUTO_CONFIGS[0]),
+                                                                     (np.uint8, np.uint8, True, AUTO_CONFIGS[0])]
+    if COOPMAT_CONFIG != "auto":
+        cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
+    for a_dt, b_dt, zps, config in cases:
+        M, N, K = 72, 96, 144  # M not a tile multiple, K not a multiple of TILE_K
+        a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (2, 1, M, K)).astype(a_dt)
+        b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
+        sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
+        sb = rng.uniform(0.01, 0.03, (1, 1, 1, N)).astype(np.float32)
+        so = np.full((1, 1, 1, 1), 2.0, np.float32)
+        za = rng.integers(0, 100, (1, 1, M, 1)).astype(a_dt) if zps else None
+        zb = rng.integers(0, 100, (1, 1, 1, N)).astype(b_dt) if zps else None
+        zo = np.full((1, 1, 1, 1), 7, np.int8)
+        want = reference.quantized_linear_matmul(a, sa, za, b, sb, zb, so, zo)
+        ts = [None if x is None else dev.tensor(x) for x in (a, sa, za, b, sb, zb, so, zo)]
+        desc = QuantizedLinearMatMulDesc(*[None if t is None else t.desc for t in ts],
+                                         TensorDesc(np.int8, want.shape)).validate()
+        out = dev.empty(desc.output)
+        batch = Batch(dev)
+        record(batch, desc, *ts, out, kernel="coopmat", config=config)
+        batch.run()
+        got = out.numpy()
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        ok &= bool(diff.max() <= 1 and (diff == 0).mean() >= 0.99)
+    return ok
+
+
+def choose_kernel(dev, desc: QuantizedLinearMatMulDesc, a_st, b_st, kernel: str = "auto") -> str:
+    aligned = (desc.k % 16 == 0 and desc.n % 16 == 0 and a_st[3] == 1 and b_st[3] == 1
+               and all(s % 16 == 0 for s in a_st[:3]) and all(s % 16 == 0 for s in b_st[:3]))
+    if kernel == "portable":
+        return "portable"
+    if kernel == "coopmat":
+        if not coopmat_supported(dev):
+            raise DeviceLimitError(f"kernel='coopmat' needs VK_KHR_cooperative_matrix with shape {COOPMAT_SHAPE} "
+                                   f"and 32-lane subgroups; {dev.name} does not offer them")
+        if not aligned:
+            raise ValidationError(f"kernel='coopmat' needs K and N multiples of 16 and 16-element aligned strides; "
+                                  f"got K={desc.k}, N={desc.n}, a strides {a_st}, b strides {b_st}")
+        return "coopmat"
+    if kernel != "auto":
+        raise ValidationError(f"kernel must be 'auto', 'portable' or 'coopmat'; got {kernel!r}")
+    return "coopmat" if aligned and coopmat_verified(dev) else "portable"
+
+
+def _zero_point_free(zp, signed: bool, known) -> bool:
+    """True when za' = za - (0 if signed else 128) is zero everywhere (no row/column sums needed)."""
+    offset = 0 if signed else 128
+    if zp is None:
+        return offset == 0
+    if known is None:
+        return False
+    return bool(np.all(np.asarray(known).astype(np.int32) == offset))
+
+
+def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale, b_zp, o_scale, o_zp, out,
+           kernel: str = "auto", zero_points: Optional[Tuple] = None, config: Optional[str] = None) -> str:
+    """Record the product into packed device tensor `out`; returns the kernel used.
+    `zero_points` = (a_zp, b_zp) as NumPy arrays when the host knows them (lets the cooperative-matrix
+    path skip the row/column sums)."""
+    from .slice1 import Slice1Desc  # noqa: PLC0415
+    from .slice1 import record as slice_record  # noqa: PLC0415
+
+    dev = batch.device
+    M, N, K = desc.m, desc.n, desc.k
+    Bo, Co = desc.output.sizes[:2]
+
+    def packed_inner(t):
+        if t.desc.element_strides[3] == 1 or t.desc.sizes[3] == 1:
+            return t
+        tmp = batch.scratch(t.desc.packed())
+        sd = Slice1Desc(t.desc, tmp.desc, (0,) * 4, t.desc.sizes, (1,) * 4).validate()
+        slice_record(batch, sd, t, tmp)
+        return tmp
+
+    a, b = packed_inner(a), packed_inner(b)
+    a_st, b_st = _strides(a.desc, desc.output.sizes), _strides(b.desc, desc.output.sizes)
+    a_st = a_st[:3] + (1,)
+    b_st = b_st[:3] + (1,)
+    which = choose_kernel(dev, desc, a_st, b_st, kernel)
+
+    def zero(dt):
+        return batch.upload(np.zeros(4, dt.np))
+
+    a_zp_t = a_zp if a_zp is not None else zero(desc.a.data_type)
+    b_zp_t = b_zp if b_zp is not None else zero(desc.b.data_type)
+    o_zp_t = o_zp if o_zp is not None else zero(desc.output.data_type)
+
+    pc = np.zeros((), QLMM_PUSH)
+    pc["M"], pc["N"], pc["K"], pc["C"] = M, N, K, Co
+    pc["a_sb"], pc["a_sc"], pc["a_sm"] = a_st[:3]
+    pc["b_sb"], pc["b_sc"], pc["b_sk"] = b_st[:3]
+    flags = 0
+    flags |= F_A_SIGNED if desc.a.data_type.is_signed else 0
+    flags |= F_B_SIGNED if desc.b.data_type.is_signed else 0
+    flags |= F_O_SIGNED if desc.output.data_type.is_signed else 0
+    flags |= _flag(desc.a_scale, F_SA_ROW) | _flag(desc.a_zero_point, F_ZA_ROW)
+    flags |= _flag(desc.b_scale, F_SB_COL) | _flag(desc.b_zero_point, F_ZB_COL)
+    flags |= _flag(desc.output_scale, F_SO_ROW) | _flag(desc.output_zero_point, F_ZO_ROW)
+    pc["flags"] = flags
+
+    if which == "portable":
+        kname, spec, bm, bn = "qlmm", (PORTABLE_WG,), PORTABLE_BM, PORTABLE_BN
+    else:
+        config = config or COOPMAT_CONFIG
+        if config == "auto":
+            config = auto_config(M, N, Bo * Co)
+        tm, tn, tk, sw, sh = check_config(config)
+        spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh), tm, tn
+        za_known, zb_known = zero_points if zero_points is not None else (None, None)
+        free = (_zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)
+                and _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known))
+        kname = "qlmm_coopmat" if free else "qlmm_coopmat_zp"
+    groups = (-(-N // bn), -(-M // bm), Bo * Co)
+    limit = dev.max_workgroup_count
+    for g, lim, what in zip(groups, limit, ("N tiles", "M tiles", "BatchCount*ChannelCount")):
+        if g > lim:
+            raise DeviceLimitError(f"QuantizedLinearMatMul needs {g} workgroups along {what}; "
+                                   f"{dev.name} allows {lim}")
+    batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out], writes=[8],
+                   groups=groups, push=pc.reshape(1).view(np.uint32), spec=spec)
+    return which
+
+
+# ---------------------------------------------------------------------------------------------- #
+# NumPy face
+# ---------------------------------------------------------------------------------------------- #
+def _is_dev(x) -> bool:
+    from ..runtime import DeviceTensor  # noqa: PLC0415
+
+    return isinstance(x, DeviceTensor)
+
+
+def _pad4(x, field: str):
+    """Left-pad a 2- to 4-D matrix operand to 4-D (NumPy array or device tensor)."""
+    if _is_dev(x):
+        nd = x.ndim
+        if not 2 <= nd <= 4:
+            raise ValidationError(f"quantized_linear_matmul: {field} must have 2 to 4 dimensions; got {nd} ({x.shape})")
+        st = x.desc.element_strides
+        return x.as_strided((1,) * (4 - nd) + x.shape, (0,) * (4 - nd) + tuple(st)), nd
+    arr = np.asarray(x)
+    if not 2 <= arr.ndim <= 4:
+        raise ValidationError(f"quantized_linear_matmul: {field} must have 2 to 4 dimensions; got {arr.ndim} "
+                              f"({arr.shape})")
+    return arr.reshape((1,) * (4 - arr.ndim) + arr.shape), arr.ndim
+
+
+def _is_python_scalar(x) -> bool:
+    return isinstance(x, Number) and not isinstance(x, np.generic)
+
+
+def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
+    """A scale (zp_dtype None) or zero point in DML shape: scalars and 1-element arrays -> {1,1,1,1};
+    1-D of length M (rows) or N (columns) -> {1,1,M,1} / {1,1,1,N}; other ranks left-padded to 4-D.
+    NumPy scales become float32; Python-int zero points take their tensor's dtype (range-checked);
+    typed zero points keep their dtype, so a mismatch is reported by validate()."""
+    if x is None:
+        return None
+    if _is_dev(x):
+        if x.ndim == 4:
+            return x
+        if x.desc.element_count == 1:
+            return x.as_strided((1, 1, 1, 1), (0, 0, 0, 0))
+        if x.ndim == 1:
+            return x.as_strided((1, 1, count, 1) if kind == "row" else (1, 1, 1, count),
+                                (0, 0, 1, 1) if kind == "row" else (0, 0, 0, 1))
+        return x.as_strided((1,) * (4 - x.ndim) + x.shape, (0,) * (4 - x.ndim) + x.desc.element_strides)
+    if zp_dtype is None:
+        try:
+            arr = np.asarray(x, np.float32)
+        except (TypeError, ValueError):
+            raise ValidationError(f"quantized_linear_matmul: {field} must be a number or an array of numbers; "
+                                  f"got {x!r}") from None
+    elif _is_python_scalar(x):
+        info = np.iinfo(zp_dtype)
+        if int(x) != x or not info.min <= int(x) <= info.max:
+            raise ValidationError(f"quantized_linear_matmul: {field} must be an integer in [{info.min}, {info.max}] "
+                                  f"({np.dtype(zp_dtype).name}); got {x!r}")
+        arr = np.asarray(int(x), zp_dtype)
+    else:
+        arr = np.asarray(x)
+    if arr.size == 1:
+        return arr.reshape(1, 1, 1, 1)
+    if arr.ndim == 1:
+        return arr.reshape((1, 1, arr.size, 1) if kind == "row" else (1, 1, 1, arr.size))
+    if arr.ndim > 4:
+        raise ValidationError(f"quantized_linear_matmul: {field} must have at most 4 dimensions; got {arr.shape}")
+    return arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
+
+
+def _quant_dtype(x, field: str) -> np.dtype:
+    dt = x.dtype if _is_dev(x) else np.asarray(x).dtype
+    if dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        raise ValidationError(f"QuantizedLinearMatMulDesc.{field}.data_type must be INT8 or UINT8; got {dt}")
+    return np.dtype(dt)
+
+
+def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
+                            output_dtype=None, *, out=None, kernel: str = "auto"):
+    """DML QUANTIZED_LINEAR_MATRIX_MULTIPLY (ONNX QLinearMatMul) on NumPy arrays or device tensors.
+
+    a {..., M, K} and b {..., K, N} (2 to 4 dimensions; batch dimensions broadcast where one is 1),
+    INT8/UINT8. Scales: scalars, per-row (length M) for a and the output, per-column (length N) for b,
+    or DML-shaped arrays. Zero points may be None. The output dtype is the output zero point's, else
+    `output_dtype`, else a's. The result has the larger input's rank. NumPy in -> NumPy out; device
+    tensors in -> device tensor out. `kernel`: 'auto' (cooperative matrix where verified), 'portable'
+    or 'coopmat'."""
+    from ..runtime import Call  # noqa: PLC0415
+
+    a4, a_nd = _pad4(a, "a")
+    b4, b_nd = _pad4(b, "b")
+    M, N = a4.shape[2], b4.shape[3]
+    a_dt, b_dt = _quant_dtype(a4, "a"), _quant_dtype(b4, "b")
+    if output_zero_point is not None and not _is_python_scalar(output_zero_point):
+        out_dt = np.dtype(output_zero_point.dtype if _is_dev(output_zero_point) else np.asarray(output_zero_point).dtype)
+    else:
+        out_dt = np.dtype(output_dtype) if output_dtype is not None else a_dt
+    if out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        raise ValidationError(f"QuantizedLinearMatMulDesc.output.data_type must be INT8 or UINT8; got {out_dt}")
+    sa = _param(a_scale, "a_scale", "row", M, None)
+    sb = _param(b_scale, "b_scale", "column", N, None)
+    so = _param(output_scale, "output_scale", "row", M, None)
+    za = _param(a_zero_point, "a_zero_point", "row", M, a_dt)
+    zb = _param(b_zero_point, "b_zero_point", "column", N, b_dt)
+    zo = _param(output_zero_point, "output_zero_point", "row", M, out_dt)
+    rank = max(a_nd, b_nd)
+
+    raw = [a4, sa, za, b4, sb, zb, so, zo]
+    present = [x for x in raw if x is not None]
+    with Call(*present) as call:
+        descs = iter(call.descs)
+        d = [None if x is None else next(descs) for x in raw]
+        batch_sizes = tuple(max(x, y) for x, y in zip(a4.shape[:2], b4.shape[:2]))
+        out_desc = TensorDesc(out_dt, batch_sizes + (M, N), name="QuantizedLinearMatMulDesc.output")
+        desc = QuantizedLinearMatMulDesc(*d[:8], out_desc).validate()
+        tensors = iter(call.inputs)
+        t = [None if x is None else next(tensors) for x in raw]
+        if out is not None:
+            if not _is_dev(out) or out.desc.element_count != out_desc.element_count:
+                raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
+                                      f"elements; got {out!r}")
+            out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
+        y = call.output(desc.output, out)
+        known = tuple(None if (x is None or _is_dev(x)) else np.asarray(x) for x in (za, zb))
+        record(call.batch, desc, *t, y, kernel=kernel, zero_points=known)
+    res = call.result(y)
+    shape = (batch_sizes + (M, N))[4 - rank:]
+    return res.reshape(shape)
