@@ -129,9 +129,22 @@ def _version(v: int) -> Tuple[int, int, int]:
     return ((v >> 22) & 0x7F, (v >> 12) & 0x3FF, v & 0xFFF)
 
 
+_LOADER_NAMES = ("libvulkan.so.1", "libvulkan.so", "vulkan-1.dll", "libvulkan.1.dylib", "libMoltenVK.dylib")
+
+
+def _loader():
+    """The Vulkan loader under its Linux/Android, Windows or macOS name."""
+    for name in _LOADER_NAMES:
+        try:
+            return C.CDLL(name)
+        except OSError:
+            continue
+    raise OSError(f"no Vulkan loader found (tried {', '.join(_LOADER_NAMES)})")
+
+
 def query_devices() -> List[DeviceInfo]:
     """All physical devices the Vulkan loader sees. Raises OSError if there is no loader."""
-    lib = C.CDLL("libvulkan.so.1")
+    lib = _loader()
     app = AppInfo(ST_APPLICATION_INFO, None, b"vkops", 1, b"vkops", 1, (1 << 22) | (2 << 12))
     ci = InstanceInfo(ST_INSTANCE_CREATE_INFO, None, 0, C.pointer(app), 0, None, 0, None)
     inst = vp()
