@@ -8,7 +8,7 @@ layout(push_constant) uniform Push {
     uint C;                  // output channel count: gl_WorkGroupID.z = b * C + c
     uint a_sb, a_sc, a_sm;   // A element strides (batch, channel, row); the k stride is 1
     uint b_sb, b_sc, b_sk;   // B element strides (batch, channel, k row); the n stride is 1
-    uint pad0;
+    uint splits;             // split-K factor (qlmm_coopmat SPLIT_K variants); 0 or 1: none
 } pc;
 
 const uint F_A_SIGNED = 1u, F_B_SIGNED = 2u, F_O_SIGNED = 4u;

@@ -19,6 +19,9 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
 #include "common.glsl"
+#ifndef SPLIT_K
+#define SPLIT_K 0
+#endif
 
 layout(local_size_x_id = 0) in;  // 32 * SG_W * SG_H
 layout(constant_id = 1) const uint TILE_M = 128;
@@ -26,6 +29,7 @@ layout(constant_id = 2) const uint TILE_N = 128;
 layout(constant_id = 3) const uint TILE_K = 64;
 layout(constant_id = 4) const uint SG_W = 2;
 layout(constant_id = 5) const uint SG_H = 2;
+layout(constant_id = 6) const uint GROUP_M = 1;  // workgroup raster: GROUP_M tile rows walk N together
 
 const uint INV = 32u * SG_W * SG_H;
 const uint NSG = SG_W * SG_H;
@@ -35,6 +39,14 @@ const uint C_COLS = TILE_N / SG_W / 16u;
 layout(binding = 0) readonly buffer BufA { uvec4 a_buf[]; };
 layout(binding = 1) readonly buffer BufB { uvec4 b_buf[]; };
 #include "qlmm_common.glsl"
+#if SPLIT_K
+// Split-K (pc.splits > 1): workgroup x = split * N_tiles + n_tile. Each split stores its int32 tile
+// (and its row / column byte sums) into its slot of Part; the last split of a tile to arrive (per-tile
+// counter in Cnt) adds the slots, requantizes, and sets the counter back to 0 for the next use.
+layout(binding = 9) coherent buffer Part { int part[]; };
+layout(binding = 10) coherent buffer Cnt { uint cnt[]; };
+shared uint last_flag;
+#endif
 
 const uint STRIDE_A = TILE_K + 16u;  // bytes per shared row, skewed by 16 against bank conflicts
 const uint STRIDE_B = TILE_N + 16u;
@@ -60,7 +72,13 @@ void main() {
     uint lid = gl_LocalInvocationID.x;
     uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     uint wx = sg % SG_W, wy = sg / SG_W;
-    uint n0 = gl_WorkGroupID.x * TILE_N, m0 = gl_WorkGroupID.y * TILE_M;
+    // Grouped raster (GROUP_M = 1: plain row-major order over (x = N tile, y = M tile)).
+    uint gx = (N + TILE_N - 1u) / TILE_N, gy = gl_NumWorkGroups.y;
+    uint split = gl_WorkGroupID.x / gx, S = max(pc.splits, 1u);
+    uint pid = gl_WorkGroupID.y * gx + gl_WorkGroupID.x % gx;
+    uint per_group = GROUP_M * gx, first_m = (pid / per_group) * GROUP_M;
+    uint gsz = min(gy - first_m, GROUP_M), in_group = pid % per_group;
+    uint n0 = (in_group / gsz) * TILE_N, m0 = (first_m + in_group % gsz) * TILE_M;
     uint z = gl_WorkGroupID.z, bi = z / pc.C, ci = z % pc.C;
     uint abase = bi * pc.a_sb + ci * pc.a_sc;
     uint bbase = bi * pc.b_sb + ci * pc.b_sc;
@@ -87,18 +105,20 @@ void main() {
 
     uvec4 tA[A_PASSES];
     uvec4 tB[B_PASSES];
+    uint nchunks = (K + TILE_K - 1u) / TILE_K;
+    uint per_split = (nchunks + S - 1u) / S;
+    uint c_begin = min(split * per_split, nchunks), c_end = min(c_begin + per_split, nchunks);
     // Fetch the first tiles.
     [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
-        uint m = m0 + ar + p * RA, k = ak;
+        uint m = m0 + ar + p * RA, k = c_begin * TILE_K + ak;
         tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
     }
     [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
-        uint k = bk + p * RB, n = n0 + bn;
+        uint k = c_begin * TILE_K + bk + p * RB, n = n0 + bn;
         tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
     }
 
-    uint nchunks = (K + TILE_K - 1u) / TILE_K;
-    for (uint c = 0u; c < nchunks; ++c) {
+    for (uint c = c_begin; c < c_end; ++c) {
         uint k0 = c * TILE_K;
         barrier();  // everyone is done reading the previous tiles
         [[unroll]] for (uint p = 0u; p < A_PASSES; ++p)
@@ -113,7 +133,7 @@ void main() {
             colE += v & 0x00FF00FFu;
             colO += (v >> 8) & 0x00FF00FFu;
         }
-        if (++since_flush == FLUSH || c + 1u == nchunks) {
+        if (++since_flush == FLUSH || c + 1u == c_end) {
             since_flush = 0u;
             [[unroll]] for (uint w = 0u; w < 4u; ++w) {
                 atomicAdd(colS[bn + 4u * w + 0u], int(colE[w] & 0xFFFFu));
@@ -127,7 +147,7 @@ void main() {
 #endif
         barrier();  // tiles are in shared memory
 
-        if (c + 1u < nchunks) {  // prefetch the next tiles while the multiplies run
+        if (c + 1u < c_end) {  // prefetch the next tiles while the multiplies run
             uint kn = k0 + TILE_K;
             [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
                 uint m = m0 + ar + p * RA, k = kn + ak;
@@ -164,6 +184,59 @@ void main() {
     barrier();
 #endif
 
+#if SPLIT_K
+    // Store this split's slot, then the last split of the tile reduces and requantizes.
+    const uint SLOT = TILE_M * TILE_N + TILE_M + TILE_N;
+    uint tile = (z * gy + m0 / TILE_M) * gx + n0 / TILE_N;
+    uint base = (tile * S + split) * SLOT;
+    [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
+        [[unroll]] for (uint j = 0u; j < C_COLS; ++j)
+            coopMatStore(result[i][j], part, base + 16u * (C_ROWS * wy + i) * TILE_N + 16u * (C_COLS * wx + j),
+                         TILE_N, gl_CooperativeMatrixLayoutRowMajor);
+#if HAS_SUMS
+    for (uint i = lid; i < TILE_M; i += INV) part[base + TILE_M * TILE_N + i] = rowS[i];
+    for (uint i = lid; i < TILE_N; i += INV) part[base + TILE_M * TILE_N + TILE_M + i] = colS[i];
+#endif
+    memoryBarrierBuffer();
+    barrier();
+    if (lid == 0u) last_flag = (atomicAdd(cnt[tile], 1u) == S - 1u) ? 1u : 0u;
+    barrier();
+    if (last_flag == 0u) return;
+    memoryBarrierBuffer();
+    if (lid == 0u) cnt[tile] = 0u;
+    uint tbase = tile * S * SLOT;
+    for (uint idx = lid; idx < TILE_M * TILE_N / 4u; idx += INV) {
+        uint ml = idx / (TILE_N / 4u), nl = (idx % (TILE_N / 4u)) * 4u;
+        uint m = m0 + ml, n = n0 + nl;
+        if (m >= M || n >= N) continue;
+        ivec4 acc = ivec4(0);
+        int sum_a = 0;
+        ivec4 sum_b = ivec4(0);
+        for (uint sp = 0u; sp < S; ++sp) {
+            uint b0 = tbase + sp * SLOT;
+            uint e = b0 + ml * TILE_N + nl;
+            acc += ivec4(part[e], part[e + 1u], part[e + 2u], part[e + 3u]);
+#if HAS_SUMS
+            sum_a += part[b0 + TILE_M * TILE_N + ml];
+            uint cb = b0 + TILE_M * TILE_N + TILE_M + nl;
+            sum_b += ivec4(part[cb], part[cb + 1u], part[cb + 2u], part[cb + 3u]);
+#endif
+        }
+        float sa = sa_at(m), so = so_at(m);
+        int zo = zo_at(m);
+        uint v[8];
+        [[unroll]] for (uint t = 0u; t < 4u; ++t) {
+            int a_ = acc[t];
+#if HAS_SUMS
+            int zap = za_at(m) - oa, zbp = zb_at(n + t) - ob;
+            a_ += -zbp * (sum_a - kpad128) - zap * (sum_b[t] - kpad128) + int(K) * zap * zbp;
+#endif
+            v[t] = requant(a_, sa * sb_at(n + t) / so, zo);
+        }
+        v[4] = v[5] = v[6] = v[7] = 0u;
+        store_bytes((z * M + m) * N + n, 4u, v);
+    }
+#else
     // Epilogue: each accumulator goes through this subgroup's 16x16 slice of Csh; lane l requantizes
     // row l/2, columns 8*(l%2) .. +7 and stores two output words.
     uint r = lane >> 1, c8 = (lane & 1u) * 8u;
@@ -199,4 +272,5 @@ void main() {
             subgroupBarrier();
         }
     }
+#endif
 }

@@ -35,7 +35,34 @@ COOPMAT_CONFIGS = {
     "128x128x32_2x2": (128, 128, 32, 2, 2),
     "64x64x64_2x2": (64, 64, 64, 2, 2),
     "32x64x128_2x2": (32, 64, 128, 2, 2),
+    "32x64x256_2x2": (32, 64, 256, 2, 2),
+    "32x32x256_1x2": (32, 32, 256, 1, 2),
 }
+# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp).
+COOPMAT_GROUP_M = 1
+# Split-K for few output tiles (small M, N and batch): "auto" picks a factor so that about
+# SPLIT_TARGET_GROUPS workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks; an int forces it.
+COOPMAT_SPLIT_K = "auto"
+SPLIT_TARGET_GROUPS = 256  # H200, 32x4096x4096: split 4 (256 groups) 37 TOPS, split 8 33, none 23
+SPLIT_MIN_CHUNKS = 4
+SPLIT_MAX = 16
+_counters: Dict[int, object] = {}  # device index -> zeroed per-tile counters (DeviceTensor)
+
+
+def auto_split(tiles: int, nchunks: int) -> int:
+    if tiles >= AUTO_MIN_GROUPS // 2:
+        return 1
+    s = min(SPLIT_MAX, max(1, SPLIT_TARGET_GROUPS // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
+    return s if s >= 2 else 1
+
+
+def _counter_buffer(dev, words: int):
+    """Per-tile arrival counters, zero between dispatches (the last split resets its tile's)."""
+    t = _counters.get(dev.index)
+    if t is None or t.desc.element_count < words:
+        t = dev.tensor(np.zeros(max(words, 4096), np.uint32))
+        _counters[dev.index] = t
+    return t
 # "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
 COOPMAT_CONFIG = "auto"
 AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2")
@@ -66,7 +93,7 @@ COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
 QLMM_PUSH = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("flags", "<u4"), ("C", "<u4"),
                       ("a_sb", "<u4"), ("a_sc", "<u4"), ("a_sm", "<u4"),
-                      ("b_sb", "<u4"), ("b_sc", "<u4"), ("b_sk", "<u4"), ("pad0", "<u4")])
+                      ("b_sb", "<u4"), ("b_sc", "<u4"), ("b_sk", "<u4"), ("splits", "<u4")])
 F_A_SIGNED, F_B_SIGNED, F_O_SIGNED = 1, 2, 4
 F_SA_ROW, F_ZA_ROW, F_SB_COL, F_ZB_COL, F_SO_ROW, F_ZO_ROW = 8, 16, 32, 64, 128, 256
 
@@ -202,8 +229,25 @@ def coopmat_verified(dev) -> bool:
         return _verdicts[dev.index]
 
 
-def self_check(dev) -> bool:
-    """Run small problems through both coopmat variants in a batch of their own; compare with the oracle."""
+_split_verdicts: Dict[int, bool] = {}
+
+
+def split_verified(dev) -> bool:
+    """The split-K variants passed their own self-check (cached per device); auto split-K needs it."""
+    if not coopmat_verified(dev):
+        return False
+    with _verdict_lock:
+        if dev.index not in _split_verdicts:
+            try:
+                _split_verdicts[dev.index] = self_check(dev, split=True)
+            except Exception:  # noqa: BLE001
+                _split_verdicts[dev.index] = False
+        return _split_verdicts[dev.index]
+
+
+def self_check(dev, split: bool = False) -> bool:
+    """Run small problems through both coopmat variants in a batch of their own; compare with the oracle.
+    split=True checks the split-K variants instead."""
     from .. import reference  # noqa: PLC0415
     from ..runtime import Batch  # noqa: PLC0415
 
@@ -213,8 +257,12 @@ def self_check(dev) -> bool:
                                                                      (np.uint8, np.uint8, True, AUTO_CONFIGS[0])]
     if COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
-    for a_dt, b_dt, zps, config in cases:
-        M, N, K = 72, 96, 144  # M not a tile multiple, K not a multiple of TILE_K
+    cases = [c + (1,) for c in cases]
+    if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
+        cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2), (np.int8, np.int8, False, "32x64x128_2x2", 3),
+                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4)]
+    for a_dt, b_dt, zps, config, sk in cases:
+        M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (2, 1, M, K)).astype(a_dt)
         b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
         sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
@@ -229,7 +277,7 @@ def self_check(dev) -> bool:
                                          TensorDesc(np.int8, want.shape)).validate()
         out = dev.empty(desc.output)
         batch = Batch(dev)
-        record(batch, desc, *ts, out, kernel="coopmat", config=config)
+        record(batch, desc, *ts, out, kernel="coopmat", config=config, split_k=sk)
         batch.run()
         got = out.numpy()
         diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
@@ -266,7 +314,8 @@ def _zero_point_free(zp, signed: bool, known) -> bool:
 
 
 def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale, b_zp, o_scale, o_zp, out,
-           kernel: str = "auto", zero_points: Optional[Tuple] = None, config: Optional[str] = None) -> str:
+           kernel: str = "auto", zero_points: Optional[Tuple] = None, config: Optional[str] = None,
+           group_m: Optional[int] = None, split_k=None) -> str:
     """Record the product into packed device tensor `out`; returns the kernel used.
     `zero_points` = (a_zp, b_zp) as NumPy arrays when the host knows them (lets the cooperative-matrix
     path skip the row/column sums)."""
@@ -318,18 +367,38 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
         if config == "auto":
             config = auto_config(M, N, Bo * Co)
         tm, tn, tk, sw, sh = check_config(config)
-        spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh), tm, tn
+        gm = COOPMAT_GROUP_M if group_m is None else int(group_m)
+        spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
         za_known, zb_known = zero_points if zero_points is not None else (None, None)
         free = (_zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)
                 and _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known))
         kname = "qlmm_coopmat" if free else "qlmm_coopmat_zp"
     groups = (-(-N // bn), -(-M // bm), Bo * Co)
+    extra, extra_writes = [], []
+    if which == "coopmat":
+        tiles = groups[0] * groups[1] * groups[2]
+        nchunks = -(-K // tk)
+        sk = COOPMAT_SPLIT_K if split_k is None else split_k
+        if sk == "auto":
+            sk = auto_split(tiles, nchunks)
+            sk = sk if sk > 1 and split_verified(dev) else 1
+        else:
+            sk = max(1, min(int(sk), nchunks))
+        if sk > 1:
+            kname += "_sk"
+            pc["splits"] = sk
+            slot = tm * tn + tm + tn
+            part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * slot,)))
+            cnt = _counter_buffer(dev, tiles)
+            extra, extra_writes = [part, cnt], [9, 10]
+            groups = (groups[0] * sk, groups[1], groups[2])
     limit = dev.max_workgroup_count
     for g, lim, what in zip(groups, limit, ("N tiles", "M tiles", "BatchCount*ChannelCount")):
         if g > lim:
             raise DeviceLimitError(f"QuantizedLinearMatMul needs {g} workgroups along {what}; "
                                    f"{dev.name} allows {lim}")
-    batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out], writes=[8],
+    batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out] + extra,
+                   writes=[8] + extra_writes,
                    groups=groups, push=pc.reshape(1).view(np.uint32), spec=spec)
     return which
 
