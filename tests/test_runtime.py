@@ -172,3 +172,17 @@ def test_numpy_call_is_one_submission(dev, rng, monkeypatch):
     x = rng.integers(0, 255, size=(40, 50), dtype=np.uint8)
     assert np.array_equal(vkops.slice(x, [0, 0], [40, 50], [-1, 3]), x[::-1, ::3])
     assert [b.submissions for b in seen] == [1]
+
+
+def test_dropped_tensors_release_their_pipelines(dev, rng):
+    import gc
+
+    xt = vkops.to_device(rng.integers(0, 9, size=(16, 64), dtype=np.int8), dev)
+    gc.collect()
+    base = dev.pipeline_count()
+    for _ in range(20):
+        y = vkops.slice(xt, [0, 0], [16, 64], [1, -1])  # a fresh output tensor every call
+        assert np.array_equal(y.numpy(), xt.numpy()[:, ::-1])
+        del y
+    gc.collect()
+    assert dev.pipeline_count() <= base + 1  # only pipelines bound to live tensors stay cached

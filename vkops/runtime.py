@@ -69,7 +69,7 @@ def devices() -> List[vkinfo.DeviceInfo]:
 class _Buffer:
     """A kp tensor of uint32 words (device-local, with kp's host-visible staging copy)."""
 
-    __slots__ = ("device", "kp", "words", "serial", "pooled", "__weakref__")
+    __slots__ = ("device", "kp", "words", "serial", "pooled", "_finalizer", "__weakref__")
 
     def __init__(self, device: "Device", words: int, pooled: bool = False):
         nbytes = words * 4
@@ -80,6 +80,10 @@ class _Buffer:
         self.device, self.words, self.pooled = device, words, pooled
         self.serial = next(_serials)
         self.kp = device._manager().tensor_t(np.zeros(max(words, 1), dtype=np.uint32))
+        # When the last DeviceTensor over this buffer goes, so do the cached pipelines bound to it
+        # (they hold the kp tensor) and the device and staging memory.
+        self._finalizer = weakref.finalize(self, _free_buffer, device, self.serial, self.kp)
+        self._finalizer.atexit = False  # at exit kp's manager frees everything itself
 
     @property
     def nbytes(self) -> int:
@@ -90,10 +94,13 @@ class _Buffer:
         return self.kp.data()
 
     def destroy(self):
-        self.device._forget(self.serial)
-        if self.kp is not None:
-            self.kp.destroy()
-            self.kp = None
+        self._finalizer()
+        self.kp = None
+
+
+def _free_buffer(device: "Device", serial: int, kp_tensor) -> None:
+    device._forget(serial)
+    kp_tensor.destroy()
 
 
 class DeviceTensor:
@@ -428,6 +435,7 @@ class Batch:
         self._read: set = set()
         self._touched: set = set()
         self._keep: List[_Buffer] = []  # scratch buffers to recycle after the run
+        self._refs: List[_Buffer] = []  # every buffer a recorded op binds, alive until the run
         self._downloads: List[_Buffer] = []
         self._ran = False
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
@@ -476,6 +484,7 @@ class Batch:
         self._order(rd, wr)
         push = np.ascontiguousarray(push, dtype=np.uint32)
         algo = self.device.algorithm(kernel, bufs, groups, spec, push.size)
+        self._refs.extend(bufs)
         self._segments[-1].append(("dispatch", _kp_module().OpAlgoDispatch(algo, push)))
         for b in bufs:
             self._touched.add(b.serial)
@@ -504,6 +513,7 @@ class Batch:
                                   f"{dst._buffer.words} words")
         self._order({src._buffer.serial}, {dst._buffer.serial})
         self._segments[-1].append(("dispatch", _kp_module().OpTensorCopy([src._buffer.kp, dst._buffer.kp])))
+        self._refs += [src._buffer, dst._buffer]
         self._touched |= {src._buffer.serial, dst._buffer.serial}
         self._written[dst._buffer.serial] = dst._buffer
         self._read.add(src._buffer.serial)
@@ -511,6 +521,7 @@ class Batch:
     def download(self, tensor: DeviceTensor):
         """Copy `tensor` to host memory as the batch's last step, so `.numpy()` after it is free."""
         self._downloads.append(tensor._buffer)
+        self._refs.append(tensor._buffer)
 
     # -- running ------------------------------------------------------------------------------ #
     def run(self):
@@ -547,6 +558,7 @@ class Batch:
             self.device._recycle(buf)
         self._keep.clear()
         self._touched.clear()
+        self._refs.clear()
 
     @property
     def submissions(self) -> int:
