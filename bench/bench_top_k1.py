@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from common import table, torch_ms, vk_gpu_ms, wall_ms, write_results
+from common import cuda_torch, table, torch_ms, vk_gpu_ms, wall_ms, write_results
 
 import vkops
 from vkops import reference
@@ -75,13 +75,7 @@ def main():
     args = ap.parse_args()
     dev = vkops.Device()
     small = args.small or dev.device_type == "cpu"
-    torch = None
-    try:
-        import torch as _t
-
-        torch = _t if _t.cuda.is_available() else None
-    except ImportError:
-        pass
+    torch = cuda_torch()
     rows = []
     t_start = time.time()
     for dtype, shape, ks in grid(small):
@@ -95,13 +89,14 @@ def main():
             if k > shape[-1]:
                 continue
             vdesc, idesc = topk_mod.output_descs(x.desc, len(shape) - 1, k)
-            v, i = dev.empty(vdesc), dev.empty(idesc)
+            # One output pair per rep: the timed reps are independent and run back to back.
+            outs = [(dev.empty(vdesc), dev.empty(idesc)) for _ in range(args.reps)]
+            v, i = outs[0]
             n_seq = host.size // shape[-1]
             p = topk_mod.plan(n_seq, shape[-1], k, dev.shared_memory_bytes, bits=np.dtype(dtype).itemsize * 8,
                               target_groups=1024 if dev.device_type != "cpu" else 64)
-            fn = lambda: vkops.top_k(x, k, out=(v, i))  # noqa: E731
-            gpu = vk_gpu_ms(fn, args.reps, dev)
-            wall = wall_ms(fn, args.reps)
+            gpu = vk_gpu_ms(lambda r: vkops.top_k(x, k, out=outs[r]), args.reps, dev)
+            wall = wall_ms(lambda: vkops.top_k(x, k, out=(v, i)), args.reps)
             row = {"dtype": dtype, "shape": name, "K": k, "path": f"{p.path}/{p.chunks}" if p.path == "filter"
                    else p.path, "vk gpu ms": gpu, "vk GB/s": host.nbytes / gpu / 1e6, "vk wall ms": wall}
             if torch is not None:
@@ -116,7 +111,7 @@ def main():
                 row["check"] = check(host, k, v, i, tx, torch)
             rows.append(row)
             print(row, flush=True)
-            del v, i
+            del v, i, outs
         del x, tx
         if torch is not None:
             torch.cuda.empty_cache()

@@ -14,21 +14,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import vkops  # noqa: E402
 
 
-def vk_gpu_ms(record, reps: int = 10, device=None) -> float:
-    """Median GPU time (ms) of one recorded operator call, from Vulkan timestamps.
+def _warm(run_once, warm_s: float):
+    """Keep the GPU busy for warm_s seconds: an idle H200 drops its SM clock to ~345 MHz within
+    milliseconds, and a benchmark that leaves host gaps between short dispatches measures that."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < warm_s:
+        run_once()
 
-    `record()` is called inside a timestamped batch and must record exactly one operator call
-    (which may be several dispatches: their times are summed per call)."""
+
+def vk_gpu_ms(record, reps: int = 10, device=None, warm_s: float = 0.3) -> float:
+    """Median GPU time (ms) of one operator call, from Vulkan timestamps.
+
+    `record(i)` records one operator call (possibly several dispatches) for i in range(reps). The
+    reps are recorded into one batch, so they run back to back in one submission (as a CUDA stream
+    runs torch's calls) when they are independent: give each i its own outputs. The GPU is first
+    kept busy for `warm_s` with the same batch."""
     dev = device or vkops.Device()
-    record_once = dev.batch()
-    with record_once:
-        record()  # warm-up: pipelines built, scratch allocated
-    per_call = []
-    for _ in range(reps):
-        b = dev.batch(timestamps=True)
+    with dev.batch():
+        record(0)  # pipelines built, scratch allocated
+
+    def batch_once(timestamps=False):
+        b = dev.batch(timestamps=timestamps)
         with b:
-            record()
-        per_call.append(sum(b.gpu_ns) / 1e6)
+            for i in range(reps):
+                record(i)
+        return b
+
+    _warm(batch_once, warm_s)
+    b = batch_once(timestamps=True)
+    n = len(b.gpu_ns) // reps  # dispatches per call
+    per_call = [sum(b.gpu_ns[j * n:(j + 1) * n]) / 1e6 for j in range(reps)]
     return statistics.median(per_call)
 
 
@@ -42,26 +57,37 @@ def wall_ms(fn, reps: int = 10) -> float:
     return statistics.median(ts)
 
 
-def torch_ms(fn, reps: int = 20):
-    """(median CUDA-event ms, median wall ms incl. synchronize) of fn, or (None, None) without CUDA."""
+def cuda_torch():
+    """torch when it has a CUDA device, else None."""
     try:
         import torch
     except ImportError:
-        return None, None
-    if not torch.cuda.is_available():
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def torch_ms(fn, reps: int = 20, warm_s: float = 0.3):
+    """(median CUDA-event ms per call, median wall ms per call incl. synchronize), or (None, None)
+    without CUDA. Calls run back to back after the same clock warm-up as vk_gpu_ms."""
+    torch = cuda_torch()
+    if torch is None:
         return None, None
     fn()
     torch.cuda.synchronize()
-    gpu, wall = [], []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        t = time.perf_counter()
+    _warm(lambda: (fn(), torch.cuda.synchronize()), warm_s)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in ev:
         a.record()
         fn()
         b.record()
+    torch.cuda.synchronize()
+    gpu = [a.elapsed_time(b) for a, b in ev]
+    wall = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
         torch.cuda.synchronize()
         wall.append((time.perf_counter() - t) * 1e3)
-        gpu.append(a.elapsed_time(b))
     return statistics.median(gpu), statistics.median(wall)
 
 
