@@ -7,13 +7,15 @@
 // runs of Kp = pow2(K) in shared memory, then repeatedly keep the better half of two runs
 // (max(A[j], B[j]) of a descending and an ascending run) and rebuild it into a sorted run.
 //
-// Modes (push constant `mode`, uniform per dispatch):
+// Modes (specialization constant MODE):
 //   SEG    rows of <= B elements: G whole sequences per workgroup, loaded, reduced, written.
 //   FILTER long rows, Kp <= B/2: a workgroup streams a chunk of a sequence once; an element enters
 //          the shared buffer only if it beats the K-th best seen so far (the threshold); a full
 //          buffer is reduced to its top Kp. With several chunks per sequence each writes its top K
 //          to `cand`, and the last workgroup of the sequence to finish (atomic counter) reduces the
 //          candidates the same way and writes the outputs: one dispatch, input read once.
+//          With RADIX (large K) a chunk is instead reduced by radix select (radix_topk): a few
+//          reads of the chunk and one sort, instead of compacting the buffer again and again.
 //   SORT_* K too large for the buffer: a global bitonic sort of (key, index) rows in `cand`
 //          (tile sort, global compare-exchange steps, shared-memory merges), output from the last.
 #extension GL_GOOGLE_include_directive : require
@@ -21,8 +23,13 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint B = 2048;  // shared buffer entries (power of two)
-// Elements per thread per FILTER iteration: 16-byte vector loads (two of them for 32-bit data).
-#define EPI 16u
+// The mode is a specialization constant, not a push constant: each pipeline then holds only its
+// mode's code, and the driver allocates registers for that alone (occupancy of the streaming loop).
+layout(constant_id = 2) const uint MODE = 0u;
+// Elements per thread per FILTER iteration, in 16-byte vector loads.
+layout(constant_id = 3) const uint EPI = 16u;
+// FILTER chunks by radix select instead of the running threshold (large K: no repeated compactions).
+layout(constant_id = 4) const bool RADIX = false;
 const uint EV = 128u / ELEM_BITS;   // elements per uvec4
 const uint NV = EPI / EV;           // uvec4 loads per thread per iteration
 
@@ -35,7 +42,6 @@ layout(binding = 4) coherent buffer Ctr { uint ctr[]; };      // per-sequence fi
 
 // Mirrored by vkops.ops.top_k1.TOPK_PUSH.
 layout(push_constant) uniform Push {
-    uint mode;
     uint n_seq;       // sequences
     uint L;           // axis length
     uint K;
@@ -65,6 +71,11 @@ shared uint skey[B];
 shared uint sidx[B];
 shared uint s_base[gl_WorkGroupSize.x];
 shared uint s_count, s_thr_k, s_thr_i, s_last, s_flag;
+// 8-bit digits: 11-bit ones (2048 bins) cost more in occupancy than they saved in passes on an H200.
+const uint NBINS = 256u;
+shared uint hist[NBINS];
+shared uint s_grp[NBINS / 32u];
+shared uint s_digit, s_above, s_inbin;
 
 // ---- keys --------------------------------------------------------------------------------------
 uint make_key(uint raw) {
@@ -263,6 +274,148 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
     compact(min(c, pc.cap));
 }
 
+
+// ---- RADIX: the top Kp of a chunk by radix select -------------------------------------------------
+// Keys carry ELEM_BITS significant bits (above them only the INCREASING flip's ones, equal for all).
+const uint KEY_BITS_MASK = ELEM_BITS == 32 ? 0xFFFFFFFFu : ((1u << ELEM_BITS) - 1u);
+const uint PASS_KEY_HIST = 0u, PASS_POS_HIST = 1u, PASS_COLLECT = 2u;
+
+// One pass over entries [lo_i, hi_i) of the sequence at `base` (lo_i/hi_i relative to the sequence).
+//   KEY_HIST:  hist[the `width` bits at `shift`] of keys whose bits above them equal `prefix`
+//   POS_HIST:  hist[(i - lo_i) / w] of entries whose key == prefix (the exact threshold)
+//   COLLECT:   append (key, i) when key > prefix, or key == prefix and i < pos_cut, to skey/sidx
+void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint width, uint prefix, uint w,
+                uint pos_cut) {
+    uint tid = gl_LocalInvocationID.x;
+    uint hmask = shift + width >= 32u ? 0u : (KEY_BITS_MASK << (shift + width)) & KEY_BITS_MASK;
+    uint dmask = (1u << width) - 1u;
+    bool vec = pc.vec != 0u;
+    uint step = vec ? WG * EV : WG;
+    uint a0 = vec ? lo_i - lo_i % EV : lo_i;  // vector loads start on a 16-byte boundary
+    for (uint i0 = a0 + (vec ? tid * EV : tid); i0 < hi_i; i0 += 4u * step) {
+        uvec4 q[4];  // four loads in flight per thread; elements are extracted when used
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            uint i = i0 + u * step;
+            if (vec) q[u] = i < hi_i ? src4[(base + i) / EV] : uvec4(0u);
+            else q[u].x = i < hi_i ? load_raw(base, i) : 0u;
+        }
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                if (!vec && e > 0u) break;
+                uint i = i0 + u * step + e;
+                if (i >= hi_i || i < lo_i) continue;
+#if ELEM_BITS == 32
+                uint raw = q[u][e];
+#else
+                uint raw = vec ? bitfieldExtract(q[u][e / (32u / ELEM_BITS)], int((e % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS)
+                               : q[u].x;
+#endif
+                uint key = make_key(raw) & KEY_BITS_MASK;
+                if (pass == PASS_KEY_HIST) {
+                    if ((key & hmask) == prefix) atomicAdd(hist[(key >> shift) & dmask], 1u);
+                } else if (pass == PASS_POS_HIST) {
+                    if (key == prefix) atomicAdd(hist[(i - lo_i) / w], 1u);
+                } else if (key > prefix || (key == prefix && i < pos_cut)) {
+                    uint pos = atomicAdd(s_count, 1u);
+                    skey[pos] = key ^ (pc.flip & ~KEY_BITS_MASK);  // restore the flip's high bits
+                    sidx[pos] = i;
+                }
+            }
+        }
+    }
+}
+
+// The bin of hist[0, n) where a count of `need` is reached scanning from the top (from_top) or the
+// bottom: s_digit, with s_above the count before it and s_inbin its own. Groups of 32 bins are summed
+// in parallel first, so one thread scans at most n/32 + 32 entries. Ends with a barrier.
+void pick_bin(uint need, bool from_top, uint n) {
+    uint tid = gl_LocalInvocationID.x;
+    uint ng = n / 32u;
+    barrier();
+    for (uint g = tid; g < ng; g += WG) {
+        uint t = 0u;
+        for (uint j = 0u; j < 32u; ++j) t += hist[g * 32u + j];
+        s_grp[g] = t;
+    }
+    barrier();
+    if (tid == 0u) {
+        uint acc = 0u, g = 0u;
+        for (uint j = 0u; j < ng; ++j) {
+            g = from_top ? ng - 1u - j : j;
+            if (acc + s_grp[g] >= need) break;
+            acc += s_grp[g];
+        }
+        uint b = 0u;
+        for (uint j = 0u; j < 32u; ++j) {
+            b = g * 32u + (from_top ? 31u - j : j);
+            if (acc + hist[b] >= need) break;
+            acc += hist[b];
+        }
+        s_digit = b;
+        s_above = acc;
+        s_inbin = hist[b];
+    }
+    barrier();  // hist is not read after this: the next clear may start at once
+}
+
+void clear_hist() {
+    for (uint i = gl_LocalInvocationID.x; i < NBINS; i += WG) hist[i] = 0u;
+    barrier();
+}
+
+// The top Kp (key, index) pairs of entries [start, end) into skey/sidx[0, Kp), sorted: resolve the
+// K-th key 8 bits at a time until every key at or above the resolved prefix fits the buffer; if the
+// key resolves completely (ties), take the tied entries with the smallest indices (a position
+// select), so exactly K entries are collected. Then one sort. Reads the chunk 2-4 times instead of
+// compacting the buffer again and again.
+void radix_topk(uint base, uint start, uint end) {
+    uint tid = gl_LocalInvocationID.x;
+    uint need = min(pc.K, end - start);
+    uint prefix = 0u, above = 0u;
+    bool resolved = false;
+    uint lo_key = 0u;
+    uint width = 8u;
+    for (uint shift = uint(ELEM_BITS) - width;; ) {
+        clear_hist();
+        radix_pass(PASS_KEY_HIST, base, start, end, shift, width, prefix, 0u, 0u);
+        pick_bin(need, true, NBINS);
+        uint d = s_digit, acc = s_above, in_bin = s_inbin;
+        prefix |= d << shift;
+        above += acc;
+        need -= acc;
+        if (above + in_bin <= B) { lo_key = prefix; break; }  // all keys >= prefix.000 fit
+        if (shift == 0u) { resolved = true; break; }
+        width = min(8u, shift);
+        shift -= width;
+    }
+    uint pos_cut = 0xFFFFFFFFu;
+    if (resolved) {
+        // prefix is the K-th key exactly; take its first `need` occurrences by position.
+        uint lo_i = start, hi_i = end;
+        for (;;) {
+            uint w = max(1u, (hi_i - lo_i + NBINS - 1u) / NBINS);
+            clear_hist();
+            radix_pass(PASS_POS_HIST, base, lo_i, hi_i, 0u, 0u, prefix, w, 0u);
+            pick_bin(need, false, NBINS);
+            need -= s_above;
+            lo_i += s_digit * w;
+            hi_i = min(hi_i, lo_i + w);
+            if (w == 1u) { pos_cut = lo_i + 1u; break; }
+        }
+    }
+    if (tid == 0u) s_count = 0u;
+    barrier();
+    // COLLECT takes key > prefix, and key == prefix below pos_cut: resolved, the K-th key's first
+    // occurrences; else every key >= lo_key (all of them when lo_key is 0).
+    if (resolved) radix_pass(PASS_COLLECT, base, start, end, 0u, 0u, prefix, 0u, pos_cut);
+    else if (lo_key == 0u) radix_pass(PASS_COLLECT, base, start, end, 0u, 0u, 0u, 0u, 0xFFFFFFFFu);
+    else radix_pass(PASS_COLLECT, base, start, end, 0u, 0u, lo_key - 1u, 0u, 0u);
+    barrier();
+    uint c = s_count;
+    barrier();
+    compact(c);
+}
+
 // ---- modes -------------------------------------------------------------------------------------
 void run_seg(uint g) {
     uint tid = gl_LocalInvocationID.x;
@@ -299,7 +452,8 @@ void run_filter(uint g) {
     uint s = g / pc.chunks, c = g % pc.chunks;
     uint base = seq_base(s);
     uint start = c * pc.chunk_len;
-    stream_topk(false, base, start, min(pc.L, start + pc.chunk_len));
+    if (RADIX) radix_topk(base, start, min(pc.L, start + pc.chunk_len));
+    else stream_topk(false, base, start, min(pc.L, start + pc.chunk_len));
     if (pc.chunks == 1u) {
         for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[j], base);
         return;
@@ -379,8 +533,8 @@ void run_sort_global(uint g) {
 void main() {
     uint g = linear_group();
     if (g >= pc.n_groups) return;
-    if (pc.mode == MODE_SEG) run_seg(g);
-    else if (pc.mode == MODE_FILTER) run_filter(g);
-    else if (pc.mode == MODE_SORT_GLOBAL) run_sort_global(g);
-    else run_sort_tile(g, pc.mode == MODE_SORT_INIT);
+    if (MODE == MODE_SEG) run_seg(g);
+    else if (MODE == MODE_FILTER) run_filter(g);
+    else if (MODE == MODE_SORT_GLOBAL) run_sort_global(g);
+    else run_sort_tile(g, MODE == MODE_SORT_INIT);
 }

@@ -183,6 +183,39 @@ def test_multi_chunk_merge(dev, rng, direction):
     check(random(rng, "float16", (2, 4096)), 100, 1, direction, _force="filter", _chunks=5)
 
 
+def radix_data(rng, dtype, shape, kind):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        x = rng.standard_normal(shape).astype(dt)
+        if kind == "ties":
+            x = np.round(x * 2).astype(dt)
+        elif kind == "special":
+            x.flat[rng.choice(x.size, 40, replace=False)] = rng.choice(
+                np.array([np.nan, np.inf, -np.inf, -0.0, 0.0], dt), 40)
+    else:
+        info = np.iinfo(dt)
+        x = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
+        if kind == "ties":
+            x = (x % 5).astype(dt)
+        elif kind == "special":
+            x.flat[rng.choice(x.size, 40, replace=False)] = rng.choice(np.array([info.min, info.max], dt), 40)
+    if kind == "const":
+        x[:] = x.flat[0]
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["random", "ties", "const", "special"])
+def test_radix_select_path(dev, rng, dtype, kind):
+    """Chunks reduced by radix select (large K): key digits, then a position select among ties."""
+    for shape, k in [((2, 5000), 300), ((3, 3001), 17), ((2, 4096), 1000)]:
+        x = radix_data(rng, dtype, shape, kind)
+        for direction in DIRS:
+            for chunks in (None, 3):
+                check(x, k, -1, direction, _force="radix", _chunks=chunks)
+    check(radix_data(rng, dtype, (700, 3), kind), 130, 0, "increasing", _force="radix")  # strided axis
+
+
 @pytest.mark.parametrize("direction", DIRS)
 def test_sort_path(dev, rng, direction):
     B = shared_b(dev)
