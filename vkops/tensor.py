@@ -104,3 +104,29 @@ class TensorDesc:
     def __repr__(self) -> str:
         st = "" if self.strides is None else f", strides={self.strides}"
         return f"TensorDesc({self.data_type.name}, {self.sizes}{st})"
+
+
+def validate_fields(desc, fields, optional=()) -> None:
+    """Each named field of operator descriptor `desc` is a valid TensorDesc (or None when optional);
+    errors are named `<Desc>.<field>`."""
+    name = type(desc).__name__
+    for f in fields:
+        t = getattr(desc, f)
+        if t is None and f in optional:
+            continue
+        if not isinstance(t, TensorDesc):
+            raise ValidationError(f"{name}.{f} must be a TensorDesc{' or None' if f in optional else ''}; "
+                                  f"got {type(t).__name__}")
+        t.validate(f"{name}.{f}")
+
+
+def check_like_input(desc, field: str, same_type: bool = True) -> None:
+    """`desc.<field>` has `desc.input`'s DimensionCount (and data type): a rule every DML operator
+    page states for its outputs."""
+    name, inp, t = type(desc).__name__, desc.input, getattr(desc, field)
+    if t.rank != inp.rank:
+        raise ValidationError(f"{name}.{field} must have the input's DimensionCount {inp.rank}; got {t.rank} "
+                              f"(sizes {t.sizes} vs input sizes {inp.sizes})")
+    if same_type and t.data_type != inp.data_type:
+        raise ValidationError(f"{name}.{field}.data_type must equal input.data_type {inp.data_type.name}; "
+                              f"got {t.data_type.name}")

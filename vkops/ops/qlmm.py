@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
-from ..tensor import TensorDesc
+from ..tensor import TensorDesc, validate_fields
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
@@ -127,16 +127,12 @@ class QuantizedLinearMatMulDesc:
     def validate(self) -> "QuantizedLinearMatMulDesc":
         name = "QuantizedLinearMatMulDesc"
         optional = ("a_zero_point", "b_zero_point", "output_zero_point")
-        for f in ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale",
-                  "output_zero_point", "output"):
+        fields = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale",
+                  "output_zero_point", "output")
+        validate_fields(self, fields, optional)
+        for f in fields:
             t = getattr(self, f)
-            if t is None and f in optional:
-                continue
-            if not isinstance(t, TensorDesc):
-                raise ValidationError(f"{name}.{f} must be a TensorDesc{' or None' if f in optional else ''}; "
-                                      f"got {type(t).__name__}")
-            t.validate(f"{name}.{f}")
-            if t.rank != 4:
+            if t is not None and t.rank != 4:
                 raise ValidationError(f"{name}.{f} must have DimensionCount 4; got {t.rank} (sizes {t.sizes})")
         a, b, out = self.a, self.b, self.output
         for f, t in (("a", a), ("b", b), ("output", out)):

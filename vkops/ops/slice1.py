@@ -7,7 +7,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import ValidationError
-from ..tensor import MAX_DIMS, TensorDesc
+from ..tensor import MAX_DIMS, TensorDesc, check_like_input, validate_fields
 
 WORKGROUP = 256
 WORDS_PER_THREAD = 4
@@ -37,18 +37,10 @@ class Slice1Desc:
 
     def validate(self) -> "Slice1Desc":
         name = "Slice1Desc"
+        validate_fields(self, ("input", "output"))
+        check_like_input(self, "output")
         inp, out = self.input, self.output
-        for f, t in (("input", inp), ("output", out)):
-            if not isinstance(t, TensorDesc):
-                raise ValidationError(f"{name}.{f} must be a TensorDesc; got {type(t).__name__}")
-            t.validate(f"{name}.{f}")
         n = inp.rank
-        if out.rank != n:
-            raise ValidationError(f"{name}.output must have the input's DimensionCount {n}; got {out.rank} "
-                                  f"(sizes {out.sizes} vs {inp.sizes})")
-        if out.data_type != inp.data_type:
-            raise ValidationError(f"{name}.output.data_type must equal input.data_type {inp.data_type.name}; "
-                                  f"got {out.data_type.name}")
         if not out.is_packed:
             raise ValidationError(f"{name}.output.strides must be packed (None); got {out.strides} "
                                   f"for sizes {out.sizes}")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
-from ..tensor import TensorDesc
+from ..tensor import TensorDesc, check_like_input, validate_fields
 from .slice1 import grid
 
 WORKGROUP = 512  # on an H200 the filter path ran 10-20% faster than with 256, and 1024 was slower
@@ -62,11 +62,7 @@ class TopK1Desc:
 
     def validate(self) -> "TopK1Desc":
         name = "TopK1Desc"
-        for f in ("input", "output_value", "output_index"):
-            t = getattr(self, f)
-            if not isinstance(t, TensorDesc):
-                raise ValidationError(f"{name}.{f} must be a TensorDesc; got {type(t).__name__}")
-            t.validate(f"{name}.{f}")
+        validate_fields(self, ("input", "output_value", "output_index"))
         inp, val, idx = self.input, self.output_value, self.output_index
         for f in ("axis", "k"):
             v = getattr(self, f)
@@ -76,13 +72,8 @@ class TopK1Desc:
             raise ValidationError(f"{name}.axis_direction must be an AxisDirection (INCREASING or DECREASING); "
                                   f"got {self.axis_direction!r}")
         n = inp.rank
-        for f, t in (("output_value", val), ("output_index", idx)):
-            if t.rank != n:
-                raise ValidationError(f"{name}.{f} must have the input's DimensionCount {n}; got {t.rank} "
-                                      f"(sizes {t.sizes} vs input sizes {inp.sizes})")
-        if val.data_type != inp.data_type:
-            raise ValidationError(f"{name}.output_value.data_type must equal input.data_type "
-                                  f"{inp.data_type.name}; got {val.data_type.name}")
+        check_like_input(self, "output_value")
+        check_like_input(self, "output_index", same_type=False)
         if idx.data_type != DataType.UINT32:
             raise ValidationError(f"{name}.output_index.data_type must be UINT32; got {idx.data_type.name}")
         if not 0 <= self.axis < n:
