@@ -18,7 +18,6 @@ import numpy as np
 from common import table, torch_ms, vk_gpu_ms, write_results
 
 import vkops
-from vkops import reference
 from vkops.ops import qlmm as Q
 
 

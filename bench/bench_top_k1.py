@@ -84,7 +84,6 @@ def main():
             continue
         host, tx = make(dtype, shape, torch)
         x = vkops.to_device(host, dev)
-        mib = host.nbytes / 2**20
         for k in ks:
             if k > shape[-1]:
                 continue

@@ -6,7 +6,6 @@ Usage: python kernels/build.py --out vkops/spv [--force]
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -53,7 +52,7 @@ def main() -> int:
             continue
         env = opts[0].get("target_env", TARGET_ENV) if opts else TARGET_ENV
         spv = out / f"{name}.spv"
-        cmd = [glslang, "-V", "--quiet", f"--target-env", env, "-I" + str(HERE), "-o", str(spv)]
+        cmd = [glslang, "-V", "--quiet", "--target-env", env, "-I" + str(HERE), "-o", str(spv)]
         cmd += [f"-D{k}={v}" for k, v in defines.items()] + [str(HERE / src)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:

@@ -228,6 +228,7 @@ class Device:
         self._pool_bytes = 0
         self._pending: "weakref.WeakSet[Batch]" = weakref.WeakSet()
         self._sentinel: Optional[_Buffer] = None
+        self._counters: Optional[DeviceTensor] = None
         self._local = threading.local()
 
     # -- facts -------------------------------------------------------------------------------- #
@@ -274,6 +275,15 @@ class Device:
         desc = TensorDesc(dt, array.shape)
         t = DeviceTensor(self._buffer(words_for(desc.element_count, dt)), desc)
         return t.upload(array)
+
+    def counters(self, words: int) -> DeviceTensor:
+        """A zeroed uint32 tensor of at least `words` words, shared by kernels that count workgroup
+        arrivals (the last to arrive finishes the work) and leave every counter zero again. Bind it
+        as written: the batch then orders the dispatches that share it."""
+        with self._lock:
+            if self._counters is None or self._counters.desc.element_count < words:
+                self._counters = self.tensor(np.zeros(max(words, 4096), np.uint32))
+            return self._counters
 
     def _buffer(self, words: int, pooled: bool = False) -> _Buffer:
         with self._lock:
@@ -549,8 +559,6 @@ class Batch:
             finally:
                 self._ran = True
                 self._release()
-        for buf in self._downloads:
-            buf.device  # downloads stay readable through DeviceTensor._from_host
 
     def _release(self):
         self.device._pending.discard(self)

@@ -46,7 +46,6 @@ COOPMAT_SPLIT_K = "auto"
 SPLIT_TARGET_GROUPS = 256  # H200, 32x4096x4096: split 4 (256 groups) 37 TOPS, split 8 33, none 23
 SPLIT_MIN_CHUNKS = 4
 SPLIT_MAX = 16
-_counters: Dict[int, object] = {}  # device index -> zeroed per-tile counters (DeviceTensor)
 
 
 def auto_split(tiles: int, nchunks: int) -> int:
@@ -56,13 +55,6 @@ def auto_split(tiles: int, nchunks: int) -> int:
     return s if s >= 2 else 1
 
 
-def _counter_buffer(dev, words: int):
-    """Per-tile arrival counters, zero between dispatches (the last split resets its tile's)."""
-    t = _counters.get(dev.index)
-    if t is None or t.desc.element_count < words:
-        t = dev.tensor(np.zeros(max(words, 4096), np.uint32))
-        _counters[dev.index] = t
-    return t
 # "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
 COOPMAT_CONFIG = "auto"
 AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2")
@@ -385,7 +377,7 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
             pc["splits"] = sk
             slot = tm * tn + tm + tn
             part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * slot,)))
-            cnt = _counter_buffer(dev, tiles)
+            cnt = dev.counters(tiles)
             extra, extra_writes = [part, cnt], [9, 10]
             groups = (groups[0] * sk, groups[1], groups[2])
     limit = dev.max_workgroup_count

@@ -14,7 +14,6 @@ Lowering (see kernels/top_k1.comp), chosen per call by `plan()`:
 from __future__ import annotations
 
 import enum
-import weakref
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -185,18 +184,6 @@ def _merge_dims(sizes, strides):
     return merged
 
 
-# Per-device zeroed counters (the last workgroup of a row resets its counter) and a dummy buffer.
-_COUNTERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _counters(device, n: int):
-    have = _COUNTERS.get(device)
-    if have is None or have.shape[0] < n:
-        have = device.tensor(np.zeros(max(n, 1024), dtype=np.uint32))
-        _COUNTERS[device] = have
-    return have
-
-
 def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] = None,
            chunks: Optional[int] = None) -> Plan:
     """Record TOP_K1 of device tensor `x` into packed device tensors `values` and `indices`."""
@@ -231,7 +218,7 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
     spec = (WORKGROUP, p.B)
-    ctr = _counters(dev, 1)
+    ctr = dev.counters(1)  # bound but unused unless several chunks share a row
 
     def dispatch(n_groups, cand, writes, mode, **fields):
         pc["n_groups"] = n_groups
@@ -246,7 +233,7 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
         if p.chunks == 1:
             dispatch(n_seq, ctr, [1, 2], MODE_FILTER, chunks=1, chunk_len=p.chunk_len)
         else:
-            ctr = _counters(dev, n_seq)
+            ctr = dev.counters(n_seq)
             cand = batch.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
             dispatch(n_seq * p.chunks, cand, [1, 2, 3, 4], MODE_FILTER, chunks=p.chunks, chunk_len=p.chunk_len)
     else:
