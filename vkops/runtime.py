@@ -418,10 +418,6 @@ class Device:
         return stack[-1] if stack else None
 
 
-def default_device() -> Device:
-    return Device()
-
-
 def to_device(array, device: Optional[Device] = None, data_type=None) -> DeviceTensor:
     """Upload a NumPy array to `device` (default device when None)."""
     return (device or Device()).tensor(array, data_type)
@@ -449,7 +445,6 @@ class Batch:
         self._downloads: List[_Buffer] = []
         self._ran = False
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
-        self._dispatch_slots: List[Tuple[int, int]] = []
         device._pending.add(self)
 
     def __enter__(self) -> "Batch":
