@@ -216,6 +216,16 @@ def test_radix_select_path(dev, rng, dtype, kind):
     check(radix_data(rng, dtype, (700, 3), kind), 130, 0, "increasing", _force="radix")  # strided axis
 
 
+@pytest.mark.parametrize("dtype,kind", [("float32", "random"), ("float32", "ties"), ("uint8", "random"),
+                                        ("float16", "const")])
+def test_radix_sampled_threshold_on_long_chunks(dev, rng, dtype, kind):
+    """Chunks of >= 2^18 keys first try a threshold guessed from a sample (one collecting pass);
+    ties and constant rows overflow or undershoot it and fall back to the exact select."""
+    x = radix_data(rng, dtype, (1, 1 << 18), kind)
+    check(x, 300, -1, "decreasing", _force="radix", _chunks=1)
+    check(x, 1000, -1, "increasing", _force="radix", _chunks=2)
+
+
 @pytest.mark.parametrize("direction", DIRS)
 def test_sort_path(dev, rng, direction):
     B = shared_b(dev)
