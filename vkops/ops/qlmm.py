@@ -200,37 +200,29 @@ def coopmat_supported(dev) -> bool:
             and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024)
 
 
-_verdicts: Dict[int, bool] = {}
+_verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
 _verdict_lock = threading.Lock()
+
+
+def _verdict(dev, split: bool) -> bool:
+    with _verdict_lock:
+        key = (dev.index, split)
+        if key not in _verdicts:
+            try:
+                _verdicts[key] = self_check(dev, split=split)
+            except Exception:  # noqa: BLE001 - a kernel that cannot run is a failed check
+                _verdicts[key] = False
+        return _verdicts[key]
 
 
 def coopmat_verified(dev) -> bool:
     """Supported, and a self-check on first use matched the NumPy oracle (cached per device)."""
-    if not coopmat_supported(dev):
-        return False
-    with _verdict_lock:
-        if dev.index not in _verdicts:
-            try:
-                _verdicts[dev.index] = self_check(dev)
-            except Exception:  # noqa: BLE001 - a kernel that cannot run is a failed check
-                _verdicts[dev.index] = False
-        return _verdicts[dev.index]
-
-
-_split_verdicts: Dict[int, bool] = {}
+    return coopmat_supported(dev) and _verdict(dev, False)
 
 
 def split_verified(dev) -> bool:
     """The split-K variants passed their own self-check (cached per device); auto split-K needs it."""
-    if not coopmat_verified(dev):
-        return False
-    with _verdict_lock:
-        if dev.index not in _split_verdicts:
-            try:
-                _split_verdicts[dev.index] = self_check(dev, split=True)
-            except Exception:  # noqa: BLE001
-                _split_verdicts[dev.index] = False
-        return _split_verdicts[dev.index]
+    return coopmat_verified(dev) and _verdict(dev, True)
 
 
 def self_check(dev, split: bool = False) -> bool:
