@@ -130,3 +130,17 @@ def check_like_input(desc, field: str, same_type: bool = True) -> None:
     if same_type and t.data_type != inp.data_type:
         raise ValidationError(f"{name}.{field}.data_type must equal input.data_type {inp.data_type.name}; "
                               f"got {t.data_type.name}")
+
+
+def merge_dims(sizes, strides):
+    """[[size, stride], ...] with size-1 dimensions dropped and neighbours that walk memory evenly
+    (outer stride == inner stride * inner size) merged: the fewest loops that visit the same elements."""
+    merged = []
+    for sz, st in zip(sizes, strides):
+        if sz == 1:
+            continue
+        if merged and merged[-1][1] == st * sz:
+            merged[-1] = [merged[-1][0] * sz, st]
+        else:
+            merged.append([sz, st])
+    return merged

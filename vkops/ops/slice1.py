@@ -7,7 +7,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import ValidationError
-from ..tensor import MAX_DIMS, TensorDesc, check_like_input, validate_fields
+from ..tensor import MAX_DIMS, TensorDesc, check_like_input, merge_dims, validate_fields
 
 WORKGROUP = 256
 WORDS_PER_THREAD = 4
@@ -81,20 +81,12 @@ SLICE_PUSH = np.dtype([("rank", "<u4"), ("n_words", "<u4"), ("n_elems", "<u4"), 
 def plan(desc: Slice1Desc, input_strides: Sequence[int]) -> Tuple[int, Tuple[int, ...], Tuple[int, ...]]:
     """(base element, merged output sizes, merged input strides): the window folded into one affine
     map, size-1 dimensions dropped and dimensions that walk memory evenly merged."""
-    base, dims = 0, []
-    for off, wsz, wst, osz, tst in zip(desc.input_window_offsets, desc.input_window_sizes,
-                                       desc.input_window_strides, desc.output.sizes, input_strides):
+    base, steps = 0, []
+    for off, wsz, wst, tst in zip(desc.input_window_offsets, desc.input_window_sizes,
+                                  desc.input_window_strides, input_strides):
         base += (off + (wsz - 1 if wst < 0 else 0)) * tst
-        if osz > 1:
-            dims.append([osz, wst * tst])
-    merged = []
-    for d in dims:
-        if merged and merged[-1][1] == d[1] * d[0]:
-            merged[-1] = [merged[-1][0] * d[0], d[1]]
-        else:
-            merged.append(d)
-    if not merged:
-        merged = [[1, 1]]
+        steps.append(wst * tst)
+    merged = merge_dims(desc.output.sizes, steps) or [[1, 1]]
     return base, tuple(d[0] for d in merged), tuple(d[1] for d in merged)
 
 

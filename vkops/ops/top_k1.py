@@ -21,7 +21,7 @@ import numpy as np
 
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
-from ..tensor import TensorDesc, check_like_input, validate_fields
+from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
 from .slice1 import grid
 
 WORKGROUP = 512  # on an H200 the filter path ran 10-20% faster than with 256, and 1024 was slower
@@ -173,17 +173,6 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, 
     raise ValueError(force)
 
 
-def _merge_dims(sizes, strides):
-    dims = [[s, t] for s, t in zip(sizes, strides) if s > 1]
-    merged = []
-    for d in dims:
-        if merged and merged[-1][1] == d[0] * d[1]:
-            merged[-1] = [merged[-1][0] * d[0], d[1]]
-        else:
-            merged.append(d)
-    return merged
-
-
 def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] = None,
            chunks: Optional[int] = None) -> Plan:
     """Record TOP_K1 of device tensor `x` into packed device tensors `values` and `indices`."""
@@ -191,7 +180,7 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
     inp = desc.input
     axis, K = int(desc.axis), int(desc.k)
     sizes, strides = inp.sizes, x.desc.element_strides
-    if len(_merge_dims([s for i, s in enumerate(sizes) if i != axis],
+    if len(merge_dims([s for i, s in enumerate(sizes) if i != axis],
                        [t for i, t in enumerate(strides) if i != axis])) > MAX_OTHER_DIMS:
         # Strides that fold into no fewer than 7 dimensions: copy to a packed tensor first.
         from .slice1 import Slice1Desc, record as record_slice  # noqa: PLC0415
@@ -202,7 +191,7 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
     L = sizes[axis]
     n_seq = inp.element_count // L
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
-    other = _merge_dims([s for i, s in enumerate(sizes) if i != axis],
+    other = merge_dims([s for i, s in enumerate(sizes) if i != axis],
                         [t for i, t in enumerate(strides) if i != axis])
     bits = inp.data_type.bits
     p = plan(n_seq, L, K, dev.shared_memory_bytes, bits=bits, force=force, chunks=chunks,
