@@ -15,7 +15,7 @@ import traceback
 
 import numpy as np
 
-from common import table, torch_ms, vk_gpu_ms, write_results
+from common import cuda_torch, table, torch_ms, vk_gpu_ms, write_results
 
 import vkops
 from vkops.ops import qlmm as Q
@@ -109,6 +109,7 @@ def main():
     ap.add_argument("--diag", action="store_true", help="4096^3 anomaly experiments only")
     args = ap.parse_args()
     dev = vkops.Device()
+    args.small = args.small or dev.device_type == "cpu"  # lavapipe: CPU-sized shapes
     rng = np.random.default_rng(0)
     print(dev, flush=True)
     if args.diag:
@@ -125,13 +126,7 @@ def main():
             verdict = False
     split_ok = Q.split_verified(dev) if coop else None
     print(f"coopmat supported: {coop}; self-check: {verdict}; split-K self-check: {split_ok}", flush=True)
-    torch = None
-    try:
-        import torch as _t
-
-        torch = _t if _t.cuda.is_available() else None
-    except ImportError:
-        pass
+    torch = cuda_torch()
 
     if args.small:
         shapes = [("256^3", 1, 256, 256, 256), ("512^3", 1, 512, 512, 512), ("4x256^3", 4, 256, 256, 256)]
