@@ -19,6 +19,7 @@ import numpy as np
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
 from ..tensor import TensorDesc, validate_fields
+from .slice1 import record_packed
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
@@ -299,9 +300,6 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
     """Record the product into packed device tensor `out`; returns the kernel used.
     `zero_points` = (a_zp, b_zp) as NumPy arrays when the host knows them (lets the cooperative-matrix
     path skip the row/column sums)."""
-    from .slice1 import Slice1Desc  # noqa: PLC0415
-    from .slice1 import record as slice_record  # noqa: PLC0415
-
     dev = batch.device
     M, N, K = desc.m, desc.n, desc.k
     Bo, Co = desc.output.sizes[:2]
@@ -309,10 +307,7 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
     def packed_inner(t):
         if t.desc.element_strides[3] == 1 or t.desc.sizes[3] == 1:
             return t
-        tmp = batch.scratch(t.desc.packed())
-        sd = Slice1Desc(t.desc, tmp.desc, (0,) * 4, t.desc.sizes, (1,) * 4).validate()
-        slice_record(batch, sd, t, tmp)
-        return tmp
+        return record_packed(batch, t)
 
     a, b = packed_inner(a), packed_inner(b)
     a_st, b_st = _strides(a.desc, desc.output.sizes), _strides(b.desc, desc.output.sizes)

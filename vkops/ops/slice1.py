@@ -131,6 +131,15 @@ def record(batch, desc: Slice1Desc, x, out) -> None:
                    push=pc.reshape(1).view(np.uint32), spec=(WORKGROUP, WORDS_PER_THREAD))
 
 
+def record_packed(batch, x):
+    """A packed copy of (strided) device tensor `x`, recorded into `batch` as an identity SLICE1:
+    how an operator whose kernel wants packed input takes any view."""
+    n = x.ndim
+    out = batch.scratch(x.desc.packed())
+    record(batch, Slice1Desc(x.desc, out.desc, (0,) * n, x.shape, (1,) * n).validate(), x, out)
+    return out
+
+
 def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = None, *, out=None):
     """DML SLICE1 on a NumPy array or device tensor: `out[i] = x[start + strides * i]` per dimension,
     starting at the window's end where the stride is negative. `output_sizes` defaults to

@@ -22,7 +22,7 @@ import numpy as np
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
 from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
-from .slice1 import grid
+from .slice1 import grid, record_packed
 
 WORKGROUP = 512  # on an H200 the filter path ran 10-20% faster than with 256, and 1024 was slower
 MAX_AXIS_LENGTH = 2**31 - 1
@@ -183,11 +183,8 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
     if len(merge_dims([s for i, s in enumerate(sizes) if i != axis],
                        [t for i, t in enumerate(strides) if i != axis])) > MAX_OTHER_DIMS:
         # Strides that fold into no fewer than 7 dimensions: copy to a packed tensor first.
-        from .slice1 import Slice1Desc, record as record_slice  # noqa: PLC0415
-        packed = batch.scratch(inp.packed())
-        n = inp.rank
-        record_slice(batch, Slice1Desc(inp, inp.packed(), (0,) * n, sizes, (1,) * n), x, packed)
-        x, strides = packed, packed.desc.element_strides
+        x = record_packed(batch, x)
+        strides = x.desc.element_strides
     L = sizes[axis]
     n_seq = inp.element_count // L
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
