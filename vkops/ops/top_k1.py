@@ -103,6 +103,7 @@ TOPK_PUSH = np.dtype([(f, "<u4") for f in ("n_seq", "L", "K", "Kp", "chunks", "c
                                            "axis_stride", "inner", "G", "P", "size", "stride", "n_other",
                                            "n_groups", "vec", "cap")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
 MAX_OTHER_DIMS = 6
+EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI spec constant)
 # pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024, and lost at K=64.
 RADIX_MIN_KP = 128
 
@@ -115,7 +116,6 @@ def _pow2(x: int) -> int:
 class Plan:
     path: str            # "seg", "filter" or "sort"
     B: int               # shared buffer entries
-    EPI: int             # elements per thread per filter iteration (kernel constant)
     Kp: int
     G: int = 1           # seg: rows per workgroup
     P: int = 1           # seg: slot per row; sort: padded row length
@@ -140,7 +140,6 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, 
          force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
     """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
     B = buffer_entries(shared_bytes)
-    EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype
     Kp = _pow2(k)
     P = _pow2(length)
     path = force or ("seg" if P <= B else "filter" if Kp <= B // 2 else "sort")
@@ -152,7 +151,7 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, 
     if path == "seg":
         if P > B:
             raise ValidationError(f"seg path needs pow2(L) <= {B}; got L={length}")
-        return Plan("seg", B, EPI, Kp, G=max(1, min(B // P, WORKGROUP, n_seq)), P=P)
+        return Plan("seg", B, Kp, G=max(1, min(B // P, WORKGROUP, n_seq)), P=P)
     if path == "filter":
         if Kp > B // 2:
             raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
@@ -167,9 +166,9 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, 
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
         cap = min(B, max(512, 4 * Kp))
-        return Plan("filter", B, EPI, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix)
+        return Plan("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix)
     if path == "sort":
-        return Plan("sort", B, EPI, Kp, P=max(P, 2 * B))
+        return Plan("sort", B, Kp, P=max(P, 2 * B))
     raise ValueError(force)
 
 
@@ -211,7 +210,7 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
         for f, v in fields.items():
             pc[f] = v
         batch.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=grid(n_groups),
-                       push=pc.copy().reshape(1).view(np.uint32), spec=spec + (mode, p.EPI, int(p.radix)))
+                       push=pc.copy().reshape(1).view(np.uint32), spec=spec + (mode, EPI, int(p.radix)))
 
     if p.path == "seg":
         dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G, P=p.P)
