@@ -59,6 +59,15 @@ def main() -> int:
             spv.unlink(missing_ok=True)
             sys.stderr.write(f"{name}: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
             return 1
+        if opts and opts[0].get("optimize"):
+            # spirv-opt -O unrolls the [[unroll]] loops and keeps register arrays in registers here,
+            # instead of leaving it to each driver's heuristics.
+            r = subprocess.run([tool("spirv-opt"), "-O", f"--target-env={env}", str(spv), "-o", str(spv)],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                spv.unlink(missing_ok=True)
+                sys.stderr.write(f"{name}: spirv-opt failed\n{r.stdout}{r.stderr}")
+                return 1
         r = subprocess.run([spirv_val, "--target-env", env, str(spv)], capture_output=True, text=True)
         if r.returncode != 0:
             spv.unlink(missing_ok=True)

@@ -26,10 +26,11 @@ layout(constant_id = 1) const uint B = 2048;  // shared buffer entries (power of
 // The mode is a specialization constant, not a push constant: each pipeline then holds only its
 // mode's code, and the driver allocates registers for that alone (occupancy of the streaming loop).
 layout(constant_id = 2) const uint MODE = 0u;
-// Elements per thread per FILTER iteration, in 16-byte vector loads.
-layout(constant_id = 3) const uint EPI = 16u;
 // FILTER chunks by radix select instead of the running threshold (large K: no repeated compactions).
-layout(constant_id = 4) const bool RADIX = false;
+layout(constant_id = 3) const bool RADIX = false;
+// Elements per thread per FILTER iteration, in 16-byte vector loads (mirrored by top_k1.EPI). A
+// plain constant, not a specialization constant: spirv-opt then unrolls the loops over registers.
+const uint EPI = 16u;
 const uint EV = 128u / ELEM_BITS;   // elements per uvec4
 const uint NV = EPI / EV;           // uvec4 loads per thread per iteration
 

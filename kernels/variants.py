@@ -16,7 +16,7 @@ VARIANTS.update({  # QUANTIZED_LINEAR_MATRIX_MULTIPLY (ops/qlmm.py)
     "qlmm_coopmat_zp_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 1, "SPLIT_K": 1}),
 })
 VARIANTS.update({  # TOP_K1 (ops/top_k1.py): KIND 0 float, 1 signed, 2 unsigned
-    f"top_k1_{t}": ("top_k1.comp", {"ELEM_BITS": bits, "KIND": kind})
+    f"top_k1_{t}": ("top_k1.comp", {"ELEM_BITS": bits, "KIND": kind}, {"optimize": True})
     for t, bits, kind in (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),
                           ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
 })

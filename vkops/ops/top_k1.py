@@ -103,7 +103,7 @@ TOPK_PUSH = np.dtype([(f, "<u4") for f in ("n_seq", "L", "K", "Kp", "chunks", "c
                                            "axis_stride", "inner", "G", "P", "size", "stride", "n_other",
                                            "n_groups", "vec", "cap")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
 MAX_OTHER_DIMS = 6
-EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI spec constant)
+EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
 # pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024, and lost at K=64.
 RADIX_MIN_KP = 128
 
@@ -210,7 +210,7 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
         for f, v in fields.items():
             pc[f] = v
         batch.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=grid(n_groups),
-                       push=pc.copy().reshape(1).view(np.uint32), spec=spec + (mode, EPI, int(p.radix)))
+                       push=pc.copy().reshape(1).view(np.uint32), spec=spec + (mode, int(p.radix)))
 
     if p.path == "seg":
         dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G, P=p.P)
