@@ -70,6 +70,12 @@ const uint WG = gl_WorkGroupSize.x;
 
 shared uint skey[B];
 shared uint sidx[B];
+// SEG: every skey/sidx access goes through SW: entries [32, 64) of each 64-block sit in reversed
+// bank order, so the compare-exchange pairs of strides 1..16 (2-way bank conflicts in a plain
+// layout) and runs of 32 consecutive entries both touch 32 distinct banks. On an H100 that made SEG
+// 5-8% faster and the other modes (less bound by shared memory) slower, so only SEG swizzles.
+const bool SWIZZLE = MODE == 0u;
+#define SW(i) ((i) ^ (SWIZZLE ? (((i) >> 5u) & 1u) * 31u : 0u))
 shared uint s_base[gl_WorkGroupSize.x];
 shared uint s_count, s_thr_k, s_thr_i, s_last, s_flag;
 // 8-bit digits: 11-bit ones (2048 bins) cost more in occupancy than they saved in passes on an H200.
@@ -138,10 +144,10 @@ void write_out(uint s, uint j, uint idx, uint base) {
 
 // ---- shared-memory networks --------------------------------------------------------------------
 void cas(uint i, uint j, bool desc) {
-    uint ki = skey[i], kj = skey[j], ii = sidx[i], ij = sidx[j];
+    uint ki = skey[SW(i)], kj = skey[SW(j)], ii = sidx[SW(i)], ij = sidx[SW(j)];
     if (better(kj, ij, ki, ii) == desc) {
-        skey[i] = kj; skey[j] = ki;
-        sidx[i] = ij; sidx[j] = ii;
+        skey[SW(i)] = kj; skey[SW(j)] = ki;
+        sidx[SW(i)] = ij; sidx[SW(j)] = ii;
     }
 }
 
@@ -168,8 +174,8 @@ void reduce_buf(uint N, uint Kp, uint T) {
         for (uint e = tid; e < nact; e += WG) {
             uint r = e / Kp, j = e % Kp;
             uint a = 2u * r * span + j, b = a + span;
-            uint ka = skey[a], kb = skey[b], ia = sidx[a], ib = sidx[b];
-            if (better(kb, ib, ka, ia)) { skey[a] = kb; sidx[a] = ib; }
+            uint ka = skey[SW(a)], kb = skey[SW(b)], ia = sidx[SW(a)], ib = sidx[SW(b)];
+            if (better(kb, ib, ka, ia)) { skey[SW(a)] = kb; sidx[SW(a)] = ib; }
         }
         barrier();
         bool last = t + 1u == T;
@@ -192,13 +198,13 @@ uint pow2_at_least(uint x) { return x <= 1u ? 1u : (1u << (uint(findMSB(x - 1u))
 void compact(uint c) {
     uint tid = gl_LocalInvocationID.x;
     uint N = max(pc.Kp, pow2_at_least(c));
-    for (uint e = c + tid; e < N; e += WG) { skey[e] = 0u; sidx[e] = SENT_IDX; }
+    for (uint e = c + tid; e < N; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
     barrier();
     reduce_buf(N, pc.Kp, log2u(N / pc.Kp));
     if (tid == 0u) {
         s_count = pc.Kp;
-        s_thr_k = skey[pc.K - 1u];
-        s_thr_i = sidx[pc.K - 1u];
+        s_thr_k = skey[SW(pc.K - 1u)];
+        s_thr_i = sidx[SW(pc.K - 1u)];
         s_flag = 0u;
     }
     barrier();
@@ -245,6 +251,31 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
             if (i < end) pending |= 1u << u;
         }
         uint tk = s_thr_k, ti = s_thr_i;
+        if (b0 == start) {
+            // Seed the threshold: each thread buffers only its own best entry, and the K-th best of
+            // those bounds the K-th best of the chunk from below. Without it every entry of the first
+            // step beats the empty buffer's threshold and the buffer is compacted several times.
+            uint bk = 0u, bi = SENT_IDX, bu = EPI;
+            [[unroll]] for (uint u = 0u; u < EPI; ++u) {
+                if ((pending & (1u << u)) != 0u) {
+                    uint i = vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG;
+                    uint ix = from_cand ? cand[2u * i + 1u] : i;
+                    if (from_cand && ix == SENT_IDX) pending &= ~(1u << u);
+                    else if (bu == EPI || better(keys[u], ix, bk, bi)) { bk = keys[u]; bi = ix; bu = u; }
+                }
+            }
+            if (bu != EPI) {
+                uint pos = atomicAdd(s_count, 1u);  // the buffer is empty and cap >= WG: it fits
+                skey[SW(pos)] = bk;
+                sidx[SW(pos)] = bi;
+                pending &= ~(1u << bu);
+            }
+            barrier();
+            uint c = s_count;
+            barrier();
+            compact(c);
+            tk = s_thr_k; ti = s_thr_i;
+        }
         for (;;) {
             [[unroll]] for (uint u = 0u; u < EPI; ++u) {
                 if ((pending & (1u << u)) != 0u) {
@@ -254,8 +285,8 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
                     if (!better(keys[u], ix, tk, ti)) { pending &= ~(1u << u); continue; }
                     uint pos = atomicAdd(s_count, 1u);
                     if (pos < pc.cap) {
-                        skey[pos] = keys[u];
-                        sidx[pos] = ix;
+                        skey[SW(pos)] = keys[u];
+                        sidx[SW(pos)] = ix;
                         pending &= ~(1u << u);
                     }
                 }
@@ -319,8 +350,8 @@ void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint wid
                 } else if (key > prefix || (key == prefix && i < pos_cut)) {
                     uint pos = atomicAdd(s_count, 1u);
                     if (pos < B) {  // the sampled guess may overshoot: count on, store what fits
-                        skey[pos] = key ^ (pc.flip & ~KEY_BITS_MASK);  // restore the flip's high bits
-                        sidx[pos] = i;
+                        skey[SW(pos)] = key ^ (pc.flip & ~KEY_BITS_MASK);  // restore the flip's high bits
+                        sidx[SW(pos)] = i;
                     }
                 }
             }
@@ -376,7 +407,10 @@ void clear_hist() {
 // between K and B entries came in (then they hold the top K, ties included); otherwise the exact
 // radix select runs. Random data takes one full read instead of three.
 const uint SAMPLE_BLOCKS = 16u;
-const uint SAMPLE_MIN_LEN = 1u << 18;
+#ifndef SAMPLE_MIN_LOG2
+#define SAMPLE_MIN_LOG2 15
+#endif
+const uint SAMPLE_MIN_LEN = 1u << SAMPLE_MIN_LOG2;
 
 uint sample_at(uint start, uint n, uint j) {
     uint bl = n / (SAMPLE_BLOCKS * SAMPLE_BLOCKS);
@@ -484,15 +518,15 @@ void run_seg(uint g) {
             if (e >= N) break;
             uint q = e / pc.P, i = e % pc.P;
             bool ok = i < pc.L && s0 + q < pc.n_seq;
-            skey[e] = ok ? make_key(raw[u]) : 0u;
-            sidx[e] = ok ? i : SENT_IDX;
+            skey[SW(e)] = ok ? make_key(raw[u]) : 0u;
+            sidx[SW(e)] = ok ? i : SENT_IDX;
         }
     }
     barrier();
     reduce_buf(N, pc.Kp, log2u(pc.P / pc.Kp));
     for (uint e = tid; e < pc.G * pc.K; e += WG) {
         uint q = e / pc.K, j = e % pc.K;
-        if (s0 + q < pc.n_seq) write_out(s0 + q, j, sidx[q * pc.P + j], s_base[q]);
+        if (s0 + q < pc.n_seq) write_out(s0 + q, j, sidx[SW(q * pc.P + j)], s_base[q]);
     }
 }
 
@@ -504,13 +538,13 @@ void run_filter(uint g) {
     if (RADIX) radix_topk(base, start, min(pc.L, start + pc.chunk_len));
     else stream_topk(false, base, start, min(pc.L, start + pc.chunk_len));
     if (pc.chunks == 1u) {
-        for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[j], base);
+        for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[SW(j)], base);
         return;
     }
     uint out0 = (s * pc.chunks + c) * pc.K;
     for (uint j = tid; j < pc.K; j += WG) {
-        cand[2u * (out0 + j)] = skey[j];
-        cand[2u * (out0 + j) + 1u] = sidx[j];
+        cand[2u * (out0 + j)] = skey[SW(j)];
+        cand[2u * (out0 + j) + 1u] = sidx[SW(j)];
     }
     memoryBarrierBuffer();
     barrier();
@@ -524,7 +558,7 @@ void run_filter(uint g) {
     memoryBarrierBuffer();
     uint c0 = s * pc.chunks * pc.K;
     stream_topk(true, base, c0, c0 + pc.chunks * pc.K);
-    for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[j], base);
+    for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[SW(j)], base);
 }
 
 // SORT: rows of P (key, index) pairs in cand; global element i sorts descending within the stage
@@ -539,9 +573,9 @@ void run_sort_tile(uint g, bool init) {
         if (init) {
             uint k = 0u, ix = SENT_IDX;
             if (i < pc.L) { k = make_key(load_raw(base, i)); ix = i; }
-            skey[e] = k; sidx[e] = ix;
+            skey[SW(e)] = k; sidx[SW(e)] = ix;
         } else {
-            skey[e] = cand[2u * (row + i)]; sidx[e] = cand[2u * (row + i) + 1u];
+            skey[SW(e)] = cand[2u * (row + i)]; sidx[SW(e)] = cand[2u * (row + i) + 1u];
         }
     }
     barrier();
@@ -557,12 +591,12 @@ void run_sort_tile(uint g, bool init) {
     }
     if (pc.size == pc.P) {  // the last stage: this row is sorted, emit its first K
         for (uint e = tid; e < B; e += WG)
-            if (t0 + e < pc.K) write_out(s, t0 + e, sidx[e], base);
+            if (t0 + e < pc.K) write_out(s, t0 + e, sidx[SW(e)], base);
         return;
     }
     for (uint e = tid; e < B; e += WG) {
-        cand[2u * (row + t0 + e)] = skey[e];
-        cand[2u * (row + t0 + e) + 1u] = sidx[e];
+        cand[2u * (row + t0 + e)] = skey[SW(e)];
+        cand[2u * (row + t0 + e) + 1u] = sidx[SW(e)];
     }
 }
 

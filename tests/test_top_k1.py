@@ -181,6 +181,9 @@ def test_multi_chunk_merge(dev, rng, direction):
     check(x, 9, 1, direction, _force="filter", _chunks=4)
     check(x.astype(np.uint8), 64, 1, direction, _force="filter", _chunks=3)   # scalar (unaligned) path
     check(random(rng, "float16", (2, 4096)), 100, 1, direction, _force="filter", _chunks=5)
+    # a last chunk of 3 entries under K=50: its threshold seed has fewer entries than K
+    check(rng.integers(0, 9, size=(2, 2 * tk.WORKGROUP * tk.EPI + 3)).astype(np.int16), 50, 1, direction,
+          _force="filter", _chunks=2)
 
 
 def radix_data(rng, dtype, shape, kind):
