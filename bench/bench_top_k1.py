@@ -27,7 +27,8 @@ def grid(small: bool):
                 ("uint8", (64, 4096), (8, 256)), ("float16", (64, 4096), (8, 256))]
     return [("float32", (4096, 32768), KS), ("float32", (64, 1 << 20), KS), ("float32", (1, 1 << 26), KS),
             ("float32", (32768, 1024), KS), ("float32", (1, 1024), KS),
-            ("uint8", (4096, 32768), (8, 256)), ("float16", (4096, 32768), (8, 256))]
+            ("uint8", (4096, 32768), (8, 256)), ("float16", (4096, 32768), (8, 256)),
+            ("float32", (4096, 4096), (256, 1024))]  # off the grid: rows of 4096 at large K
 
 
 def make(dtype, shape, torch):
