@@ -456,6 +456,11 @@ void radix_topk(uint base, uint start, uint end) {
     if (sampled_topk(base, start, end, need)) return;
     uint prefix = 0u, above = 0u;
     bool resolved = false;
+    // Stop resolving digits once the keys at or above the prefix fit `fit` entries. A short chunk
+    // (cheap to read again) goes on to about Kp entries, so the final sort is small: on an H100 that
+    // took 4096 x 4096 from 0.454 to 0.244 ms at K=256; a long one stops as soon as they fit the buffer
+    // (another pass over 2^15+ keys cost more than sorting 2048 entries).
+    uint fit = end - start <= 4u * B ? max(pc.Kp, 512u) : B;
     uint lo_key = 0u;
     uint width = 8u;
     for (uint shift = uint(ELEM_BITS) - width;; ) {
@@ -466,7 +471,7 @@ void radix_topk(uint base, uint start, uint end) {
         prefix |= d << shift;
         above += acc;
         need -= acc;
-        if (above + in_bin <= B) { lo_key = prefix; break; }  // all keys >= prefix.000 fit
+        if (above + in_bin <= fit) { lo_key = prefix; break; }  // all keys >= prefix.000 fit
         if (shift == 0u) { resolved = true; break; }
         width = min(8u, shift);
         shift -= width;
