@@ -28,7 +28,8 @@ def grid(small: bool):
     return [("float32", (4096, 32768), KS), ("float32", (64, 1 << 20), KS), ("float32", (1, 1 << 26), KS),
             ("float32", (32768, 1024), KS), ("float32", (1, 1024), KS),
             ("uint8", (4096, 32768), (8, 256)), ("float16", (4096, 32768), (8, 256)),
-            ("float32", (4096, 4096), (256, 1024))]  # off the grid: rows of 4096 at large K
+            # off the grid: short rows (radix select from K = 2)
+            ("float32", (4096, 4096), (8, 64, 256, 1024)), ("float32", (16384, 2048), (2, 64, 1024))]
 
 
 def make(dtype, shape, torch):

@@ -120,9 +120,24 @@ def test_forced_ties_at_tile_boundaries(dev, rng, direction):
         x = rng.integers(0, 3, size=(3, n)).astype(np.float32)
         check(x, 7, 1, direction)
         check(x, B // 2, 1, direction)
+        if n <= B:  # whole-row SEG (one row per workgroup), which short rows leave for radix select
+            check(x, 7, 1, direction, _force="seg")
     const = np.full((2, 2 * B + 3), 4, np.int16)
     v, i = check(const, 9, 1, direction)
     np.testing.assert_array_equal(i, np.tile(np.arange(9), (2, 1)))
+
+
+@pytest.mark.parametrize("direction", DIRS)
+def test_short_rows_around_4b(dev, rng, direction):
+    """Rows of B/2 < L <= 4B take radix select from K = 2 (K = 1: SEG or the threshold filter);
+    longer ones the threshold filter. Both sides of each bound, with ties."""
+    B = shared_b(dev)
+    for n, k, radix in ((B // 2, 2, False), (B // 2 + 1, 2, True), (B, 1, False), (4 * B, 2, True),
+                        (4 * B, 64, True), (4 * B + 1, 2, False)):
+        p = tk.plan(2, n, k, dev.shared_memory_bytes)
+        assert p.radix == radix, (n, k, p)
+        x = rng.integers(0, 7, size=(2, n)).astype(np.float32)
+        check(x, k, 1, direction)
 
 
 def test_axis_length_one_and_k_equals_length(dev, rng):

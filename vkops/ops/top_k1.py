@@ -1,13 +1,14 @@
 """DML_TOP_K1: descriptor and rules (pure), lowering to the top_k1 kernel, and the NumPy face.
 
 Lowering (see kernels/top_k1.comp), chosen per call by `plan()`:
-  seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch.
-  filter  long rows with pow2(K) <= B/2: each workgroup streams a chunk once, keeping only elements
+  seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch
+          (rows of more than B/2 only for K = 1 or pow2(K) > B/2; see below).
+  filter  longer rows with pow2(K) <= B/2: each workgroup streams a chunk once, keeping only elements
           that beat its running K-th best; several chunks per row merge in the same dispatch (the
           last workgroup to finish a row reduces the chunks' candidates and writes the row).
-          From pow2(K) >= RADIX_MIN_KP a chunk is reduced by radix select instead (8-bit key digits
-          until the keys at or above the K-th key's prefix fit the buffer, a position select among
-          ties), then sorted once.
+          From pow2(K) >= RADIX_MIN_KP, and on short rows (B/2 < L <= 4B) from K = 2, a chunk is
+          reduced by radix select instead (8-bit key digits until the keys at or above the K-th
+          key's prefix fit the buffer, a position select among ties), then sorted once.
   sort    pow2(K) > B/2 on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches; the last one writes the first K.
 """
@@ -110,6 +111,7 @@ MAX_OTHER_DIMS = 6
 EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
 # pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024, and lost at K=64.
 RADIX_MIN_KP = 128
+SHORT_ROW_RADIX_MIN_K = 2
 
 
 def _pow2(x: int) -> int:
@@ -146,10 +148,15 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, 
     B = buffer_entries(shared_bytes)
     Kp = _pow2(k)
     P = _pow2(length)
-    path = force or ("seg" if P <= B else "filter" if Kp <= B // 2 else "sort")
+    # Short rows (B/2 < L <= 4B, one chunk each) go to radix select from K = 2: it reads the row a few
+    # times but sorts about K entries. On an H100 (16384 x 2048, 4096 x 4096, 8192 x 1500) it beat
+    # SEG's whole-row sort 1.1-1.9x at K = 2..1024 and the threshold filter 1.2-1.6x at K = 8 and 64;
+    # at K=1 both of those won. Rows of <= B/2 stay in SEG, several per workgroup (it won there).
+    short_radix = B // 2 < P and length <= 4 * B and SHORT_ROW_RADIX_MIN_K <= k and Kp <= B // 2
+    path = force or ("seg" if P <= B and not short_radix else "filter" if Kp <= B // 2 else "sort")
     # Large K: a threshold filter compacts its buffer again and again; a radix select reads the
     # chunk a few times and sorts once.
-    radix = path == "radix" or (force is None and path == "filter" and Kp >= RADIX_MIN_KP)
+    radix = path == "radix" or (force is None and path == "filter" and (Kp >= RADIX_MIN_KP or short_radix))
     if path == "radix":
         path = "filter"
     if path == "seg":
