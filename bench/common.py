@@ -90,9 +90,12 @@ def torch_ms(fn, reps: int = 20, warm_s: float = 0.5, rounds: int = 2):
     torch = cuda_torch()
     if torch is None:
         return None, None
-    fn()
-    torch.cuda.synchronize()
-    _warm(lambda: (fn(), torch.cuda.synchronize()), warm_s)
+    def once():
+        fn()
+        torch.cuda.synchronize()
+
+    once()
+    _warm(once, warm_s)
 
     def timed():
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
@@ -103,14 +106,8 @@ def torch_ms(fn, reps: int = 20, warm_s: float = 0.5, rounds: int = 2):
         torch.cuda.synchronize()
         return statistics.median(a.elapsed_time(b) for a, b in ev)
 
-    gpu = _settled(timed, lambda: _warm(lambda: (fn(), torch.cuda.synchronize()), ROUND_WARM_S), rounds)
-    wall = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        wall.append((time.perf_counter() - t) * 1e3)
-    return gpu, statistics.median(wall)
+    gpu = _settled(timed, lambda: _warm(once, ROUND_WARM_S), rounds)
+    return gpu, wall_ms(once, reps)
 
 
 def machine() -> dict:

@@ -210,6 +210,11 @@ void compact(uint c) {
     barrier();
 }
 
+// stream_topk: the position of a thread's u-th entry of the step whose keys[0] is entry `first`, and
+// that entry's sequence index (a candidate carries its own).
+uint slot(bool vec, uint first, uint u) { return vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG; }
+uint entry_index(bool from_cand, uint i) { return from_cand ? cand[2u * i + 1u] : i; }
+
 // FILTER: stream entries [start, end) of either the input sequence at `base` (from_cand false) or
 // the candidate pairs (from_cand true), keeping the top Kp sorted in skey/sidx[0, Kp). An entry is
 // buffered only if it beats the current threshold; a buffer that overflows is compacted and the
@@ -222,7 +227,7 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
     bool vec = !from_cand && pc.vec != 0u;
     for (uint b0 = start; b0 < end; b0 += STEP) {
         uint keys[EPI];
-        uint first;  // index of keys[0]; keys[u] is entry first + (vec ? u : u * WG)
+        uint first;  // keys[u] is entry slot(vec, first, u)
         if (vec) {
             first = b0 + tid * EV;
             [[unroll]] for (uint v = 0u; v < NV; ++v) {
@@ -247,8 +252,7 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
         }
         uint pending = 0u;
         [[unroll]] for (uint u = 0u; u < EPI; ++u) {
-            uint i = vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG;
-            if (i < end) pending |= 1u << u;
+            if (slot(vec, first, u) < end) pending |= 1u << u;
         }
         uint tk = s_thr_k, ti = s_thr_i;
         if (b0 == start) {
@@ -258,8 +262,7 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
             uint bk = 0u, bi = SENT_IDX, bu = EPI;
             [[unroll]] for (uint u = 0u; u < EPI; ++u) {
                 if ((pending & (1u << u)) != 0u) {
-                    uint i = vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG;
-                    uint ix = from_cand ? cand[2u * i + 1u] : i;
+                    uint ix = entry_index(from_cand, slot(vec, first, u));
                     if (from_cand && ix == SENT_IDX) pending &= ~(1u << u);
                     else if (bu == EPI || better(keys[u], ix, bk, bi)) { bk = keys[u]; bi = ix; bu = u; }
                 }
@@ -279,8 +282,7 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
         for (;;) {
             [[unroll]] for (uint u = 0u; u < EPI; ++u) {
                 if ((pending & (1u << u)) != 0u) {
-                    uint i = vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG;
-                    uint ix = from_cand ? cand[2u * i + 1u] : i;
+                    uint ix = entry_index(from_cand, slot(vec, first, u));
                     if (from_cand && ix == SENT_IDX) { pending &= ~(1u << u); continue; }
                     if (!better(keys[u], ix, tk, ti)) { pending &= ~(1u << u); continue; }
                     uint pos = atomicAdd(s_count, 1u);
@@ -407,10 +409,7 @@ void clear_hist() {
 // between K and B entries came in (then they hold the top K, ties included); otherwise the exact
 // radix select runs. Random data takes one full read instead of three.
 const uint SAMPLE_BLOCKS = 16u;
-#ifndef SAMPLE_MIN_LOG2
-#define SAMPLE_MIN_LOG2 15
-#endif
-const uint SAMPLE_MIN_LEN = 1u << SAMPLE_MIN_LOG2;
+const uint SAMPLE_MIN_LEN = 1u << 15;
 
 uint sample_at(uint start, uint n, uint j) {
     uint bl = n / (SAMPLE_BLOCKS * SAMPLE_BLOCKS);
@@ -421,8 +420,8 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
     uint n = end - start;
     uint ns = SAMPLE_BLOCKS * (n / (SAMPLE_BLOCKS * SAMPLE_BLOCKS));  // sampled keys
     uint want = min(need * 5u / 2u + 64u, B * 3u / 4u);  // keys expected at or above the guess
-    // Only long chunks: on an H200 the sample's fixed cost lost on chunks of 32K-64K keys and won on
-    // chunks of 256K-1M (1 x 2^26 rows: K=256 0.44 -> 0.32 ms, K=1024 1.26 -> 0.76 ms).
+    // Only chunks of >= 2^15 keys: on an H100 it won from there (4096 x 32768, K=256: 0.56 -> 0.53
+    // ms; 64 x 2^20 chunks of 2^16, K=256: 0.35 -> 0.27 ms); shorter chunks are cheap to read again.
     if (n < SAMPLE_MIN_LEN || want < need + need / 4u) return false;
     uint r = max(4u, want / SAMPLE_BLOCKS);              // its rank among the sampled keys
     uint prefix = 0u;

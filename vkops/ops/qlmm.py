@@ -185,7 +185,7 @@ def _flag(t: Optional[TensorDesc], flag: int) -> int:
     return flag if t is not None and t.element_count > 1 else 0
 
 
-def _strides(x_desc: TensorDesc, out_sizes) -> Tuple[int, int, int, int]:
+def _strides(x_desc: TensorDesc) -> Tuple[int, int, int, int]:
     """Element strides with broadcast (size-1) batch dimensions set to 0."""
     st = list(x_desc.element_strides)
     for d in (0, 1):
@@ -310,7 +310,7 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
         return record_packed(batch, t)
 
     a, b = packed_inner(a), packed_inner(b)
-    a_st, b_st = _strides(a.desc, desc.output.sizes), _strides(b.desc, desc.output.sizes)
+    a_st, b_st = _strides(a.desc), _strides(b.desc)
     a_st = a_st[:3] + (1,)
     b_st = b_st[:3] + (1,)
     which = choose_kernel(dev, desc, a_st, b_st, kernel)

@@ -142,7 +142,7 @@ def buffer_entries(shared_bytes: int, workgroup: int = WORKGROUP) -> int:
     return b
 
 
-def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, target_groups: int = 1024,
+def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, target_groups: int = 1024,
          force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
     """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
     B = buffer_entries(shared_bytes)
@@ -183,26 +183,36 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, bits: int = 32, 
     raise ValueError(force)
 
 
+def device_plan(dev, n_seq: int, length: int, k: int, **kw) -> Plan:
+    """plan() with `dev`'s shared memory and workgroup target (a CPU device gets far fewer chunks)."""
+    return plan(n_seq, length, k, dev.shared_memory_bytes,
+                target_groups=TARGET_GROUPS if dev.device_type != "cpu" else 64, **kw)
+
+
 def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] = None,
            chunks: Optional[int] = None) -> Plan:
     """Record TOP_K1 of device tensor `x` into packed device tensors `values` and `indices`."""
     dev = batch.device
     inp = desc.input
     axis, K = int(desc.axis), int(desc.k)
-    sizes, strides = inp.sizes, x.desc.element_strides
-    if len(merge_dims([s for i, s in enumerate(sizes) if i != axis],
-                       [t for i, t in enumerate(strides) if i != axis])) > MAX_OTHER_DIMS:
+    sizes = inp.sizes
+
+    def other_dims(strides):  # the non-axis dimensions, merged where they walk memory evenly
+        return merge_dims([s for i, s in enumerate(sizes) if i != axis],
+                          [t for i, t in enumerate(strides) if i != axis])
+
+    strides = x.desc.element_strides
+    other = other_dims(strides)
+    if len(other) > MAX_OTHER_DIMS:
         # Strides that fold into no fewer than 7 dimensions: copy to a packed tensor first.
         x = record_packed(batch, x)
         strides = x.desc.element_strides
+        other = other_dims(strides)
     L = sizes[axis]
     n_seq = inp.element_count // L
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
-    other = merge_dims([s for i, s in enumerate(sizes) if i != axis],
-                        [t for i, t in enumerate(strides) if i != axis])
     bits = inp.data_type.bits
-    p = plan(n_seq, L, K, dev.shared_memory_bytes, bits=bits, force=force, chunks=chunks,
-             target_groups=TARGET_GROUPS if dev.device_type != "cpu" else 64)
+    p = device_plan(dev, n_seq, L, K, force=force, chunks=chunks)
     pc = np.zeros((), TOPK_PUSH)
     pc["n_seq"], pc["L"], pc["K"], pc["Kp"] = n_seq, L, K, p.Kp
     pc["flip"] = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
