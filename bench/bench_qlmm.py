@@ -9,7 +9,6 @@ Usage: python bench/bench_qlmm.py [--small] [--reps 10] [--configs all|best]
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 import traceback
 
@@ -48,48 +47,6 @@ def check_rows(dev_out, args, rows):
 
 
 _cache = {}
-_heat = {}
-
-
-def heat(dev, seconds=0.3):
-    """Keep the GPU busy for `seconds` (back-to-back 8192^3 dispatches in one submission): its clock
-    governor lowers the SM clock while the host works between short submissions, which made single
-    short dispatches (4096^3: 0.63 ms at full clock) read up to 5x slower."""
-    if _heat.get("off"):
-        return
-    if "args" not in _heat:
-        rng = np.random.default_rng(1)
-        n = 8192
-        host = operands(rng, 1, n, n, n, np.int8, np.int8, False)
-        _heat["args"] = [vkops.to_device(x, dev) if isinstance(x, np.ndarray) and x.ndim >= 1 else x for x in host]
-        _heat["outs"] = [dev.empty(vkops.TensorDesc(np.int8, (1, n, n))) for _ in range(4)]
-    saved = Q.COOPMAT_CONFIG, Q.COOPMAT_SPLIT_K, Q.COOPMAT_GROUP_M
-    Q.COOPMAT_CONFIG, Q.COOPMAT_SPLIT_K, Q.COOPMAT_GROUP_M = "auto", "auto", 1
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        with dev.batch():
-            for _ in range(6):
-                for o in _heat["outs"]:
-                    vkops.quantized_linear_matmul(*_heat["args"], out=o)
-    Q.COOPMAT_CONFIG, Q.COOPMAT_SPLIT_K, Q.COOPMAT_GROUP_M = saved
-
-
-def vk_b2b_ms(call, outs, dev, reps=2):
-    """Median per-dispatch GPU time (Vulkan timestamps) of len(outs) calls recorded back to back in one
-    submission (distinct outputs, so no dependency splits it), right after heat(); best batch of reps."""
-    call(outs[0])  # pipelines built
-    heat(dev)
-    best = None
-    for _ in range(reps):
-        b = dev.batch(timestamps=True)
-        with b:
-            for o in outs:
-                call(o)
-        ms = statistics.median(b.gpu_ns) / 1e6
-        best = ms if best is None else min(best, ms)
-    return best
-
-
 def cached_operands(rng, batch, M, K, N, adt, bdt, zp):
     key = (batch, M, K, N, np.dtype(adt).name, np.dtype(bdt).name, zp)
     if key not in _cache:
@@ -106,16 +63,11 @@ def main():
     ap.add_argument("--small", action="store_true", help="CPU-sized shapes (lavapipe)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--configs", default="all")
-    ap.add_argument("--diag", action="store_true", help="4096^3 anomaly experiments only")
     args = ap.parse_args()
     dev = vkops.Device()
     args.small = args.small or dev.device_type == "cpu"  # lavapipe: CPU-sized shapes
     rng = np.random.default_rng(0)
     print(dev, flush=True)
-    if args.diag:
-        diag(dev, args.reps)
-        return
-    _heat["off"] = args.small
     coop = Q.coopmat_supported(dev)
     verdict = None
     if coop:
@@ -147,8 +99,9 @@ def main():
         call(outs[0])
         rows = np.sort(rng.choice(M, min(M, 16), replace=False))
         mx, ex = check_rows(outs[0].reshape(batch, M, N), args_, rows)
-        ms = vk_b2b_ms(call, outs, dev)
-        ms1 = vk_gpu_ms(lambda r: call(outs[0]), args.reps, dev, warm_s=0)  # one dispatch per submission, no heat
+        # len(outs) calls into distinct outputs, back to back in one submission
+        ms = vk_gpu_ms(lambda r: call(outs[r]), len(outs), dev)
+        ms1 = vk_gpu_ms(lambda r: call(outs[0]), args.reps, dev, warm_s=0)  # one dispatch per submission, no warm-up
         ops = 2.0 * batch * M * N * K
         tiles = -(-M // Q.COOPMAT_CONFIGS[used][0]) * -(-N // Q.COOPMAT_CONFIGS[used][1]) * batch
         nch = -(-K // Q.COOPMAT_CONFIGS[used][2])
@@ -169,7 +122,6 @@ def main():
         Bt = torch.randint(-128, 128, (batch, N, K), dtype=torch.int8, device="cuda")
         Brow = Bt.transpose(1, 2).contiguous()
         ops = 2.0 * batch * M * N * K
-        heat(dev)
         for layout, Bs in (("B col-major", [Bt[i].t() for i in range(batch)]), ("B row-major", [Brow[i] for i in range(batch)])):
             try:
                 ms, _ = torch_ms(lambda: [torch._int_mm(A[i], Bs[i]) for i in range(batch)], args.reps)
@@ -262,141 +214,11 @@ def main():
 
     print(f"\nQUANTIZED_LINEAR_MATRIX_MULTIPLY on {dev.name} ({dev.driver}); coopmat self-check: {verdict}, split-K: {split_ok}")
     print(table(rows_out, ["shape", "types", "zp", "impl", "ms", "TOPS", "ms_1sub", "maxdiff", "exact"]))
-    print("\nSummary (TOPS incl. requantization; ms = median per dispatch, back to back in one submission "
-          "after a 0.3 s load; ms_1sub = one dispatch per submission, clock not held up):")
+    print("\nSummary (TOPS incl. requantization; ms = median per dispatch, back to back in one submission, "
+          "timed as bench/common.py does; ms_1sub = one dispatch per submission, clock not held up):")
     print(table(summary, ["shape", "ours i8xi8", "ours u8xs8+zp", "torch col-major", "torch row-major", "ours/col",
                           "ours/row", "check maxdiff", "check exact"]))
     print("results:", write_results("qlmm", rows_out))
-
-
-# ---------------------------------------------------------------------------------------------- #
-# --diag: experiments behind the 4096^3 anomaly (timestamps vs wall clock, clock ramp, strides,
-# allocation size, workgroup raster).
-# ---------------------------------------------------------------------------------------------- #
-def diag(dev, reps, sc=1, kernel="coopmat"):
-    from vkops.runtime import Batch
-    from vkops.tensor import TensorDesc
-
-    rng = np.random.default_rng(5)
-    hold = {}
-
-    def mat(rows, cols, stride=None, buf_bytes=None, tag=None):
-        """(numpy rows x cols, device view) with the given row stride, in a buffer of buf_bytes."""
-        stride = stride or cols
-        total = max(rows * stride, buf_bytes or 0)
-        key = (tag, rows, cols, stride, total)
-        if key not in hold:
-            flat = rng.integers(-128, 128, total, dtype=np.int8)
-            t = dev.tensor(flat)
-            view = t.as_strided((1, 1, rows, cols), (0, 0, stride, 1))
-            host = np.lib.stride_tricks.as_strided(flat, (rows, cols), (stride, 1))
-            hold[key] = (host, view, t)
-        return hold[key][:2]
-
-    def case(M, N, K, a_stride=None, b_stride=None, buf=None, out_buf=None, config="128x128x64_2x2",
-             group_m=1, n_back=0, check=True):
-        ah, a = mat(M, K, a_stride, buf, "a")
-        bh, b = mat(K, N, b_stride, buf, "b")
-        sa_h = np.full(M, 0.02, np.float32)
-        sb_h = np.full(N, 0.02, np.float32)
-        sa, sb = dev.tensor(sa_h.reshape(1, 1, M, 1)), dev.tensor(sb_h.reshape(1, 1, 1, N))
-        so_v = np.float32(0.02 * 0.02 * np.sqrt(K) * 128 * 128 / 3 / 60)
-        so = dev.tensor(np.full((1, 1, 1, 1), so_v, np.float32))
-        desc = Q.QuantizedLinearMatMulDesc(a.desc, sa.desc, None, b.desc, sb.desc, None, so.desc, None,
-                                           TensorDesc(np.int8, (1, 1, M, N))).validate()
-        nout = max(1, n_back)
-        outs = []
-        for _ in range(nout):
-            if out_buf:
-                ob = dev.tensor(np.zeros(max(out_buf, M * N), np.int8))
-                outs.append(ob.as_strided((1, 1, M, N), (0, 0, N, 1)))
-            else:
-                outs.append(dev.empty(TensorDesc(np.int8, (1, 1, M, N))))
-
-        def rec(bt, o):
-            Q.record(bt, desc, a, sa, None, b, sb, None, so, None, o, kernel=kernel, config=config,
-                     group_m=group_m)
-
-        w = Batch(dev)
-        rec(w, outs[0])
-        w.run()
-        res = {}
-        if check:
-            rows = np.sort(rng.choice(M, 8, replace=False))
-            acc = ah[rows].astype(np.float64) @ bh.astype(np.float64)
-            want = np.clip(np.rint(acc * (0.02 * 0.02 / np.float64(so_v))), -128, 127).astype(np.int8)
-            got = outs[0].numpy().reshape(M, N)[rows]
-            d = np.abs(got.astype(np.int32) - want.astype(np.int32))
-            res["maxdiff"] = int(d.max())
-        per = []
-        walls = []
-        for _ in range(reps):
-            bt = Batch(dev, timestamps=True)
-            rec(bt, outs[0])
-            t = time.perf_counter()
-            bt.run()
-            walls.append((time.perf_counter() - t) * 1e3)
-            per.append(sum(bt.gpu_ns) / 1e6)
-        ms = float(np.median(per))
-        ops = 2.0 * M * N * K
-        tm, tn, tk = Q.COOPMAT_CONFIGS[config][:3]
-        wgc = -(-M // tm) * -(-N // tn) * -(-K // tk)
-        res.update({"ms": ms, "TOPS": ops / ms / 1e9, "ns_wg_chunk": ms * 1e6 / wgc,
-                    "wall_ms_1": float(np.median(walls)), "ts_min": float(min(per)), "ts_max": float(max(per))})
-        if n_back:
-            bt = Batch(dev, timestamps=True)
-            for o in outs:
-                rec(bt, o)
-            t = time.perf_counter()
-            bt.run()
-            wall = (time.perf_counter() - t) * 1e3
-            res["back_ts_each"] = [round(x / 1e6, 3) for x in bt.gpu_ns]
-            res["back_wall_per"] = wall / n_back
-            res["back_submissions"] = bt.submissions
-            res["back_TOPS_wall"] = ops / (wall / n_back) / 1e9
-        print({"M": M, "N": N, "K": K, "a_stride": a_stride, "b_stride": b_stride, "buf": buf, "out_buf": out_buf,
-               "config": config, "group_m": group_m, **{k: (round(v, 4) if isinstance(v, float) else v)
-                                                        for k, v in res.items()}}, flush=True)
-        del outs
-        return res
-
-    G, E, MB = 4096 // sc, 8192 // sc, (64 << 20) // (sc * sc)
-    print("== clock ramp: 8192^3 then 4096^3 at once, then 8192^3 again", flush=True)
-    case(E, E, E, check=False)
-    case(G, G, G)
-    case(E, E, E)
-    print("== back-to-back: 10 dispatches into distinct outputs in one batch", flush=True)
-    case(G, G, G, n_back=10, check=False)
-    case(E, E, E, n_back=4, check=False)
-    print("== which dimension: vary M, N, K", flush=True)
-    for M, N, K in ((G, G, E), (E, E, G), (G, E, G), (E, G, G), (G, G, G // 2), (G // 2, G // 2, G // 2),
-                    (3 * G // 2, 3 * G // 2, 3 * G // 2), (G, G, G)):
-        case(M, N, K, check=False)
-    print("== padded leading dimensions", flush=True)
-    case(G, G, G, a_stride=G + 64)
-    case(G, G, G, b_stride=G + 64)
-    case(G, G, G, a_stride=G + 64, b_stride=G + 64)
-    case(G, G, G, a_stride=G + 128, b_stride=G + 128, check=False)
-    print("== allocation size: A, B (and out) inside 64 MiB buffers", flush=True)
-    case(G, G, G, buf=MB)
-    case(G, G, G, buf=MB, out_buf=MB)
-    case(G, G, G, out_buf=MB, check=False)
-    print("== grouped raster", flush=True)
-    for gm in (2, 4, 8, 16):
-        case(G, G, G, group_m=gm, check=gm == 8)
-    for gm in (4, 8):
-        case(E, E, E, group_m=gm, check=False)
-    print("== tile configs at 4096^3 with padding + group 8", flush=True)
-    for cfg in ("128x256x64_4x2", "256x128x64_2x4", "128x128x32_2x2"):
-        case(G, G, G, config=cfg, check=False)
-        case(G, G, G, a_stride=G + 64, b_stride=G + 64, buf=MB, config=cfg, group_m=8, check=False)
-    print("== M = 32", flush=True)
-    for cfg in ("32x64x128_2x2", "32x64x256_2x2", "32x32x256_1x2"):
-        case(32, G, G, config=cfg)
-    case(32, G, G, buf=MB, config="32x64x256_2x2", check=False)
-    print("== 8x1024^3-like single 1024^3 and again 4096^3", flush=True)
-    case(G // 4, G // 4, G // 4, check=False)
-    case(G, G, G, check=False)
 
 
 if __name__ == "__main__":
