@@ -78,18 +78,28 @@ def test_batch_equals_eager_and_chains_dependencies(dev, rng):
     assert np.array_equal(from_numpy.numpy(), x[::2, ::3])
 
 
-def test_large_dependency_splits_submission(dev, rng, monkeypatch):
-    from vkops import runtime
-
-    monkeypatch.setattr(runtime, "BARRIER_COPY_LIMIT", 16)
-    x = rng.integers(0, 2**31, size=(8, 64), dtype=np.int32)
+def test_large_dependent_dispatches_run_in_one_submission_with_barriers(dev, rng):
+    """A chain of dependent dispatches on 8 MiB tensors (and a write-after-read) is one submission,
+    ordered by pipeline barriers, and correct."""
+    x = rng.integers(0, 2**31, size=(1024, 2048), dtype=np.int32)
     xt = vkops.to_device(x, dev)
+    before = dev.stats()["submissions"]
     with dev.batch() as b:
-        y = vkops.slice(xt, [0, 0], [8, 64], [-1, 1])
-        z = vkops.slice(y, [0, 0], [8, 64], [1, -1])
-        vkops.slice(z, [0, 0], [8, 64], [1, 1], out=y)  # write-after-read of y
-    assert b.submissions == 3
-    assert np.array_equal(y.numpy(), x[::-1, ::-1])
+        y = vkops.slice(xt, [0, 0], [1024, 2048], [-1, 1])
+        z = vkops.slice(y, [0, 0], [1024, 2048], [1, -1])  # read-after-write of y
+        vkops.slice(z, [0, 0], [1024, 2048], [-1, -1], out=y)  # write-after-read of y
+    assert b.submissions == 1 and b.barriers == 2
+    assert dev.stats()["submissions"] == before + 1
+    assert np.array_equal(z.numpy(), x[::-1, ::-1])
+    assert np.array_equal(y.numpy(), x)
+
+
+def test_independent_dispatches_get_no_barrier(dev, rng):
+    x = vkops.to_device(rng.integers(0, 9, size=(64, 64), dtype=np.int8), dev)
+    with dev.batch() as b:
+        for _ in range(4):
+            vkops.slice(x, [0, 0], [64, 64], [1, -1])
+    assert b.barriers == 0 and b.submissions == 1
 
 
 def test_out_argument_is_checked(dev):
@@ -99,13 +109,41 @@ def test_out_argument_is_checked(dev):
         vkops.slice(xt, [0, 0], [4, 4], [1, 1], out=wrong)
 
 
-def test_pipelines_are_cached(dev, rng):
+def test_new_shapes_and_fresh_outputs_compile_no_pipeline(dev, rng):
+    """A kernel is compiled once per specialization, whatever shapes and buffers it runs with."""
     x = rng.integers(0, 255, size=(33, 77), dtype=np.uint8)
     vkops.slice(x, [1, 2], [30, 70], [2, -3])
+    vkops.top_k(rng.standard_normal((3, 300)).astype(np.float32), 4)
     n = dev.pipeline_count()
-    for _ in range(5):
-        vkops.slice(x, [1, 2], [30, 70], [2, -3])
+    for rows, cols in [(5, 9), (40, 100), (7, 300), (64, 64), (1, 1000)]:
+        y = rng.integers(0, 255, size=(rows, cols), dtype=np.uint8)
+        assert np.array_equal(vkops.slice(y, [0, 1], [rows, cols - 1], [1, -1]), y[:, :0:-1])
+        yt = vkops.to_device(y, dev)
+        assert np.array_equal(vkops.slice(yt, [0, 0], [rows, cols], [-1, 1]).numpy(), y[::-1])
+    for rows, length in [(3, 280), (9, 301), (1, 257)]:  # rows that share TOP_K1's plan
+        v, _ = vkops.top_k(rng.standard_normal((rows, length)).astype(np.float32), 4)
+        assert v.shape == (rows, 4)
     assert dev.pipeline_count() == n
+
+
+def test_pipelines_are_shared_by_specialization(dev):
+    """The patched kp compiles once per (SPIR-V, specialization): Algorithms over other buffers and
+    grids share the pipeline; another specialization compiles anew."""
+    from vkops.ops.slice1 import SLICE_PUSH
+
+    mgr = dev._manager()
+    spv = dev._pipelines.spirv("slice1_b32")
+    bufs = [dev._memory.get(256) for _ in range(4)]
+    push = np.zeros(SLICE_PUSH.itemsize // 4, np.uint32)
+    before = mgr.compiled_pipelines()
+    a = mgr.algorithm([bufs[0].kp, bufs[1].kp], spv, [1, 1, 1], np.array([16, 3], np.uint32), push)
+    b = mgr.algorithm([bufs[2].kp, bufs[3].kp], spv, [5, 2, 1], np.array([16, 3], np.uint32), push)
+    assert mgr.compiled_pipelines() == before + 1
+    c = mgr.algorithm([bufs[0].kp, bufs[1].kp], spv, [1, 1, 1], np.array([8, 3], np.uint32), push)
+    assert mgr.compiled_pipelines() == before + 2
+    assert a.is_init() and b.is_init() and c.is_init()
+    for algo in (a, b, c):
+        algo.destroy()
 
 
 def test_threads(dev):
@@ -165,7 +203,6 @@ def test_wheel_carries_spirv(tmp_path):
 def test_numpy_call_is_one_submission(dev, rng, monkeypatch):
     from vkops import runtime
 
-    monkeypatch.setattr(runtime, "BARRIER_COPY_LIMIT", 0)  # any tracked dependency would split
     seen = []
     real_run = runtime.Batch.run
     monkeypatch.setattr(runtime.Batch, "run", lambda self: (seen.append(self), real_run(self))[1])
@@ -174,15 +211,70 @@ def test_numpy_call_is_one_submission(dev, rng, monkeypatch):
     assert [b.submissions for b in seen] == [1]
 
 
-def test_dropped_tensors_release_their_pipelines(dev, rng):
+def test_sequences_are_reused(dev, rng):
+    x = rng.standard_normal((4, 100)).astype(np.float32)
+    xt = vkops.to_device(x, dev)
+    vkops.top_k(x, 3)
+    vkops.top_k(xt, 3)[0].numpy()
+    s0 = dev.stats()
+    for _ in range(10):
+        vkops.top_k(x, 3)
+        vkops.top_k(xt, 3)[0].numpy()
+    s1 = dev.stats()
+    assert s1["sequences"] == s0["sequences"]
+    # A NumPy call is one submission, a device call one, and .numpy() one unless the buffer is mapped.
+    assert s1["submissions"] - s0["submissions"] == 20 + (0 if xt._buffer.host_visible else 10)
+
+
+def test_steady_stream_allocates_nothing(dev, rng):
+    """Device-resident calls with fresh outputs, and NumPy calls, reuse the allocator's buffers and
+    the descriptor sets built for them."""
     import gc
 
-    xt = vkops.to_device(rng.integers(0, 9, size=(16, 64), dtype=np.int8), dev)
+    x = rng.standard_normal((16, 640)).astype(np.float32)
+    xt = vkops.to_device(x, dev)
+    for _ in range(3):
+        vkops.top_k(x, 8)
+        vkops.top_k(xt, 8)
+        vkops.slice(xt, [0, 0], [16, 640], [1, -1])
     gc.collect()
-    base = dev.pipeline_count()
+    s0 = dev.stats()
     for _ in range(20):
-        y = vkops.slice(xt, [0, 0], [16, 64], [1, -1])  # a fresh output tensor every call
-        assert np.array_equal(y.numpy(), xt.numpy()[:, ::-1])
-        del y
-    gc.collect()
-    assert dev.pipeline_count() <= base + 1  # only pipelines bound to live tensors stay cached
+        v, i = vkops.top_k(xt, 8)
+        y = vkops.slice(xt, [0, 0], [16, 640], [1, -1])
+        del v, i, y
+        vkops.top_k(x, 8)
+    s1 = dev.stats()
+    assert s1["buffers_created"] == s0["buffers_created"]
+    assert s1["staging_created"] == s0["staging_created"]
+    assert s1["algorithms"] == s0["algorithms"]
+    assert s1["pipelines"] == s0["pipelines"]
+    assert s1["buffers_reused"] > s0["buffers_reused"]
+
+
+def test_allocator_size_classes_and_trim(dev):
+    from vkops.runtime.memory import size_class
+
+    limit = 1 << 30
+    assert size_class(1, limit) == 256 and size_class(257, limit) == 320
+    for w in (300, 1000, 4097, 123457, 10 ** 8):
+        c = size_class(w, limit)
+        assert w <= c <= w * 1.25
+    assert size_class(limit - 5, limit) <= limit and size_class(limit + 1, limit) == limit + 1
+    t = dev.empty(vkops.TensorDesc("float32", (1000,)))
+    del t
+    assert dev._memory.idle_bytes > 0
+    assert dev.trim() > 0 and dev._memory.idle_bytes == 0
+
+
+def test_features_are_reported(dev):
+    feats = dev.features
+    assert isinstance(feats, tuple) and len(set(feats)) == len(feats)
+    known = {"shaderInt16", "shaderInt64", "shaderFloat64", "storageBuffer16BitAccess",
+             "uniformAndStorageBuffer16BitAccess", "storagePushConstant16", "storageBuffer8BitAccess",
+             "uniformAndStorageBuffer8BitAccess", "storagePushConstant8", "shaderFloat16", "shaderInt8",
+             "subgroupSizeControl", "computeFullSubgroups", "cooperativeMatrix"}
+    assert set(feats) <= known
+    if "VK_KHR_8bit_storage" in dev.info.extensions:
+        assert "storageBuffer8BitAccess" in feats
+    assert ("cooperativeMatrix" in feats) == dev.cooperative_matrix

@@ -119,6 +119,10 @@ class DeviceInfo:
     extensions: Tuple[str, ...] = field(repr=False)
     # (M, N, K, A, B, C, Result) of each subgroup-scope VK_KHR_cooperative_matrix shape offered.
     cooperative_matrix_shapes: Tuple[Tuple, ...] = field(repr=False, default=())
+    # What a VkPipelineCache's header must match to be reused (and the cache file is keyed by).
+    device_id: int = field(repr=False, default=0)
+    driver_version: int = field(repr=False, default=0)
+    pipeline_cache_uuid: bytes = field(repr=False, default=b"")
 
     @property
     def cooperative_matrix(self) -> bool:
@@ -220,4 +224,5 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
         max_workgroup_invocations=lim.maxComputeWorkGroupInvocations,
         max_storage_buffer_range=lim.maxStorageBufferRange, max_push_constants_bytes=lim.maxPushConstantsSize,
         timestamp_period_ns=lim.timestampPeriod,
-        device_local_bytes=local, extensions=extensions, cooperative_matrix_shapes=shapes)
+        device_local_bytes=local, extensions=extensions, cooperative_matrix_shapes=shapes,
+        device_id=p.deviceID, driver_version=p.driverVersion, pipeline_cache_uuid=bytes(p.pipelineCacheUUID))

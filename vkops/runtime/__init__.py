@@ -1,0 +1,14 @@
+"""The one layer that talks to kp (vkops' patched build of Kompute 0.9.0), one job a module:
+
+- `device`    Device: facts, the kp manager and the features it enabled
+- `memory`    caching allocator of device/staging buffers, DeviceTensor
+- `pipelines` pipelines compiled once per kernel and specialization; the cache file on disk
+- `submit`    Batch: recorded dispatches with barriers, run on reused sequences
+- `call`      Call: one NumPy-face operator call through a batch
+"""
+from .call import Call
+from .device import Device, devices, to_device
+from .memory import DeviceTensor
+from .submit import Batch
+
+__all__ = ["Batch", "Call", "Device", "DeviceTensor", "devices", "to_device"]

@@ -1,0 +1,105 @@
+"""The NumPy face's plumbing, shared by every operator: one operator call from arrays or device
+tensors to a recorded batch and back."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+
+from ..dtypes import DataType
+from ..errors import ValidationError
+from ..tensor import TensorDesc
+from .device import Device
+from .memory import DeviceTensor
+from .submit import Batch
+
+
+class Call:
+    """One operator call from the NumPy face: finds the device, stages NumPy inputs, joins the
+    thread's current batch or makes a one-off one, and converts outputs back.
+
+        with Call(x, y) as call:
+            xt, yt = call.inputs
+            out = call.output(desc)
+            record(call.batch, ..., xt, yt, out)
+        return call.result(out)
+    """
+
+    def __init__(self, *inputs, device: Optional[Device] = None):
+        dev = device
+        for x in inputs:
+            if isinstance(x, DeviceTensor):
+                if dev is not None and x.device is not dev:
+                    raise ValidationError(f"inputs live on different devices: {dev.name!r} and {x.device.name!r}")
+                dev = x.device
+        self.device = dev or Device()
+        self.numpy_in = not any(isinstance(x, DeviceTensor) for x in inputs)
+        self._raw = inputs
+        self._outer = self.device._active_batch()
+        self.batch = self._outer or Batch(self.device)
+        self._inputs: Optional[List[DeviceTensor]] = None
+        self._outputs: List[DeviceTensor] = []
+        self._host: List[np.ndarray] = []
+
+    def __enter__(self) -> "Call":
+        return self
+
+    @property
+    def descs(self) -> List[TensorDesc]:
+        """The inputs' descriptors, for validation before anything is staged or recorded."""
+        out = []
+        for x in self._raw:
+            if isinstance(x, DeviceTensor):
+                out.append(x.desc)
+            else:
+                a = np.asarray(x)
+                out.append(TensorDesc(DataType.of(a, "input data_type"), a.shape or (1,), name="input"))
+        return out
+
+    @property
+    def inputs(self) -> List[DeviceTensor]:
+        """Device tensors of the inputs; NumPy inputs are staged and their upload recorded."""
+        if self._inputs is None:
+            self._inputs = [x if isinstance(x, DeviceTensor) else self.batch.upload(np.asarray(x))
+                            for x in self._raw]
+        return self._inputs
+
+    def output(self, desc: TensorDesc, out: Optional[DeviceTensor] = None, field: str = "out") -> DeviceTensor:
+        """A packed output: `out` when given (checked against `desc`), a batch temporary when it goes
+        straight back to NumPy, else a new device tensor (from the caching allocator)."""
+        if out is not None:
+            if not isinstance(out, DeviceTensor) or out.device is not self.device:
+                raise ValidationError(f"{field} must be a DeviceTensor on {self.device.name!r}; got {out!r}")
+            if out.data_type != desc.data_type or out.shape != desc.sizes or not out.desc.is_packed:
+                raise ValidationError(f"{field} must be a packed {desc.data_type.name} tensor of sizes {desc.sizes}; "
+                                      f"got {out.desc}")
+            t = out
+        elif self.numpy_in and self._outer is None:
+            t = self.batch.scratch(desc)
+        else:
+            t = self.device.empty(desc)
+        self._outputs.append(t)
+        return t
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._outer is not None:
+            return
+        if exc_type is not None:
+            self.batch._release()
+            return
+        if self.numpy_in:
+            for t in self._outputs:
+                self.batch.download(t)
+            self.batch.run()
+            self._host = [t.from_words(self.batch.host_words(t)) for t in self._outputs]
+            self.batch._release()
+        else:
+            self.batch.run()
+
+    def result(self, *outs: DeviceTensor):
+        """NumPy arrays when the call came in with NumPy outside a batch, else the device tensors."""
+        if self.numpy_in and self._outer is None:
+            res = [self._host[self._outputs.index(t)] for t in outs]
+        else:
+            res = list(outs)
+        return res[0] if len(res) == 1 else tuple(res)

@@ -1,0 +1,221 @@
+"""Devices: the facts vkops plans with, and the kp manager with its memory, pipelines and sequences."""
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .. import vkinfo
+from ..dtypes import DataType, words_for
+from ..errors import ValidationError
+from ..tensor import TensorDesc
+from . import _kp as K
+from .memory import Allocator, DeviceTensor
+from .pipelines import Pipelines
+from .submit import Batch, Sequences, barrier
+
+# Extensions whose features vkops' kernels use; requested where the device offers them, and the
+# patched kp enables the features they bring (Device.features lists what was enabled).
+EXTENSIONS = ("VK_KHR_8bit_storage", "VK_KHR_shader_float16_int8", "VK_EXT_subgroup_size_control",
+              "VK_KHR_cooperative_matrix")
+
+_infos: Optional[List[vkinfo.DeviceInfo]] = None
+_infos_lock = threading.Lock()
+
+
+def devices() -> List[vkinfo.DeviceInfo]:
+    """Every Vulkan device the loader sees, in kp's index order (no device is created)."""
+    global _infos
+    with _infos_lock:
+        if _infos is None:
+            _infos = vkinfo.query_devices()
+        return list(_infos)
+
+
+class Device:
+    """One Vulkan device. `Device(i)` returns the same object for the same index in a process;
+    the kp manager behind it is created on first use. The default index is $VKOPS_DEVICE, else 0."""
+
+    _instances: Dict[int, "Device"] = {}
+    _instances_lock = threading.Lock()
+
+    def __new__(cls, index: Optional[int] = None):
+        if index is None:
+            index = int(os.environ.get("VKOPS_DEVICE", "0"))
+        infos = devices()
+        if not 0 <= index < len(infos):
+            raise ValidationError(f"Device.index must be < {len(infos)} (devices found); got {index}")
+        with cls._instances_lock:
+            dev = cls._instances.get(index)
+            if dev is None:
+                dev = super().__new__(cls)
+                dev._init(infos[index])
+                cls._instances[index] = dev
+            return dev
+
+    def _init(self, info: vkinfo.DeviceInfo):
+        self.info = info
+        self._lock = threading.RLock()
+        self._mgr = None
+        self._pending: "weakref.WeakSet[Batch]" = weakref.WeakSet()
+        self._counters: Optional[DeviceTensor] = None
+        self._local = threading.local()
+
+    # -- facts -------------------------------------------------------------------------------- #
+    index = property(lambda self: self.info.index)
+    name = property(lambda self: self.info.name)
+    vendor = property(lambda self: self.info.vendor)
+    device_type = property(lambda self: self.info.device_type)
+    driver = property(lambda self: self.info.driver)
+    subgroup_size = property(lambda self: self.info.subgroup_size)
+    shared_memory_bytes = property(lambda self: self.info.shared_memory_bytes)
+    max_workgroup_count = property(lambda self: self.info.max_workgroup_count)
+    max_workgroup_size = property(lambda self: self.info.max_workgroup_size)
+    max_workgroup_invocations = property(lambda self: self.info.max_workgroup_invocations)
+    max_storage_buffer_range = property(lambda self: self.info.max_storage_buffer_range)
+    cooperative_matrix = property(lambda self: self.info.cooperative_matrix)
+    timestamp_period_ns = property(lambda self: self.info.timestamp_period_ns)
+
+    @property
+    def features(self) -> Tuple[str, ...]:
+        """The Vulkan device features enabled for vkops (those the device offers of the ones the
+        kernels use: 8/16-bit storage and arithmetic, subgroup size control, cooperative matrices)."""
+        return tuple(self._manager().enabled_features())
+
+    def __repr__(self) -> str:
+        i = self.info
+        return (f"Device({i.index}: {i.name!r}, {i.vendor}, {i.device_type}, driver {i.driver!r}, "
+                f"subgroup {i.subgroup_size}, shared {i.shared_memory_bytes // 1024} KiB, "
+                f"cooperative_matrix={i.cooperative_matrix})")
+
+    def _manager(self):
+        with self._lock:
+            if self._mgr is None:
+                exts = [e for e in EXTENSIONS if e in self.info.extensions]
+                mgr = K.kp().Manager(self.index, [], exts)
+                # Idle blocks kept for reuse: an eighth of device memory, 256 MiB to 2 GiB.
+                idle = min(max(self.info.device_local_bytes // 8, 256 << 20), 2 << 30)
+                cpu = self.device_type == "cpu"  # host memory is device memory: no staging copies
+                self._pipelines = Pipelines(self, mgr)
+                self._memory = Allocator(self, "host" if cpu else "storage", idle, self._pipelines.forget)
+                self._staging = Allocator(self, "host", min(idle, 256 << 20))
+                self._sequences = Sequences(mgr)
+                self._mgr = mgr
+            return self._mgr
+
+    def __getattr__(self, name):
+        # _memory, _staging, _pipelines and _sequences exist once the manager does.
+        if name in ("_memory", "_staging", "_pipelines", "_sequences"):
+            self._manager()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    # -- counters for tests and benchmarks ------------------------------------------------------ #
+    def pipeline_count(self) -> int:
+        """Pipelines compiled in this process on this device (one per kernel and specialization)."""
+        return self._pipelines.compiled
+
+    def stats(self) -> Dict[str, int]:
+        """What the runtime has created so far: pipelines compiled, kp Algorithms (descriptor sets),
+        device and staging buffers made and reused, sequences made, submissions."""
+        return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
+                "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
+                "staging_created": self._staging.created, "sequences": self._sequences.created,
+                "submissions": self._sequences.submissions,
+                "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
+
+    def save_pipeline_cache(self):
+        """Write the pipeline cache file now (it is also written at exit); returns its path or None."""
+        return self._pipelines.save()
+
+    def trim(self) -> int:
+        """Free the device and staging memory idle in the caching allocators; returns bytes freed."""
+        return self._memory.trim() + self._staging.trim()
+
+    # -- tensors ------------------------------------------------------------------------------ #
+    def empty(self, desc: TensorDesc) -> DeviceTensor:
+        """A packed device tensor with undefined contents."""
+        return DeviceTensor(self._memory.get(words_for(desc.element_count, desc.data_type)), desc.packed(), self)
+
+    def tensor(self, array, data_type=None) -> DeviceTensor:
+        """Upload a NumPy array (any layout) into a new packed device tensor."""
+        array = np.asarray(array)
+        dt = DataType.of(data_type if data_type is not None else array, "tensor data_type")
+        array = array.astype(dt.np, copy=False)
+        if array.ndim == 0:
+            array = array.reshape(1)
+        return self.empty(TensorDesc(dt, array.shape)).upload(array)
+
+    def counters(self, words: int) -> DeviceTensor:
+        """A zeroed uint32 tensor of at least `words` words, shared by kernels that count workgroup
+        arrivals (the last to arrive finishes the work) and leave every counter zero again. Bind it
+        as written: the batch then orders the dispatches that share it."""
+        with self._lock:
+            if self._counters is None or self._counters.desc.element_count < words:
+                self._counters = self.tensor(np.zeros(max(words, 4096), np.uint32))
+            return self._counters
+
+    # -- data movement outside batches -------------------------------------------------------- #
+    @staticmethod
+    def _pack_into(buf, array: np.ndarray, words: int) -> None:
+        """`array`'s C-order bytes, zero-padded to `words` words, straight into mapped memory."""
+        dst = buf.host()[:words].view(np.uint8)
+        nbytes = array.size * array.itemsize
+        if nbytes:
+            dst[:nbytes] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        dst[nbytes:] = 0
+
+    def _write(self, buf, words_data: np.ndarray) -> None:
+        """Overwrite the start of `buf` with uint32 words."""
+        self._check_not_pending(buf)
+        n = words_data.size
+        with self._lock:
+            if buf.host_visible:
+                buf.host()[:n] = words_data
+                return
+            stage = self._staging.get(n)
+            stage.host()[:n] = words_data
+            self._sequences.run([K.kp().OpBufferCopy(stage.kp, buf.kp, n * 4)])
+
+    def _read(self, buf, words: int) -> np.ndarray:
+        """The first `words` words of `buf` (a copy)."""
+        self._check_not_pending(buf)
+        with self._lock:
+            if buf.host_visible:
+                return buf.host()[:words].copy()
+            stage = self._staging.get(words)
+            k = K.kp()
+            self._sequences.run([
+                barrier([buf], dst_access=K.TRANSFER_READ, dst_stage=K.STAGE_TRANSFER),
+                k.OpBufferCopy(buf.kp, stage.kp, words * 4),
+                barrier([stage], K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST)])
+            return stage.host()[:words].copy()
+
+    def _check_not_pending(self, buf):
+        for b in list(self._pending):
+            if buf.serial in b._touched:
+                raise RuntimeError("this tensor belongs to a batch that has not run yet: leave the `with` "
+                                   "block (or call batch.run()) first")
+
+    # -- batches ------------------------------------------------------------------------------ #
+    def batch(self, timestamps: bool = False) -> Batch:
+        """Record the dispatches of several operators and submit them together:
+
+            with dev.batch():
+                y = vkops.slice(x, ...)       # device tensors in, device tensors out
+                v, i = vkops.top_k(y, 8)
+            v.numpy()
+        """
+        return Batch(self, timestamps=timestamps)
+
+    def _active_batch(self) -> Optional[Batch]:
+        stack = getattr(self._local, "stack", None)
+        return stack[-1] if stack else None
+
+
+def to_device(array, device: Optional[Device] = None, data_type=None) -> DeviceTensor:
+    """Upload a NumPy array to `device` (default device when None)."""
+    return (device or Device()).tensor(array, data_type)

@@ -1,0 +1,235 @@
+"""Device memory: a caching allocator of kp tensors in size classes, and device tensors over them.
+
+A kp tensor costs about a millisecond to create (a VkBuffer, its memory, a mapping), so buffers are
+never freed while idle: a dropped DeviceTensor's buffer returns to its size class and the next request
+of that class takes it back, keeping its serial and so the descriptor sets already built for it.
+Device buffers are kp `storage` tensors (no staging copy of their own); data moves through a second
+pool of host-visible buffers. On a CPU device (lavapipe), where all memory is host memory, device
+buffers are host-visible themselves and data moves without any copy.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import weakref
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..dtypes import DataType, pack, unpack, words_for
+from ..errors import DeviceLimitError, ValidationError
+from ..tensor import TensorDesc
+from ._kp import kp
+
+_serials = itertools.count(1)
+
+# Requests up to this many words share one class; above it, four classes per power of two
+# (under 25% unused).
+MIN_CLASS_WORDS = 256
+
+
+def size_class(words: int, limit_words: int) -> int:
+    """The words a request of `words` gets: rounded up to its class, never past `limit_words`."""
+    if words <= MIN_CLASS_WORDS:
+        return MIN_CLASS_WORDS if MIN_CLASS_WORDS <= limit_words else words
+    step = 1 << max(words.bit_length() - 3, 0)
+    cls = -(-words // step) * step
+    return cls if cls <= limit_words else words
+
+
+class _Block:
+    """One kp tensor: what the allocator keeps while nobody uses it."""
+
+    __slots__ = ("kp", "words", "serial")
+
+    def __init__(self, kp_tensor, words: int):
+        self.kp, self.words, self.serial = kp_tensor, words, next(_serials)
+
+    @property
+    def nbytes(self) -> int:
+        return self.words * 4
+
+
+class _Buffer:
+    """A block in use. When the last holder (device tensors, batches) lets go, the block goes back to
+    its allocator."""
+
+    __slots__ = ("kp", "words", "serial", "host_visible", "__weakref__")
+
+    def __init__(self, block: _Block, allocator: "Allocator"):
+        self.kp, self.words, self.serial = block.kp, block.words, block.serial
+        self.host_visible = allocator.host_visible
+        fin = weakref.finalize(self, allocator.put, block)
+        fin.atexit = False  # at exit kp's manager frees everything itself
+
+    @property
+    def nbytes(self) -> int:
+        return self.words * 4
+
+    def host(self) -> np.ndarray:
+        """The mapped memory as uint32 words (host-visible buffers only)."""
+        return self.kp.data()
+
+
+class Allocator:
+    """Size-class caching allocator of kp tensors of one type (device buffers or staging).
+
+    `created` counts kp tensors made, `reused` requests served from idle blocks: a steady stream of
+    calls shows `created` standing still. Idle blocks above `idle_limit` bytes are freed, largest
+    first; `trim()` frees them all."""
+
+    def __init__(self, device, tensor_type: str, idle_limit: int, on_free=None):
+        self.device = device
+        self.tensor_type = tensor_type
+        self.host_visible = tensor_type == "host"
+        self.idle_limit = idle_limit
+        self._on_free = on_free  # called with a serial whose block is destroyed
+        self._idle: Dict[int, List[_Block]] = collections.defaultdict(list)
+        self.idle_bytes = 0
+        self.created = 0
+        self.reused = 0
+
+    def get(self, words: int) -> _Buffer:
+        dev = self.device
+        nbytes = max(words, 1) * 4
+        if nbytes > dev.max_storage_buffer_range:
+            raise DeviceLimitError(
+                f"a buffer of {nbytes} bytes exceeds {dev.name}'s maxStorageBufferRange of "
+                f"{dev.max_storage_buffer_range} bytes; split the tensor")
+        cls = size_class(max(words, 1), dev.max_storage_buffer_range // 4)
+        with dev._lock:
+            idle = self._idle.get(cls)
+            if idle:
+                block = idle.pop()
+                self.idle_bytes -= block.nbytes
+                self.reused += 1
+            else:
+                k = kp()
+                ttype = k.TensorTypes.host if self.host_visible else k.TensorTypes.storage
+                # np.zeros is calloc: for storage tensors kp reads none of it.
+                block = _Block(dev._manager().tensor_t(np.zeros(cls, np.uint32), ttype), cls)
+                self.created += 1
+            return _Buffer(block, self)
+
+    def put(self, block: _Block) -> None:
+        dev = self.device
+        with dev._lock:
+            if block.nbytes > self.idle_limit:
+                self._destroy(block)
+                return
+            self._idle[block.words].append(block)
+            self.idle_bytes += block.nbytes
+            while self.idle_bytes > self.idle_limit:
+                self._destroy_largest()
+
+    def trim(self) -> int:
+        """Free every idle block; returns the bytes freed."""
+        with self.device._lock:
+            freed = self.idle_bytes
+            while self.idle_bytes:
+                self._destroy_largest()
+            return freed
+
+    def _destroy_largest(self):
+        words = max(w for w, blocks in self._idle.items() if blocks)
+        block = self._idle[words].pop(0)
+        self.idle_bytes -= block.nbytes
+        self._destroy(block)
+
+    def _destroy(self, block: _Block):
+        if self._on_free is not None:
+            self._on_free(block.serial)  # descriptor sets bound to it go first
+        block.kp.destroy()
+
+
+class DeviceTensor:
+    """A tensor resident on a device: a TensorDesc over a buffer of packed uint32 words.
+
+    Create one with `vkops.to_device(array)` or `Device.tensor(array)`; read it back with `.numpy()`.
+    Operators given device tensors return device tensors and skip the host round trip.
+    """
+
+    def __init__(self, buffer: _Buffer, desc: TensorDesc, device):
+        self._buffer, self.desc, self._device = buffer, desc, device
+
+    # -- description -------------------------------------------------------------------------- #
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def data_type(self) -> DataType:
+        return self.desc.data_type
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.desc.data_type.np
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self.desc.sizes
+
+    @property
+    def ndim(self) -> int:
+        return self.desc.rank
+
+    def __repr__(self) -> str:
+        return f"DeviceTensor({self.desc!r} on {self.device.name!r})"
+
+    def as_strided(self, sizes, strides) -> "DeviceTensor":
+        """A view of the same buffer with other sizes and element strides (like DML buffer tensors)."""
+        desc = TensorDesc(self.data_type, sizes, strides, name="as_strided")
+        if words_for(desc.span, self.data_type) > self._buffer.words:
+            raise ValidationError(
+                f"as_strided: sizes {desc.sizes} with strides {desc.strides} reach {desc.span} elements; "
+                f"the buffer holds {self._buffer.words * 32 // self.data_type.bits}")
+        return DeviceTensor(self._buffer, desc, self._device)
+
+    def reshape(self, *sizes) -> "DeviceTensor":
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else tuple(sizes)
+        if not self.desc.is_packed:
+            raise ValidationError(f"reshape needs a packed tensor; got strides {self.desc.strides}")
+        if int(np.prod(sizes)) != self.desc.element_count:
+            raise ValidationError(f"reshape: cannot reshape {self.shape} into {sizes}")
+        return DeviceTensor(self._buffer, TensorDesc(self.data_type, sizes), self._device)
+
+    # -- data --------------------------------------------------------------------------------- #
+    def numpy(self) -> np.ndarray:
+        """Download and return a NumPy array (honours the view's strides)."""
+        words = words_for(self.desc.span, self.data_type)
+        return self.from_words(self.device._read(self._buffer, words))
+
+    def from_words(self, words: np.ndarray) -> np.ndarray:
+        """This tensor's elements from the words of its buffer (a copy)."""
+        if self.desc.is_packed:
+            return unpack(words, self.data_type, self.shape)
+        flat = unpack(words, self.data_type, (self.desc.span,))
+        item = flat.itemsize
+        view = np.lib.stride_tricks.as_strided(flat, self.shape, [s * item for s in self.desc.element_strides])
+        return np.ascontiguousarray(view)
+
+    def upload(self, array) -> "DeviceTensor":
+        """Overwrite the buffer with `array` (same dtype and element count as this packed tensor)."""
+        array = np.asarray(array)
+        if DataType.of(array) != self.data_type or array.size != self.desc.element_count:
+            raise ValidationError(
+                f"upload: expected {self.desc.element_count} elements of {self.data_type.name}; "
+                f"got {array.size} of {array.dtype}")
+        self.device._write(self._buffer, pack(array))
+        return self
+
+
+def host_layout(array: np.ndarray) -> Tuple[np.ndarray, TensorDesc]:
+    """What of a NumPy array travels, and its descriptor on the device: arrays with non-negative
+    strides travel as the span they cover and keep their strides, so a broadcast or transposed view
+    is not expanded on the host."""
+    dt = DataType.of(array, "input data_type")
+    if array.ndim == 0:
+        array = array.reshape(1)
+    item = array.itemsize
+    desc = TensorDesc(dt, array.shape)
+    if not array.flags.c_contiguous and all(s >= 0 and s % item == 0 for s in array.strides):
+        sdesc = TensorDesc(dt, array.shape, [s // item for s in array.strides])
+        if sdesc.span <= 2 * desc.element_count:
+            return np.lib.stride_tricks.as_strided(array, (sdesc.span,), (item,)), sdesc
+    return array, desc

@@ -1,0 +1,180 @@
+"""Pipelines: compiled once per (kernel, specialization) in a process, kept across processes in a
+pipeline cache file.
+
+The patched kp compiles one VkPipeline per SPIR-V, specialization, binding count and push-constant
+size and shares it between kp Algorithms, which add only a descriptor set and a grid. vkops keeps
+those Algorithms per bound buffers and grid (LRU); since device buffers come back from the caching
+allocator with their serials, a steady stream of calls finds every Algorithm built.
+
+The cache file lives in $XDG_CACHE_HOME/vkops (default ~/.cache/vkops), one per device and driver:
+`VKOPSPC1`, the SHA-256 of the payload, then the payload from vkGetPipelineCacheData. A file that is
+corrupt or whose Vulkan header names another device is ignored with a warning. VKOPS_PIPELINE_CACHE=0
+turns it off. (lavapipe keeps nothing in a VkPipelineCache: a new process compiles again there.)
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import hashlib
+import os
+import struct
+import tempfile
+import warnings
+from importlib import resources
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+ALGORITHM_CACHE_SIZE = 512
+MAGIC = b"VKOPSPC1"
+
+
+def cache_dir() -> Optional[Path]:
+    """Where pipeline cache files go, or None when VKOPS_PIPELINE_CACHE=0."""
+    if os.environ.get("VKOPS_PIPELINE_CACHE", "1").lower() in ("0", "off", "false", "no"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vkops"
+
+
+def cache_file(info) -> Optional[Path]:
+    d = cache_dir()
+    if d is None:
+        return None
+    return d / (f"pipelines-{info.vendor_id:04x}-{info.device_id:04x}-{info.pipeline_cache_uuid.hex()}-"
+                f"{info.driver_version:08x}.bin")
+
+
+def check_payload(data: bytes, info) -> Optional[str]:
+    """Why `data` (vkGetPipelineCacheData's bytes) cannot serve `info`'s device, or None when it can.
+    Its header: length, version (1), vendorID, deviceID, pipelineCacheUUID."""
+    if len(data) < 32:
+        return f"{len(data)} bytes is shorter than a pipeline cache header"
+    length, version, vendor, device = struct.unpack_from("<4I", data)
+    if version != 1 or length < 32:
+        return f"header version {version}, length {length}"
+    if vendor != info.vendor_id or device != info.device_id or data[16:32] != info.pipeline_cache_uuid:
+        return (f"made by device {vendor:04x}:{device:04x} cache {data[16:32].hex()}, not "
+                f"{info.vendor_id:04x}:{info.device_id:04x} cache {info.pipeline_cache_uuid.hex()}")
+    return None
+
+
+class Pipelines:
+    """The pipelines and descriptor sets of one device."""
+
+    def __init__(self, device, manager):
+        self.device = device
+        self._mgr = manager
+        self._spirv: Dict[str, bytes] = {}
+        self._algorithms: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
+        self._by_serial: Dict[int, set] = collections.defaultdict(set)
+        self.algorithms_created = 0
+        self.cache_path = cache_file(device.info)
+        self.cache_loaded = 0  # bytes of cache data merged at start
+        self._saved_at = 0  # compiled count when last saved or loaded
+        self._load()
+        if self.cache_path is not None:
+            atexit.register(self.save)
+
+    # -- kernels ------------------------------------------------------------------------------ #
+    def spirv(self, kernel: str) -> bytes:
+        code = self._spirv.get(kernel)
+        if code is None:
+            try:
+                code = resources.files("vkops").joinpath("spv", f"{kernel}.spv").read_bytes()
+            except FileNotFoundError:
+                raise RuntimeError(f"SPIR-V for kernel {kernel!r} is missing: run `make spv`") from None
+            self._spirv[kernel] = code
+        return code
+
+    @property
+    def compiled(self) -> int:
+        """Pipelines compiled by this process on this device (each kernel and specialization once)."""
+        return self._mgr.compiled_pipelines()
+
+    def algorithm(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int],
+                  spec: Sequence[int], push_words: int):
+        """A kp Algorithm for these buffers and grid; its pipeline is compiled at most once."""
+        key = (kernel, tuple(spec), tuple(groups), push_words, tuple(b.serial for b in buffers))
+        algo = self._algorithms.get(key)
+        if algo is not None:
+            self._algorithms.move_to_end(key)
+            return algo
+        algo = self._mgr.algorithm(
+            [b.kp for b in buffers], self.spirv(kernel), list(groups),
+            np.asarray(spec, dtype=np.uint32), np.zeros(push_words, dtype=np.uint32))
+        self.algorithms_created += 1
+        self._algorithms[key] = algo
+        for b in buffers:
+            self._by_serial[b.serial].add(key)
+        while len(self._algorithms) > ALGORITHM_CACHE_SIZE:
+            old_key, old = self._algorithms.popitem(last=False)
+            self._unlink(old_key)
+            old.destroy()
+        return algo
+
+    def forget(self, serial: int) -> None:
+        """Drop the Algorithms bound to a buffer that is being freed."""
+        for key in self._by_serial.pop(serial, ()):
+            algo = self._algorithms.pop(key, None)
+            if algo is not None:
+                self._unlink(key)
+                algo.destroy()
+
+    def _unlink(self, key):
+        for serial in key[-1]:
+            keys = self._by_serial.get(serial)
+            if keys is not None:
+                keys.discard(key)
+
+    @property
+    def algorithm_count(self) -> int:
+        return len(self._algorithms)
+
+    # -- the cache file ----------------------------------------------------------------------- #
+    def _load(self):
+        path = self.cache_path
+        if path is None or not path.exists():
+            return
+        try:
+            raw = path.read_bytes()
+        except OSError as e:
+            warnings.warn(f"vkops: cannot read pipeline cache {path}: {e}", RuntimeWarning, stacklevel=2)
+            return
+        payload = raw[len(MAGIC) + 32:]
+        why = None
+        if raw[:len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != raw[len(MAGIC):len(MAGIC) + 32]:
+            why = "it is corrupt (bad magic or checksum)"
+        else:
+            bad = check_payload(payload, self.device.info)
+            if bad:
+                why = f"it is from another device or driver ({bad})"
+        if why:
+            warnings.warn(f"vkops: ignoring pipeline cache {path}: {why}", RuntimeWarning, stacklevel=2)
+            return
+        self._mgr.merge_pipeline_cache_data(payload)
+        self.cache_loaded = len(payload)
+
+    def save(self) -> Optional[Path]:
+        """Write the device's pipeline cache when this process compiled something new (also at exit).
+        Atomic: a concurrent process reads the old file or the new one."""
+        path = self.cache_path
+        if path is None or self._mgr is None or self.compiled == self._saved_at:
+            return None
+        try:
+            payload = bytes(self._mgr.get_pipeline_cache_data())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".pipelines-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+            os.replace(tmp, path)
+        except Exception as e:  # noqa: BLE001  (a cache that cannot be written costs speed, not results)
+            warnings.warn(f"vkops: cannot write pipeline cache {path}: {e}", RuntimeWarning, stacklevel=2)
+            return None
+        self._saved_at = self.compiled
+        return path
+
+    def close(self):
+        self.save()
+        self._mgr = None

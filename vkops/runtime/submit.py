@@ -1,0 +1,242 @@
+"""Submission: recorded batches of dispatches, run as one kp sequence each on reused sequences.
+
+The patched kp resets a sequence's fence and command buffer instead of creating them per `eval`, so
+a device keeps a few sequences and re-records them. Within a batch, a dispatch that depends on an
+earlier one (read-after-write, write-after-write, write-after-read) gets a pipeline barrier on the
+buffers written since the last barrier: one submission however deep the chain.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+import numpy as np
+
+from ..dtypes import words_for
+from ..errors import ValidationError
+from ..tensor import TensorDesc
+from . import _kp as K
+from .memory import DeviceTensor, host_layout
+
+# Everything a dispatch or a copy may have done before, against everything the next may do.
+_ALL_ACCESS = K.SHADER_READ | K.SHADER_WRITE | K.TRANSFER_READ | K.TRANSFER_WRITE
+_ALL_STAGES = K.STAGE_COMPUTE | K.STAGE_TRANSFER
+
+
+def barrier(buffers, src_access=_ALL_ACCESS, dst_access=_ALL_ACCESS, src_stage=_ALL_STAGES,
+            dst_stage=_ALL_STAGES):
+    return K.kp().OpMemoryBarrier([b.kp for b in buffers], src_access, dst_access, src_stage, dst_stage, True)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+class Sequences:
+    """Reusable kp sequences of one device: plain ones, and ones with timestamp queries by capacity."""
+
+    def __init__(self, manager):
+        self._mgr = manager
+        self._free: Dict[int, list] = {}
+        self.created = 0
+        self.submissions = 0
+
+    def acquire(self, timestamps: int = 0):
+        cap = _pow2(timestamps) if timestamps else 0
+        free = self._free.get(cap)
+        if free:
+            return cap, free.pop()
+        self.created += 1
+        return cap, self._mgr.sequence(0, cap)
+
+    def release(self, cap: int, seq) -> None:
+        seq.clear()  # drops the recorded ops (and the buffers they hold); the command buffer is reset on reuse
+        self._free.setdefault(cap, []).append(seq)
+
+    def run(self, ops: List, timestamps: bool = False) -> List[int]:
+        """Record `ops` into a reused sequence, submit, wait; per-op GPU ticks when `timestamps`."""
+        cap, seq = self.acquire(len(ops) + 1 if timestamps else 0)
+        try:
+            for op in ops:
+                seq.record(op)
+            seq.eval()
+            self.submissions += 1
+            return list(seq.get_timestamps()) if timestamps else []
+        finally:
+            self.release(cap, seq)
+
+
+class Batch:
+    """Dispatches recorded for one device and run as one submission.
+
+    Used as a context manager it becomes the current batch of this thread for its device: operators
+    called inside record into it (NumPy inputs are uploaded as part of it, outputs are device
+    tensors), and it runs when the block ends. `run()` may also be called by hand."""
+
+    def __init__(self, device, timestamps: bool = False):
+        self.device = device
+        self.timestamps = timestamps
+        self._ops: List[Tuple[str, object]] = []  # ("dispatch" | "op", kp op)
+        self._written: Dict[int, object] = {}  # serial -> buffer, written since the last barrier
+        self._read: Dict[int, object] = {}
+        self._touched: set = set()
+        self._refs: List = []  # every buffer the batch uses, alive until it has run
+        self._downloads: List[Tuple[object, object, int]] = []  # (buffer, host buffer, words)
+        self._ran = False
+        self.barriers = 0
+        self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
+        device._pending.add(self)
+
+    def __enter__(self) -> "Batch":
+        loc = self.device._local
+        if not hasattr(loc, "stack"):
+            loc.stack = []
+        loc.stack.append(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.device._local.stack.pop()
+        if exc_type is None:
+            self.run()
+        else:
+            self._release()
+
+    # -- recording ---------------------------------------------------------------------------- #
+    def _check_open(self):
+        if self._ran:
+            raise RuntimeError("this batch has already run")
+
+    def upload(self, array: np.ndarray) -> DeviceTensor:
+        """Copy a NumPy array's data now; it reaches the device at this point of the batch."""
+        self._check_open()
+        data, desc = host_layout(np.asarray(array))
+        dev = self.device
+        words = words_for(desc.span, desc.data_type)
+        buf = dev._memory.get(words)
+        self._refs.append(buf)
+        self._touched.add(buf.serial)
+        if buf.host_visible:
+            dev._pack_into(buf, data, words)
+        else:
+            stage = dev._staging.get(words)
+            self._refs.append(stage)
+            dev._pack_into(stage, data, words)
+            # A transfer write into a buffer no earlier op of this batch uses: kp's transfer->compute
+            # barrier before each dispatch covers it.
+            self._ops.append(("op", K.kp().OpBufferCopy(stage.kp, buf.kp, words * 4)))
+        return DeviceTensor(buf, desc, dev)
+
+    def scratch(self, desc: TensorDesc) -> DeviceTensor:
+        """A packed temporary that lives until this batch has run."""
+        self._check_open()
+        buf = self.device._memory.get(words_for(desc.element_count, desc.data_type))
+        self._refs.append(buf)
+        return DeviceTensor(buf, desc.packed(), self.device)
+
+    def dispatch(self, kernel: str, tensors: Sequence[DeviceTensor], writes: Iterable[int],
+                 groups: Tuple[int, int, int], push: np.ndarray, spec: Sequence[int] = ()):
+        """Record one dispatch. `tensors` bind in order; `writes` are the indices it writes."""
+        self._check_open()
+        bufs = [t._buffer for t in tensors]
+        wr = {bufs[i].serial: bufs[i] for i in writes}
+        rd = {b.serial: b for b in bufs if b.serial not in wr}
+        self._order(rd, wr)
+        push = np.ascontiguousarray(push, dtype=np.uint32)
+        algo = self.device._pipelines.algorithm(kernel, bufs, groups, spec, push.size)
+        self._refs.extend(bufs)
+        self._ops.append(("dispatch", K.kp().OpAlgoDispatch(algo, push)))
+        self._touched.update(b.serial for b in bufs)
+        self._written.update(wr)
+        self._read.update(rd)
+
+    def _order(self, reads: dict, writes: dict):
+        """A barrier before this op when it conflicts with an op since the last barrier. It covers every
+        buffer written (and read, for write-after-read) since then, so all tracking can restart."""
+        conflict = any(s in self._written for s in reads) or any(
+            s in self._written or s in self._read for s in writes)
+        if not conflict:
+            return
+        bufs = dict(self._written)
+        bufs.update((s, b) for s, b in self._read.items() if s in writes)
+        self._ops.append(("op", barrier(bufs.values())))
+        self.barriers += 1
+        self._written.clear()
+        self._read.clear()
+
+    def copy(self, src: DeviceTensor, dst: DeviceTensor):
+        """Record a device-to-device copy of src's packed bytes into dst (vkCmdCopyBuffer)."""
+        self._check_open()
+        nbytes = words_for(src.desc.span, src.data_type) * 4
+        if nbytes > dst._buffer.nbytes:
+            raise ValidationError(f"copy: {nbytes} bytes do not fit dst's {dst._buffer.nbytes}")
+        s, d = src._buffer, dst._buffer
+        self._order({s.serial: s}, {d.serial: d})
+        self._ops.append(("dispatch", K.kp().OpBufferCopy(s.kp, d.kp, nbytes)))
+        self._refs += [s, d]
+        self._touched |= {s.serial, d.serial}
+        self._written[d.serial] = d
+        self._read[s.serial] = s
+
+    def download(self, tensor: DeviceTensor):
+        """Bring `tensor`'s words to host memory as the batch's last step; `host_words(tensor)` reads
+        them after the run."""
+        words = words_for(tensor.desc.span, tensor.data_type)
+        buf = tensor._buffer
+        host = buf if buf.host_visible else self.device._staging.get(words)
+        self._downloads.append((buf, host, words))
+        self._refs += [buf, host]
+
+    def host_words(self, tensor: DeviceTensor) -> np.ndarray:
+        for buf, host, words in self._downloads:
+            if buf is tensor._buffer:
+                return host.host()[:words]
+        raise KeyError("tensor was not downloaded by this batch")
+
+    # -- running ------------------------------------------------------------------------------ #
+    def _download_ops(self) -> List:
+        if not self._downloads:
+            return []
+        k = K.kp()
+        src = list({b.serial: b for b, _, _ in self._downloads}.values())
+        ops = [barrier(src, dst_access=K.TRANSFER_READ | K.HOST_READ, dst_stage=K.STAGE_TRANSFER | K.STAGE_HOST)]
+        hosts = []
+        for buf, host, words in self._downloads:
+            if host is not buf:
+                ops.append(k.OpBufferCopy(buf.kp, host.kp, words * 4))
+                hosts.append(host)
+        if hosts:
+            ops.append(barrier(hosts, K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST))
+        return ops
+
+    def run(self):
+        """Submit everything recorded as one submission and wait for it."""
+        if self._ran:
+            return
+        dev = self.device
+        ops = [op for _, op in self._ops] + self._download_ops()
+        try:
+            if ops:
+                with dev._lock:
+                    ts = dev._sequences.run(ops, self.timestamps)
+                if self.timestamps:
+                    for i, (kind, _) in enumerate(self._ops):
+                        if kind == "dispatch":
+                            self.gpu_ns.append(int((ts[i + 1] - ts[i]) * dev.timestamp_period_ns))
+        finally:
+            self._ran = True
+            self._release(keep_downloads=True)
+
+    def _release(self, keep_downloads: bool = False):
+        """Let go of the batch's buffers (they return to the allocator once no tensor holds them).
+        Downloaded host buffers stay until the batch itself goes, so results can still be read."""
+        self.device._pending.discard(self)
+        self._ops.clear()
+        self._touched.clear()
+        self._refs.clear()
+        self._written.clear()
+        self._read.clear()
+        if not keep_downloads:
+            self._downloads.clear()
+
+    @property
+    def submissions(self) -> int:
+        return 1 if self._ran or self._ops else 0
