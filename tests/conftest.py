@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Pipeline cache files go to a fresh directory, so no run reads another's.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vkops-cache-")
+
 _LOG = None
 if not os.environ.get("VKOPS_NO_VALIDATION"):
     _dir = Path(tempfile.mkdtemp(prefix="vkops-vvl-"))
