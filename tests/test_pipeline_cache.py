@@ -19,7 +19,8 @@ print(json.dumps(vkops.Device().stats()))
 
 
 def _run(cache_home, **env):
-    e = dict(os.environ, XDG_CACHE_HOME=str(cache_home), PYTHONPATH=str(ROOT), **env)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    e = dict(os.environ, XDG_CACHE_HOME=str(cache_home), PYTHONPATH=path, **env)
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=e, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
