@@ -132,6 +132,36 @@ def eager_rows(dev, torch, rng, small):
     return rows
 
 
+def breakdown_rows(dev, rng, small):
+    """Where a device-resident call's wall time goes: Python (the runtime's submission stubbed out),
+    one empty submission on a reused sequence (submit + fence wait), and the call's GPU time."""
+    from vkops.runtime import _kp, submit
+
+    k = _kp.kp()
+    probe = dev.empty(vkops.TensorDesc("uint32", (1,)))
+    empty = lambda: dev._sequences.run([k.OpMemoryBarrier([probe._buffer.kp], _kp.SHADER_WRITE, _kp.SHADER_READ,  # noqa: E731
+                                                          _kp.STAGE_COMPUTE, _kp.STAGE_COMPUTE, True)])
+    floor = wall_ms(empty, REPS)
+    rows = []
+    for c in cases(None, rng, small):
+        full = wall_ms(c.dev_call, REPS)
+        b = dev.batch(timestamps=True)
+        with b:
+            c.dev_call()
+        gpu = sum(b.gpu_ns) / 1e6
+        real = submit.Sequences.run
+        submit.Sequences.run = lambda self, ops, timestamps=False: [0] * (len(ops) + 1) if timestamps else []
+        try:
+            py = wall_ms(c.dev_call, REPS)
+        finally:
+            submit.Sequences.run = real
+        row = {"case": c.name, "wall ms": full, "python ms": py, "empty submit ms": floor, "GPU ms (1 call)": gpu,
+               "rest ms": full - py - floor - gpu}
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
 def new_shape_rows(dev, rng, small):
     """The first call on a shape not seen before, once its kernel has been used, against a repeat."""
     rows = []
@@ -282,13 +312,15 @@ def main():
     global REPS
     REPS = 10 if small else REPS
     eager = eager_rows(dev, torch, rng, small)
+    parts = breakdown_rows(dev, rng, small)
     new = new_shape_rows(dev, rng, small)
     fresh = [] if args.skip_fresh else fresh_rows()
     batch = batch_rows(dev, torch, rng, small)
-    write_results("latency", eager + new + fresh + batch)
+    write_results("latency", eager + parts + new + fresh + batch)
     print(f"\nLatency on {dev.name} ({dev.driver}), {time.time() - t0:.0f} s")
     print(table(eager, ["case", "vk numpy ms", "torch numpy ms", "vk device ms", "torch device ms",
                         "new buffers", "new pipelines", "verified"]))
+    print(table(parts, ["case", "wall ms", "python ms", "empty submit ms", "GPU ms (1 call)", "rest ms"]))
     print(table(new + fresh, ["case", "first ms", "repeat ms", "new pipelines", "extra ms", "cache bytes loaded"]))
     print(table(batch, ["case", "vk GPU ms", "vk wall/call ms", "wall/GPU", "torch GPU ms", "torch wall/call ms",
                         "verified"]))

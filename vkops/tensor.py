@@ -4,6 +4,7 @@ Pure Python: shape rules here run without a device.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -47,6 +48,11 @@ class TensorDesc:
         if strides is not None:
             strides = _ints(f"{name}.strides", strides)
         object.__setattr__(self, "strides", strides)
+        # Derived once: descriptors are built and queried on every call's hot path.
+        object.__setattr__(self, "_count", math.prod(self.sizes))
+        el = strides if strides is not None else packed_strides(self.sizes)
+        object.__setattr__(self, "_el", el)
+        object.__setattr__(self, "_span", 1 + sum((sz - 1) * st for sz, st in zip(self.sizes, el)))
         self.validate(name)
 
     def validate(self, name: str = "TensorDesc") -> None:
@@ -73,11 +79,11 @@ class TensorDesc:
 
     @property
     def element_count(self) -> int:
-        return int(np.prod(self.sizes, dtype=np.int64))
+        return self._count
 
     @property
     def element_strides(self) -> Tuple[int, ...]:
-        return self.strides if self.strides is not None else packed_strides(self.sizes)
+        return self._el
 
     @property
     def is_packed(self) -> bool:
@@ -89,7 +95,7 @@ class TensorDesc:
     @property
     def span(self) -> int:
         """Elements of the buffer the tensor reaches (DML's minimum buffer size, in elements)."""
-        return 1 + sum((sz - 1) * st for sz, st in zip(self.sizes, self.element_strides))
+        return self._span
 
     @property
     def nbytes(self) -> int:

@@ -315,8 +315,10 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
     b_st = b_st[:3] + (1,)
     which = choose_kernel(dev, desc, a_st, b_st, kernel)
 
-    def zero(dt):
-        return batch.upload(np.zeros(4, dt.np))
+    def zero(dt):  # a shared device constant: nothing uploaded per call
+        t = dev.constant(np.zeros(4, dt.np))
+        batch.hold(t)
+        return t
 
     a_zp_t = a_zp if a_zp is not None else zero(desc.a.data_type)
     b_zp_t = b_zp if b_zp is not None else zero(desc.b.data_type)
@@ -484,7 +486,8 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
 
     raw = [a4, sa, za, b4, sb, zb, so, zo]
     present = [x for x in raw if x is not None]
-    with Call(*present) as call:
+    params = [i for i, x in enumerate(present) if x is not a4 and x is not b4]
+    with Call(*present, params=params) as call:
         descs = iter(call.descs)
         d = [None if x is None else next(descs) for x in raw]
         batch_sizes = tuple(max(x, y) for x, y in zip(a4.shape[:2], b4.shape[:2]))

@@ -2,14 +2,14 @@
 tensors to a recorded batch and back."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor import TensorDesc
-from .device import Device
+from .device import CONSTANT_BYTES, Device
 from .memory import DeviceTensor
 from .submit import Batch
 
@@ -25,7 +25,7 @@ class Call:
         return call.result(out)
     """
 
-    def __init__(self, *inputs, device: Optional[Device] = None):
+    def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = ()):
         dev = device
         for x in inputs:
             if isinstance(x, DeviceTensor):
@@ -35,6 +35,7 @@ class Call:
         self.device = dev or Device()
         self.numpy_in = not any(isinstance(x, DeviceTensor) for x in inputs)
         self._raw = inputs
+        self._params = set(params)  # indices of read-only parameter inputs (see Device.constant)
         self._outer = self.device._active_batch()
         self.batch = self._outer or Batch(self.device)
         self._inputs: Optional[List[DeviceTensor]] = None
@@ -60,9 +61,16 @@ class Call:
     def inputs(self) -> List[DeviceTensor]:
         """Device tensors of the inputs; NumPy inputs are staged and their upload recorded."""
         if self._inputs is None:
-            self._inputs = [x if isinstance(x, DeviceTensor) else self.batch.upload(np.asarray(x))
-                            for x in self._raw]
+            self._inputs = [x if isinstance(x, DeviceTensor) else self._stage(i, np.asarray(x))
+                            for i, x in enumerate(self._raw)]
         return self._inputs
+
+    def _stage(self, i: int, x: np.ndarray) -> DeviceTensor:
+        if i in self._params and x.nbytes <= CONSTANT_BYTES:
+            t = self.device.constant(x)
+            self.batch.hold(t)
+            return t
+        return self.batch.upload(x)
 
     def output(self, desc: TensorDesc, out: Optional[DeviceTensor] = None, field: str = "out") -> DeviceTensor:
         """A packed output: `out` when given (checked against `desc`), a batch temporary when it goes

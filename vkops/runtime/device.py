@@ -1,6 +1,7 @@
 """Devices: the facts vkops plans with, and the kp manager with its memory, pipelines and sequences."""
 from __future__ import annotations
 
+import collections
 import os
 import threading
 import weakref
@@ -21,6 +22,11 @@ from .submit import Batch, Sequences, barrier
 # patched kp enables the features they bring (Device.features lists what was enabled).
 EXTENSIONS = ("VK_KHR_8bit_storage", "VK_KHR_shader_float16_int8", "VK_EXT_subgroup_size_control",
               "VK_KHR_cooperative_matrix")
+
+# Small read-only parameters (scales, zero points) are kept on the device by content, so a call with
+# the same Python scalars uploads nothing.
+CONSTANT_BYTES = 64 << 10
+CONSTANT_ENTRIES = 256
 
 _infos: Optional[List[vkinfo.DeviceInfo]] = None
 _infos_lock = threading.Lock()
@@ -62,6 +68,7 @@ class Device:
         self._mgr = None
         self._pending: "weakref.WeakSet[Batch]" = weakref.WeakSet()
         self._counters: Optional[DeviceTensor] = None
+        self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
         self._local = threading.local()
 
     # -- facts -------------------------------------------------------------------------------- #
@@ -148,6 +155,24 @@ class Device:
         if array.ndim == 0:
             array = array.reshape(1)
         return self.empty(TensorDesc(dt, array.shape)).upload(array)
+
+    def constant(self, array: np.ndarray) -> DeviceTensor:
+        """A device copy of a small array that no kernel writes, shared by every call that passes
+        the same dtype, shape and bytes (an LRU of CONSTANT_ENTRIES)."""
+        array = np.ascontiguousarray(array)
+        if array.ndim == 0:
+            array = array.reshape(1)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        with self._lock:
+            t = self._constants.get(key)
+            if t is not None:
+                self._constants.move_to_end(key)
+                return t
+            t = self.tensor(array)
+            self._constants[key] = t
+            if len(self._constants) > CONSTANT_ENTRIES:
+                self._constants.popitem(last=False)
+            return t
 
     def counters(self, words: int) -> DeviceTensor:
         """A zeroed uint32 tensor of at least `words` words, shared by kernels that count workgroup

@@ -125,6 +125,10 @@ class Batch:
             self._ops.append(("op", K.kp().OpBufferCopy(stage.kp, buf.kp, words * 4)))
         return DeviceTensor(buf, desc, dev)
 
+    def hold(self, tensor: DeviceTensor) -> None:
+        """Keep `tensor`'s buffer alive until the batch has run."""
+        self._refs.append(tensor._buffer)
+
     def scratch(self, desc: TensorDesc) -> DeviceTensor:
         """A packed temporary that lives until this batch has run."""
         self._check_open()
