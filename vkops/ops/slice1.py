@@ -146,15 +146,18 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
     MaxCopiedElements. NumPy in -> NumPy out; device tensor in -> device tensor out (written into
     `out` when given, a packed device tensor of the output's sizes)."""
     from ..runtime import Call  # noqa: PLC0415  (keeps this module importable without kp)
+    from ..runtime.replay import freeze  # noqa: PLC0415
 
-    with Call(x) as call:
-        (xd,) = call.descs
-        if output_sizes is None:
-            # MaxCopiedElements; a zero stride or bad size is left for validate() to name.
-            output_sizes = tuple(1 + (sz - 1) // abs(st) if st and sz > 0 else 1 for sz, st in zip(sizes, strides))
-        desc = Slice1Desc(xd, TensorDesc(xd.data_type, output_sizes, name="Slice1Desc.output"),
-                          offsets, sizes, strides).validate()
-        (xt,) = call.inputs
-        y = call.output(desc.output, out)
-        record(call.batch, desc, xt, y)
-    return call.result(y)
+    key = None if out is not None else ("slice",) + freeze(offsets, sizes, strides, output_sizes)
+    with Call(x, key=key) as call:
+        if not call.replayed:
+            (xd,) = call.descs
+            if output_sizes is None:
+                # MaxCopiedElements; a zero stride or bad size is left for validate() to name.
+                output_sizes = tuple(1 + (sz - 1) // abs(st) if st and sz > 0 else 1 for sz, st in zip(sizes, strides))
+            desc = Slice1Desc(xd, TensorDesc(xd.data_type, output_sizes, name="Slice1Desc.output"),
+                              offsets, sizes, strides).validate()
+            (xt,) = call.inputs
+            y = call.output(desc.output, out)
+            record(call.batch, desc, xt, y)
+    return call.result()

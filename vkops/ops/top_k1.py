@@ -280,25 +280,28 @@ def top_k(x, k: int, axis: int = -1, direction="decreasing", *, out=None, _force
     Returns (values, indices): NumPy in -> NumPy out; device tensors in -> device tensors out (written
     into `out=(values, indices)` when given)."""
     from ..runtime import Call  # noqa: PLC0415
+    from ..runtime.replay import freeze  # noqa: PLC0415
 
-    with Call(x) as call:
-        (xd,) = call.descs
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-            raise ValidationError(f"top_k axis must be an integer; got {axis!r}")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-            raise ValidationError(f"TopK1Desc.k must be an integer; got {k!r}")
-        ax = int(axis) + xd.rank if axis < 0 else int(axis)
-        if not 0 <= ax < xd.rank:
-            raise ValidationError(f"TopK1Desc.axis must be < DimensionCount {xd.rank} (negative counts from "
-                                  f"the end); got axis={axis} for sizes {xd.sizes}")
-        kk = int(k)
-        osz = tuple(max(kk, 1) if i == ax else s for i, s in enumerate(xd.sizes))
-        vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
-        idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
-        desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
-        (xt,) = call.inputs
-        ov, oi = out if out is not None else (None, None)
-        v = call.output(desc.output_value, ov, "out[0]")
-        i = call.output(desc.output_index, oi, "out[1]")
-        record(call.batch, desc, xt, v, i, force=_force, chunks=_chunks)
-    return call.result(v, i)
+    key = None if out is not None else ("top_k",) + freeze(k, axis, direction, _force, _chunks)
+    with Call(x, key=key) as call:
+        if not call.replayed:
+            (xd,) = call.descs
+            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+                raise ValidationError(f"top_k axis must be an integer; got {axis!r}")
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+                raise ValidationError(f"TopK1Desc.k must be an integer; got {k!r}")
+            ax = int(axis) + xd.rank if axis < 0 else int(axis)
+            if not 0 <= ax < xd.rank:
+                raise ValidationError(f"TopK1Desc.axis must be < DimensionCount {xd.rank} (negative counts from "
+                                      f"the end); got axis={axis} for sizes {xd.sizes}")
+            kk = int(k)
+            osz = tuple(max(kk, 1) if i == ax else s for i, s in enumerate(xd.sizes))
+            vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
+            idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
+            desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
+            (xt,) = call.inputs
+            ov, oi = out if out is not None else (None, None)
+            v = call.output(desc.output_value, ov, "out[0]")
+            i = call.output(desc.output_index, oi, "out[1]")
+            record(call.batch, desc, xt, v, i, force=_force, chunks=_chunks)
+    return call.result()

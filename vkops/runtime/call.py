@@ -11,6 +11,7 @@ from ..errors import ValidationError
 from ..tensor import TensorDesc
 from .device import CONSTANT_BYTES, Device
 from .memory import DeviceTensor
+from .replay import Recorder, replay
 from .submit import Batch
 
 
@@ -25,7 +26,7 @@ class Call:
         return call.result(out)
     """
 
-    def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = ()):
+    def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None):
         dev = device
         for x in inputs:
             if isinstance(x, DeviceTensor):
@@ -41,9 +42,38 @@ class Call:
         self._inputs: Optional[List[DeviceTensor]] = None
         self._outputs: List[DeviceTensor] = []
         self._host: List[np.ndarray] = []
+        self._key = key
+        self._recorder: Optional[Recorder] = None
+        self.replayed = False  # True when the call was recorded from an earlier one's recording
 
     def __enter__(self) -> "Call":
+        """With a `key` (the operator's name and parameters; None when an `out` is given), a call
+        whose key and input descriptors match an earlier one is replayed from its recording; else
+        the call is recorded for the next."""
+        if self._key is not None:
+            try:
+                self._key = (self._key, self._input_key())
+                rec = self.device._replays.get(self._key)
+            except TypeError:  # an unhashable parameter: this call is not memoized
+                self._key = rec = None
+            if rec is not None:
+                replay(rec, self)
+                self.replayed = True
+            elif self._key is not None:
+                self._recorder = Recorder(self.batch, self)
+                self.batch = self._recorder
         return self
+
+    def _input_key(self) -> tuple:
+        parts, first = [], {}
+        for i, x in enumerate(self._raw):
+            if isinstance(x, DeviceTensor):
+                parts.append((x.desc, first.setdefault(x._buffer.serial, i)))  # and which alias which
+            else:
+                a = np.asarray(x)
+                small = i in self._params and a.nbytes <= CONSTANT_BYTES
+                parts.append((a.dtype.str, a.shape, a.strides, a.tobytes() if small else None))
+        return tuple(parts)
 
     @property
     def descs(self) -> List[TensorDesc]:
@@ -66,11 +96,12 @@ class Call:
         return self._inputs
 
     def _stage(self, i: int, x: np.ndarray) -> DeviceTensor:
+        batch = self._real_batch  # staging is per call, never part of a recording
         if i in self._params and x.nbytes <= CONSTANT_BYTES:
             t = self.device.constant(x)
-            self.batch.hold(t)
+            batch.hold(t)
             return t
-        return self.batch.upload(x)
+        return batch.upload(x)
 
     def output(self, desc: TensorDesc, out: Optional[DeviceTensor] = None, field: str = "out") -> DeviceTensor:
         """A packed output: `out` when given (checked against `desc`), a batch temporary when it goes
@@ -83,13 +114,22 @@ class Call:
                                       f"got {out.desc}")
             t = out
         elif self.numpy_in and self._outer is None:
-            t = self.batch.scratch(desc)
+            t = self._real_batch.scratch(desc)
         else:
             t = self.device.empty(desc)
         self._outputs.append(t)
         return t
 
+    @property
+    def _real_batch(self) -> Batch:
+        return self._recorder._batch if self._recorder is not None else self.batch
+
     def __exit__(self, exc_type, exc, tb):
+        if self._recorder is not None:
+            self.batch = self._recorder._batch
+            if exc_type is None and self._recorder.ok:
+                self.device._replays.put(self._key, self._recorder.finish())
+            self._recorder = None
         if self._outer is not None:
             return
         if exc_type is not None:
@@ -105,7 +145,9 @@ class Call:
             self.batch.run()
 
     def result(self, *outs: DeviceTensor):
-        """NumPy arrays when the call came in with NumPy outside a batch, else the device tensors."""
+        """NumPy arrays when the call came in with NumPy outside a batch, else the device tensors
+        (`outs`, or every output in the order they were made)."""
+        outs = outs or tuple(self._outputs)
         if self.numpy_in and self._outer is None:
             res = [self._host[self._outputs.index(t)] for t in outs]
         else:

@@ -16,6 +16,7 @@ from ..tensor import TensorDesc
 from . import _kp as K
 from .memory import Allocator, DeviceTensor
 from .pipelines import Pipelines
+from .replay import Replays
 from .submit import Batch, Sequences, barrier
 
 # Extensions whose features vkops' kernels use; requested where the device offers them, and the
@@ -69,6 +70,8 @@ class Device:
         self._pending: "weakref.WeakSet[Batch]" = weakref.WeakSet()
         self._counters: Optional[DeviceTensor] = None
         self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
+        self._owned: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()  # counters and constants
+        self._replays = Replays()
         self._local = threading.local()
 
     # -- facts -------------------------------------------------------------------------------- #
@@ -131,7 +134,7 @@ class Device:
         return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
                 "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
                 "staging_created": self._staging.created, "sequences": self._sequences.created,
-                "submissions": self._sequences.submissions,
+                "submissions": self._sequences.submissions, "replays": self._replays.hits,
                 "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
 
     def save_pipeline_cache(self):
@@ -169,6 +172,7 @@ class Device:
                 self._constants.move_to_end(key)
                 return t
             t = self.tensor(array)
+            self._owned.add(t)
             self._constants[key] = t
             if len(self._constants) > CONSTANT_ENTRIES:
                 self._constants.popitem(last=False)
@@ -181,7 +185,12 @@ class Device:
         with self._lock:
             if self._counters is None or self._counters.desc.element_count < words:
                 self._counters = self.tensor(np.zeros(max(words, 4096), np.uint32))
+                self._owned.add(self._counters)
             return self._counters
+
+    def _is_owned(self, t: DeviceTensor) -> bool:
+        """Whether `t` is one of the device's own tensors (counters, constants), the same for every call."""
+        return t in self._owned
 
     # -- data movement outside batches -------------------------------------------------------- #
     @staticmethod
