@@ -63,3 +63,26 @@ def test_bad_file_is_ignored_with_a_warning(tmp_path, damage, why):
 def test_off_by_environment(tmp_path):
     _run(tmp_path, VKOPS_PIPELINE_CACHE="0")
     assert _files(tmp_path) == []
+
+
+def test_verdicts_are_remembered_per_spirv(dev, tmp_path, monkeypatch):
+    """A self-check's verdict is kept beside the pipeline cache, keyed by the SPIR-V it checked."""
+    from vkops.runtime.pipelines import Pipelines
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    p = Pipelines(dev, dev._manager())
+    calls = []
+
+    def check():
+        calls.append(1)
+        return True
+
+    assert p.remembered("probe", ["slice1_b32"], check) is True
+    assert p.remembered("probe", ["slice1_b32"], check) is True
+    assert len(calls) == 1
+    assert p.remembered("probe", ["slice1_b16"], check) is True  # other SPIR-V: checked again
+    assert len(calls) == 2
+    (f,) = (tmp_path / "vkops").glob("verdicts-*.json")
+    f.write_text("{not json")
+    assert p.remembered("probe", ["slice1_b32"], lambda: False) is False  # a broken file is recomputed
+    p.cache_path = None  # this second view of the device's cache writes nothing at exit

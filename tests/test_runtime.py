@@ -198,6 +198,8 @@ def test_wheel_carries_spirv(tmp_path):
         sys.path.pop(0)
     missing = [n for n in build.VARIANTS if f"vkops/spv/{n}.spv" not in names]
     assert missing == []
+    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "vkops").rglob("*.py")}
+    assert modules - names == set()  # every module, the runtime package's too
 
 
 def test_numpy_call_is_one_submission(dev, rng, monkeypatch):

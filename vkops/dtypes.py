@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import enum
 
+import math
+
 import numpy as np
 
 from .errors import ValidationError
@@ -69,6 +71,6 @@ def pack(arr: np.ndarray, words: int | None = None) -> np.ndarray:
 
 def unpack(words: np.ndarray, dtype: DataType, shape) -> np.ndarray:
     """Inverse of pack: the first prod(shape) elements of `words` as a new array of `dtype`."""
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)
     raw = np.asarray(words, dtype="<u4").view(np.uint8)[: count * dtype.np.itemsize]
     return raw.view(dtype.np).reshape(shape).copy()

@@ -102,7 +102,7 @@ class TensorDesc:
         return self.span * self.data_type.np.itemsize
 
     def packed(self) -> "TensorDesc":
-        return TensorDesc(self.data_type, self.sizes)
+        return self if self.strides is None else TensorDesc(self.data_type, self.sizes)
 
     def with_sizes(self, sizes) -> "TensorDesc":
         return TensorDesc(self.data_type, sizes)

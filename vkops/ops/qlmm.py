@@ -201,6 +201,7 @@ def coopmat_supported(dev) -> bool:
             and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024)
 
 
+_COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk")
 _verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
 _verdict_lock = threading.Lock()
 
@@ -209,10 +210,15 @@ def _verdict(dev, split: bool) -> bool:
     with _verdict_lock:
         key = (dev.index, split)
         if key not in _verdicts:
-            try:
-                _verdicts[key] = self_check(dev, split=split)
-            except Exception:  # noqa: BLE001 - a kernel that cannot run is a failed check
-                _verdicts[key] = False
+            def check():
+                try:
+                    return self_check(dev, split=split)
+                except Exception:  # noqa: BLE001 - a kernel that cannot run is a failed check
+                    return False
+
+            # Kept across processes (keyed by driver and SPIR-V), so a new process starts in ~1 ms.
+            kernels = [n for n in _COOPMAT_KERNELS if n.endswith("_sk") == split]
+            _verdicts[key] = dev._pipelines.remembered(f"qlmm-self-check-split{int(split)}", kernels, check)
         return _verdicts[key]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import collections
 import hashlib
+import json
 import os
 import struct
 import tempfile
@@ -174,6 +175,37 @@ class Pipelines:
             return None
         self._saved_at = self.compiled
         return path
+
+    # -- verdicts ----------------------------------------------------------------------------- #
+    def remembered(self, name: str, kernels: Sequence[str], compute) -> bool:
+        """A device-specific yes/no (a kernel self-check) kept beside the cache file, keyed by the
+        driver (in the file name) and the SPIR-V of `kernels`, so a new process need not compute it
+        again. Computed every time when the cache is off."""
+        digest = hashlib.sha256(b"".join(self.spirv(k) for k in kernels)).hexdigest()[:16]
+        key = f"{name}-{digest}"
+        path = None if self.cache_path is None else self.cache_path.with_name(
+            self.cache_path.name.replace("pipelines-", "verdicts-").replace(".bin", ".json"))
+        data = {}
+        if path is not None and path.exists():
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                data = {}
+        if isinstance(data, dict) and isinstance(data.get(key), bool):
+            return data[key]
+        verdict = bool(compute())
+        if path is not None:
+            data = data if isinstance(data, dict) else {}
+            data[key] = verdict
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".verdicts-")
+                with os.fdopen(fd, "w") as f:
+                    json.dump(data, f)
+                os.replace(tmp, path)
+            except OSError as e:
+                warnings.warn(f"vkops: cannot write {path}: {e}", RuntimeWarning, stacklevel=2)
+        return verdict
 
     def close(self):
         self.save()
