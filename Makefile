@@ -52,7 +52,7 @@ kp-wheel: $(KP_SRC)/.patched
 
 # The venv's kp: the patched one (kp.OpBufferCopy exists only there), rebuilt when the patch changes.
 $(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH)
-	@$(VPY) -m pip install -q --upgrade pip
+	@$(VPY) -m pip install -q --upgrade pip numpy
 	@$(MAKE) -s kp-wheel PY=$(CURDIR)/$(VPY) OUT=$(KP_BUILD)/wheel
 	@$(VPY) -m pip install -q --force-reinstall --no-deps $(KP_BUILD)/wheel/kp-0.9.0-*.whl
 	@$(VPY) -c 'import kp; kp.OpBufferCopy' || { echo "error: the installed kp is not the patched one" >&2; exit 1; }
