@@ -337,3 +337,40 @@ def test_replay_respects_aliased_inputs(dev, rng):
         assert np.array_equal(qm(at, bt), want(a, b))
         assert np.array_equal(qm(at, at), want(a, a))  # the same buffer twice
         assert np.array_equal(qm(bt, bt), want(b, b))
+
+
+def test_long_batch_submits_as_it_records_and_keeps_dependencies(dev, rng):
+    """A batch submits every FLUSH_DISPATCHES dispatches without waiting, so the GPU starts while the
+    rest is recorded; barriers still order dependent dispatches across those submissions."""
+    from vkops.runtime import submit
+
+    n = 3 * submit.FLUSH_DISPATCHES + 1
+    x = rng.integers(-2**31, 2**31 - 1, size=(64, 96), dtype=np.int32)
+    xt = vkops.to_device(x, dev)
+    s0 = dev.stats()
+    with dev.batch() as b:
+        y = xt
+        for _ in range(n):  # a chain: each slice reads the previous one's output
+            y = vkops.slice(y, [0, 0], [64, 96], [-1, -1])
+        assert b.submissions == 4  # three submitted already, the last still recording
+    assert b.submissions == 4 and dev.stats()["submissions"] - s0["submissions"] == 4
+    assert np.array_equal(y.numpy(), x[::-1, ::-1] if n % 2 else x)
+
+
+def test_out_arguments_replay_and_are_checked(dev, rng):
+    x = rng.standard_normal((4, 300)).astype(np.float32)
+    xt = vkops.to_device(x, dev)
+    outs = [(dev.empty(vkops.TensorDesc("float32", (4, 7))), dev.empty(vkops.TensorDesc("uint32", (4, 7))))
+            for _ in range(3)]
+    r0 = dev.stats()["replays"]
+    for v, i in outs:
+        vkops.top_k(xt, 7, out=(v, i))
+    assert dev.stats()["replays"] - r0 == 2
+    want = np.argsort(-x, axis=1, kind="stable")[:, :7]
+    for v, i in outs:
+        assert np.array_equal(i.numpy(), want)
+    bad = (outs[0][1], outs[0][0])  # swapped: same shapes, wrong dtypes
+    with pytest.raises(vkops.ValidationError, match="out"):
+        vkops.top_k(xt, 7, out=bad)
+    with pytest.raises(vkops.ValidationError, match="out"):
+        vkops.slice(xt, [0, 0], [4, 300], [1, 1], out=outs[0][0])

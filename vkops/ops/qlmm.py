@@ -497,22 +497,22 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     batch_sizes = tuple(max(x, y) for x, y in zip(a4.shape[:2], b4.shape[:2]))
     # Host-known zero points steer the kernel choice, so their values are part of the key.
     known = tuple(None if (x is None or _is_dev(x)) else np.asarray(x) for x in (za, zb))
-    key = None if out is not None else ("qlmm",) + freeze(
+    out_desc = TensorDesc(out_dt, batch_sizes + (M, N), name="QuantizedLinearMatMulDesc.output")
+    if out is not None:
+        if not _is_dev(out) or out.desc.element_count != out_desc.element_count:
+            raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
+                                  f"elements; got {out!r}")
+        out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
+    key = ("qlmm",) + freeze(
         output_dtype is None, str(out_dt), kernel, tuple(x is None for x in raw),
         COOPMAT_CONFIG, COOPMAT_SPLIT_K, COOPMAT_GROUP_M, *(k for k in known if k is not None))
-    with Call(*present, params=params, key=key) as call:
+    with Call(*present, params=params, key=key, outs=(out,)) as call:
         if not call.replayed:
             descs = iter(call.descs)
             d = [None if x is None else next(descs) for x in raw]
-            out_desc = TensorDesc(out_dt, batch_sizes + (M, N), name="QuantizedLinearMatMulDesc.output")
             desc = QuantizedLinearMatMulDesc(*d[:8], out_desc).validate()
             tensors = iter(call.inputs)
             t = [None if x is None else next(tensors) for x in raw]
-            if out is not None:
-                if not _is_dev(out) or out.desc.element_count != out_desc.element_count:
-                    raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
-                                          f"elements; got {out!r}")
-                out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
             y = call.output(desc.output, out)
             record(call.batch, desc, *t, y, kernel=kernel, zero_points=known)
     res = call.result()

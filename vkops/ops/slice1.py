@@ -148,8 +148,8 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
     from ..runtime import Call  # noqa: PLC0415  (keeps this module importable without kp)
     from ..runtime.replay import freeze  # noqa: PLC0415
 
-    key = None if out is not None else ("slice",) + freeze(offsets, sizes, strides, output_sizes)
-    with Call(x, key=key) as call:
+    key = ("slice",) + freeze(offsets, sizes, strides, output_sizes)
+    with Call(x, key=key, outs=(out,)) as call:
         if not call.replayed:
             (xd,) = call.descs
             if output_sizes is None:

@@ -282,8 +282,9 @@ def top_k(x, k: int, axis: int = -1, direction="decreasing", *, out=None, _force
     from ..runtime import Call  # noqa: PLC0415
     from ..runtime.replay import freeze  # noqa: PLC0415
 
-    key = None if out is not None else ("top_k",) + freeze(k, axis, direction, _force, _chunks)
-    with Call(x, key=key) as call:
+    key = ("top_k",) + freeze(k, axis, direction, _force, _chunks)
+    outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    with Call(x, key=key, outs=outs) as call:
         if not call.replayed:
             (xd,) = call.descs
             if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):

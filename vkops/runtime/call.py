@@ -26,7 +26,8 @@ class Call:
         return call.result(out)
     """
 
-    def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None):
+    def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None,
+                 outs: Sequence = ()):
         dev = device
         for x in inputs:
             if isinstance(x, DeviceTensor):
@@ -43,13 +44,15 @@ class Call:
         self._outputs: List[DeviceTensor] = []
         self._host: List[np.ndarray] = []
         self._key = key
+        self._user_outs = list(outs)  # the `out=` tensors, in the order the operator makes its outputs
+        self._out_fields: List[str] = []
         self._recorder: Optional[Recorder] = None
         self.replayed = False  # True when the call was recorded from an earlier one's recording
 
     def __enter__(self) -> "Call":
-        """With a `key` (the operator's name and parameters; None when an `out` is given), a call
-        whose key and input descriptors match an earlier one is replayed from its recording; else
-        the call is recorded for the next."""
+        """With a `key` (the operator's name and parameters), a call whose key, input descriptors and
+        `out=` tensors' descriptors match an earlier one is replayed from its recording; else the call
+        is recorded for the next."""
         if self._key is not None:
             try:
                 self._key = (self._key, self._input_key())
@@ -66,8 +69,10 @@ class Call:
 
     def _input_key(self) -> tuple:
         parts, first = [], {}
-        for i, x in enumerate(self._raw):
-            if isinstance(x, DeviceTensor):
+        for i, x in enumerate(list(self._raw) + self._user_outs):
+            if x is None:
+                parts.append(None)
+            elif isinstance(x, DeviceTensor):
                 parts.append((x.desc, first.setdefault(x._buffer.serial, i)))  # and which alias which
             else:
                 a = np.asarray(x)
@@ -118,6 +123,7 @@ class Call:
         else:
             t = self.device.empty(desc)
         self._outputs.append(t)
+        self._out_fields.append(field)
         return t
 
     @property

@@ -22,7 +22,7 @@ REPLAY_ENTRIES = 1024
 
 @dataclass
 class Recording:
-    out_descs: List = field(default_factory=list)
+    out_descs: List = field(default_factory=list)  # (desc, field name)
     scratch_descs: List = field(default_factory=list)
     steps: List[Tuple] = field(default_factory=list)  # ("dispatch", ...) / ("hold", tensor)
 
@@ -90,7 +90,7 @@ class Recorder:
         return getattr(self._batch, name)
 
     def finish(self) -> Recording:
-        self.rec.out_descs = [o.desc for o in self._call._outputs]
+        self.rec.out_descs = list(zip([o.desc for o in self._call._outputs], self._call._out_fields))
         self.rec.scratch_descs = [d for _, d in self.rec.scratch_descs]
         return self.rec
 
@@ -99,7 +99,8 @@ def replay(rec: Recording, call) -> None:
     """Record `rec`'s dispatches into the call's batch with the call's own tensors."""
     batch, dev = call.batch, call.device
     ins = call.inputs
-    outs = [call.output(d) for d in rec.out_descs]
+    user = call._user_outs
+    outs = [call.output(d, user[j] if j < len(user) else None, f) for j, (d, f) in enumerate(rec.out_descs)]
     scratch = [batch.scratch(d) for d in rec.scratch_descs]
     pools = {"in": ins, "out": outs, "scratch": scratch}
 

@@ -3,7 +3,10 @@
 The patched kp resets a sequence's fence and command buffer instead of creating them per `eval`, so
 a device keeps a few sequences and re-records them. Within a batch, a dispatch that depends on an
 earlier one (read-after-write, write-after-write, write-after-read) gets a pipeline barrier on the
-buffers written since the last barrier: one submission however deep the chain.
+buffers written since the last barrier. A batch of many dispatches submits them in groups as it goes,
+without waiting, so the GPU works while Python records the rest; a barrier orders against everything
+submitted earlier to the queue, so dependencies hold across those submissions. A one-off call is one
+submission.
 """
 from __future__ import annotations
 
@@ -25,6 +28,10 @@ _ALL_STAGES = K.STAGE_COMPUTE | K.STAGE_TRANSFER
 def barrier(buffers, src_access=_ALL_ACCESS, dst_access=_ALL_ACCESS, src_stage=_ALL_STAGES,
             dst_stage=_ALL_STAGES):
     return K.kp().OpMemoryBarrier([b.kp for b in buffers], src_access, dst_access, src_stage, dst_stage, True)
+
+
+# A batch submits (without waiting) once this many dispatches are pending.
+FLUSH_DISPATCHES = 4
 
 
 def _pow2(n: int) -> int:
@@ -52,17 +59,31 @@ class Sequences:
         seq.clear()  # drops the recorded ops (and the buffers they hold); the command buffer is reset on reuse
         self._free.setdefault(cap, []).append(seq)
 
-    def run(self, ops: List, timestamps: bool = False) -> List[int]:
-        """Record `ops` into a reused sequence, submit, wait; per-op GPU ticks when `timestamps`."""
+    def submit(self, ops: List, timestamps: bool = False):
+        """Record `ops` into a reused sequence and submit it without waiting; returns what `wait` takes."""
         cap, seq = self.acquire(len(ops) + 1 if timestamps else 0)
         try:
             for op in ops:
                 seq.record(op)
-            seq.eval()
-            self.submissions += 1
+            seq.eval_async()
+        except BaseException:
+            self.release(cap, seq)
+            raise
+        self.submissions += 1
+        return cap, seq
+
+    def wait(self, pending, timestamps: bool = False) -> List[int]:
+        """Wait for a submitted sequence; its timestamps (ticks) when asked; the sequence is reused."""
+        cap, seq = pending
+        try:
+            seq.eval_await()
             return list(seq.get_timestamps()) if timestamps else []
         finally:
             self.release(cap, seq)
+
+    def run(self, ops: List, timestamps: bool = False) -> List[int]:
+        """Record `ops` into a reused sequence, submit, wait; per-op GPU ticks when `timestamps`."""
+        return self.wait(self.submit(ops, timestamps), timestamps)
 
 
 class Batch:
@@ -82,6 +103,9 @@ class Batch:
         self._refs: List = []  # every buffer the batch uses, alive until it has run
         self._downloads: List[Tuple[object, object, int]] = []  # (buffer, host buffer, words)
         self._ran = False
+        self._inflight: List[Tuple[object, List[str]]] = []  # submitted, not yet waited for
+        self._submitted = 0
+        self._pending_dispatches = 0
         self.barriers = 0
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
         device._pending.add(self)
@@ -151,6 +175,23 @@ class Batch:
         self._touched.update(b.serial for b in bufs)
         self._written.update(wr)
         self._read.update(rd)
+        self._pending_dispatches += 1
+        if self._pending_dispatches >= FLUSH_DISPATCHES:
+            self._flush()
+
+    def _flush(self, extra: Sequence = ()):
+        """Submit what is recorded so far (and `extra` ops) without waiting."""
+        ops = [op for _, op in self._ops] + list(extra)
+        if not ops:
+            return
+        kinds = [kind for kind, _ in self._ops] + ["op"] * len(extra)
+        dev = self.device
+        with dev._lock:
+            pending = dev._sequences.submit(ops, self.timestamps)
+        self._inflight.append((pending, kinds))
+        self._submitted += 1
+        self._ops = []
+        self._pending_dispatches = 0
 
     def _order(self, reads: dict, writes: dict):
         """A barrier before this op when it conflicts with an op since the last barrier. It covers every
@@ -212,26 +253,33 @@ class Batch:
         return ops
 
     def run(self):
-        """Submit everything recorded as one submission and wait for it."""
+        """Submit what is left (and the downloads) and wait for every submission of the batch."""
         if self._ran:
             return
-        dev = self.device
-        ops = [op for _, op in self._ops] + self._download_ops()
         try:
-            if ops:
-                with dev._lock:
-                    ts = dev._sequences.run(ops, self.timestamps)
-                if self.timestamps:
-                    for i, (kind, _) in enumerate(self._ops):
-                        if kind == "dispatch":
-                            self.gpu_ns.append(int((ts[i + 1] - ts[i]) * dev.timestamp_period_ns))
+            self._flush(self._download_ops())
+            self._wait_all()
         finally:
             self._ran = True
             self._release(keep_downloads=True)
 
+    def _wait_all(self):
+        dev = self.device
+        while self._inflight:
+            pending, kinds = self._inflight.pop(0)
+            ts = dev._sequences.wait(pending, self.timestamps)
+            if self.timestamps:
+                for i, kind in enumerate(kinds):
+                    if kind == "dispatch":
+                        self.gpu_ns.append(int((ts[i + 1] - ts[i]) * dev.timestamp_period_ns))
+
     def _release(self, keep_downloads: bool = False):
         """Let go of the batch's buffers (they return to the allocator once no tensor holds them).
         Downloaded host buffers stay until the batch itself goes, so results can still be read."""
+        try:
+            self._wait_all()  # work already submitted must finish before its buffers are reused
+        finally:
+            self._inflight.clear()
         self.device._pending.discard(self)
         self._ops.clear()
         self._touched.clear()
@@ -243,4 +291,5 @@ class Batch:
 
     @property
     def submissions(self) -> int:
-        return 1 if self._ran or self._ops else 0
+        """Submissions made so far, counting what is still recorded as one more."""
+        return self._submitted + (1 if self._ops else 0)
