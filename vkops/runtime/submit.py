@@ -30,7 +30,9 @@ def barrier(buffers, src_access=_ALL_ACCESS, dst_access=_ALL_ACCESS, src_stage=_
     return K.kp().OpMemoryBarrier([b.kp for b in buffers], src_access, dst_access, src_stage, dst_stage, True)
 
 
-# A batch submits (without waiting) once this many dispatches are pending.
+# A batch submits (without waiting) once this many dispatches are pending; the first time already
+# after FIRST_FLUSH, so the GPU starts early.
+FIRST_FLUSH = 2
 FLUSH_DISPATCHES = 4
 
 
@@ -176,7 +178,7 @@ class Batch:
         self._written.update(wr)
         self._read.update(rd)
         self._pending_dispatches += 1
-        if self._pending_dispatches >= FLUSH_DISPATCHES:
+        if self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
             self._flush()
 
     def _flush(self, extra: Sequence = ()):
