@@ -146,7 +146,7 @@ def eager_rows(dev, torch, rng, small):
 
 
 def breakdown_rows(dev, rng, small):
-    """Where a device-resident call's wall time goes: Python (the runtime's submission stubbed out),
+    """Where a device-resident call's wall time goes: Python (kp's record and submit stubbed out),
     one empty submission on a reused sequence (submit + fence wait), and the call's GPU time."""
     from vkops.runtime import _kp, submit
 
@@ -162,12 +162,13 @@ def breakdown_rows(dev, rng, small):
         with b:
             c.dev_call()
         gpu = sum(b.gpu_ns) / 1e6
-        real = submit.Sequences.run
-        submit.Sequences.run = lambda self, ops, timestamps=False: [0] * (len(ops) + 1) if timestamps else []
+        real = submit.Sequences.submit, submit.Sequences.wait
+        submit.Sequences.submit = lambda self, ops, timestamps=False: None
+        submit.Sequences.wait = lambda self, pending, timestamps=False: []
         try:
             py = wall_ms(c.dev_call, REPS)
         finally:
-            submit.Sequences.run = real
+            submit.Sequences.submit, submit.Sequences.wait = real
         row = {"case": c.name, "wall ms": full, "python ms": py, "empty submit ms": floor, "GPU ms (1 call)": gpu,
                "rest ms": full - py - floor - gpu}
         rows.append(row)
