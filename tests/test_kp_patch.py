@@ -89,3 +89,15 @@ def test_numpy_requirement_is_not_pinned_below_2():
     assert requires and "numpy" in requires[0]
     r = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
     assert "kp 0.9.0 requires numpy<2" not in r.stdout
+
+
+def test_eval_async_returns_before_waiting(dev, kp):
+    """`eval_async()` submits and returns (0.9.0's binding ran the blocking eval); `eval_await()` waits."""
+    a, b = _storage(dev, kp, 1 << 16), _storage(dev, kp, 1 << 16)
+    seq = dev._manager().sequence()
+    seq.record(kp.OpBufferCopy(a, b, 1 << 18))
+    seq.eval_async()
+    assert seq.is_running()
+    seq.eval_await()
+    assert not seq.is_running()
+    seq.clear()
