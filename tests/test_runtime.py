@@ -381,3 +381,45 @@ def test_out_arguments_replay_and_are_checked(dev, rng):
         vkops.top_k(xt, 7, out=bad)
     with pytest.raises(vkops.ValidationError, match="out"):
         vkops.slice(xt, [0, 0], [4, 300], [1, 1], out=outs[0][0])
+
+
+def test_mixed_operators_from_eight_threads(dev):
+    """Eight threads call the three operators on device tensors they share read-only (and on their
+    own NumPy data); every result is checked."""
+    from vkops import reference
+
+    rng = np.random.default_rng(7)
+    shared = rng.standard_normal((16, 700)).astype(np.float32)
+    st = vkops.to_device(shared, dev)
+    a = rng.integers(-128, 128, size=(24, 64), dtype=np.int8)
+    b = rng.integers(-128, 128, size=(64, 40), dtype=np.int8)
+    at, bt = vkops.to_device(a, dev), vkops.to_device(b, dev)
+    want_q = reference.quantized_linear_matmul(a, 0.05, 0, b, 0.05, 0, 1.0, 0, np.int8)
+    want_v = -np.sort(-shared, axis=1)[:, :5]
+    errors = []
+
+    def work(seed):
+        r = np.random.default_rng(seed)
+        try:
+            for it in range(6):
+                v, _ = vkops.top_k(st, 5)
+                if not np.array_equal(v.numpy(), want_v):
+                    errors.append(f"{seed}: top_k")
+                y = vkops.slice(st, [0, 1], [16, 699], [-1, 2]).numpy()
+                if not np.array_equal(y, shared[::-1, 1::2]):
+                    errors.append(f"{seed}: slice")
+                q = vkops.quantized_linear_matmul(at, 0.05, None, bt, 0.05, None, 1.0, None).numpy()
+                if not np.array_equal(q, want_q):
+                    errors.append(f"{seed}: qlmm")
+                own = r.integers(0, 255, size=(9, 33), dtype=np.uint8)
+                if not np.array_equal(vkops.slice(own, [0, 0], [9, 33], [2, -1]), own[::2, ::-1]):
+                    errors.append(f"{seed}: own slice")
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{seed}: {e!r}")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

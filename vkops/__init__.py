@@ -3,7 +3,7 @@
 Descriptors validate without a device; `vkops.runtime` is the only module that imports kp.
 """
 from .dtypes import DataType
-from .errors import DeviceLimitError, ValidationError
+from .errors import DeviceLimitError, DeviceMemoryError, ValidationError
 from .ops.qlmm import QuantizedLinearMatMulDesc, quantized_linear_matmul
 from .ops.slice1 import Slice1Desc, slice
 from .ops.top_k1 import AxisDirection, TopK1Desc, top_k
@@ -12,7 +12,7 @@ from .tensor import TensorDesc
 
 __version__ = "0.1.0"
 
-__all__ = ["DataType", "DeviceLimitError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
+__all__ = ["DataType", "DeviceLimitError", "DeviceMemoryError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
            "QuantizedLinearMatMulDesc", "quantized_linear_matmul",
            "AxisDirection", "TopK1Desc", "top_k",
            "Batch", "Device", "DeviceTensor", "devices", "to_device"]

@@ -7,3 +7,9 @@ class ValidationError(ValueError):
 
 class DeviceLimitError(ValidationError):
     """Valid by the spec, but beyond what the chosen device can bind or address."""
+
+
+class DeviceMemoryError(MemoryError):
+    """A device (or host-visible staging) allocation does not fit: beyond vkops' memory budget, beyond
+    what the heap has left, or refused by the driver. Raised after freeing idle cached blocks and
+    retrying once; tensors already on the device are untouched and the device stays usable."""

@@ -14,6 +14,7 @@ from ..dtypes import DataType, words_for
 from ..errors import ValidationError
 from ..tensor import TensorDesc
 from . import _kp as K
+from . import memory as memory_mod
 from .memory import Allocator, DeviceTensor
 from .pipelines import Pipelines
 from .replay import Replays
@@ -22,7 +23,7 @@ from .submit import Batch, Sequences, barrier
 # Extensions whose features vkops' kernels use; requested where the device offers them, and the
 # patched kp enables the features they bring (Device.features lists what was enabled).
 EXTENSIONS = ("VK_KHR_8bit_storage", "VK_KHR_shader_float16_int8", "VK_EXT_subgroup_size_control",
-              "VK_KHR_cooperative_matrix")
+              "VK_KHR_cooperative_matrix", "VK_EXT_memory_budget")
 
 # Small read-only parameters (scales, zero points) are kept on the device by content, so a call with
 # the same Python scalars uploads nothing.
@@ -49,7 +50,7 @@ class Device:
     _instances: Dict[int, "Device"] = {}
     _instances_lock = threading.Lock()
 
-    def __new__(cls, index: Optional[int] = None):
+    def __new__(cls, index: Optional[int] = None, *, memory_budget: Optional[int] = None):
         if index is None:
             index = int(os.environ.get("VKOPS_DEVICE", "0"))
         infos = devices()
@@ -61,6 +62,8 @@ class Device:
                 dev = super().__new__(cls)
                 dev._init(infos[index])
                 cls._instances[index] = dev
+            if memory_budget is not None:
+                dev.memory_budget = memory_budget
             return dev
 
     def _init(self, info: vkinfo.DeviceInfo):
@@ -71,8 +74,11 @@ class Device:
         self._counters: Optional[DeviceTensor] = None
         self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
         self._owned: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()  # counters and constants
-        self._replays = Replays()
+        self._replays = Replays(self._lock)
         self._local = threading.local()
+        # Bytes vkops may hold on this device (device and staging buffers together, idle ones too);
+        # None: as much as the heaps give. $VKOPS_MEMORY_BUDGET sets it (e.g. 512M, 8G).
+        self.memory_budget: Optional[int] = parse_bytes(os.environ.get("VKOPS_MEMORY_BUDGET"))
 
     # -- facts -------------------------------------------------------------------------------- #
     index = property(lambda self: self.info.index)
@@ -112,7 +118,7 @@ class Device:
                 self._pipelines = Pipelines(self, mgr)
                 self._memory = Allocator(self, "host" if cpu else "storage", idle, self._pipelines.forget)
                 self._staging = Allocator(self, "host", min(idle, 256 << 20))
-                self._sequences = Sequences(mgr)
+                self._sequences = Sequences(mgr, self._lock)
                 self._mgr = mgr
             return self._mgr
 
@@ -192,6 +198,38 @@ class Device:
         """Whether `t` is one of the device's own tensors (counters, constants), the same for every call."""
         return t in self._owned
 
+    # -- memory accounting ------------------------------------------------------------------- #
+    def memory_held(self) -> int:
+        """Bytes of device and staging memory vkops holds on this device, in use or idle."""
+        return self._memory.held_bytes + self._staging.held_bytes
+
+    def _memory_check(self, allocator, nbytes: int) -> Optional[str]:
+        """Why a new block of `nbytes` should not be asked for, or None."""
+        held = self.memory_held()
+        if self.memory_budget is not None and held + nbytes > self.memory_budget:
+            return f"vkops' memory budget is {_gib(self.memory_budget)} and it holds {_gib(held)}"
+        if nbytes >= memory_mod.BUDGET_CHECK_BYTES:
+            size, free, how = self._heap_free(allocator)
+            if nbytes > free:
+                heap = "host-visible" if allocator is self._staging else "device"
+                return f"the {heap} heap has {_gib(free)} free of {_gib(size)} ({how})"
+        return None
+
+    def _heap_free(self, allocator) -> Tuple[int, int, str]:
+        heaps = self._manager().memory_heaps()  # (size, budget, usage, device-local)
+        local = [h for h in heaps if h[3]] or heaps
+        host = [h for h in heaps if not h[3]] or local
+        size, budget, usage, _ = max(host if allocator.host_visible and self.device_type != "cpu" else local)
+        if budget:
+            return size, max(budget - usage, 0), "VK_EXT_memory_budget"
+        return size, max(size - self.memory_held(), 0), "heap size less what vkops holds"
+
+    def _memory_message(self, allocator, nbytes: int, why: str) -> str:
+        kind = "host-visible staging" if allocator is self._staging else "device"
+        return (f"cannot allocate {nbytes} bytes ({_gib(nbytes)}) of {kind} memory on {self.name}: {why}; "
+                f"vkops holds {_gib(self.memory_held())} ({_gib(self._memory.idle_bytes + self._staging.idle_bytes)} "
+                f"idle, already freed and retried). Drop device tensors you no longer need, or ask for less")
+
     # -- data movement outside batches -------------------------------------------------------- #
     @staticmethod
     def _pack_into(buf, array: np.ndarray, words: int) -> None:
@@ -248,6 +286,22 @@ class Device:
     def _active_batch(self) -> Optional[Batch]:
         stack = getattr(self._local, "stack", None)
         return stack[-1] if stack else None
+
+
+def parse_bytes(text: Optional[str]) -> Optional[int]:
+    """'1073741824', '512M', '8G', '64k' -> bytes; None or '' -> None."""
+    if not text:
+        return None
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+    try:
+        return int(float(t[:-1] if scale > 1 else t) * scale)
+    except ValueError:
+        raise ValidationError(f"VKOPS_MEMORY_BUDGET must be a byte count like 512M or 8G; got {text!r}") from None
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 28 else f"{n / (1 << 20):.1f} MiB"
 
 
 def to_device(array, device: Optional[Device] = None, data_type=None) -> DeviceTensor:

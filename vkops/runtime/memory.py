@@ -17,11 +17,14 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from ..dtypes import DataType, pack, unpack, words_for
-from ..errors import DeviceLimitError, ValidationError
+from ..errors import DeviceLimitError, DeviceMemoryError, ValidationError
 from ..tensor import TensorDesc
 from ._kp import kp
 
 _serials = itertools.count(1)
+
+# Requests of at least this many bytes are checked against the heap's budget before they are made.
+BUDGET_CHECK_BYTES = 64 << 20
 
 # Requests up to this many words share one class; above it, four classes per power of two
 # (under 25% unused).
@@ -86,6 +89,7 @@ class Allocator:
         self._on_free = on_free  # called with a serial whose block is destroyed
         self._idle: Dict[int, List[_Block]] = collections.defaultdict(list)
         self.idle_bytes = 0
+        self.held_bytes = 0  # every block this allocator made and has not freed, in use or idle
         self.created = 0
         self.reused = 0
 
@@ -104,12 +108,34 @@ class Allocator:
                 self.idle_bytes -= block.nbytes
                 self.reused += 1
             else:
-                k = kp()
-                ttype = k.TensorTypes.host if self.host_visible else k.TensorTypes.storage
-                # np.zeros is calloc: for storage tensors kp reads none of it.
-                block = _Block(dev._manager().tensor_t(np.zeros(cls, np.uint32), ttype), cls)
-                self.created += 1
+                block = self._create(cls)
             return _Buffer(block, self)
+
+    def _create(self, words: int) -> _Block:
+        """A new kp tensor; over budget or refused, idle blocks are freed and it is tried once more."""
+        nbytes = words * 4
+        why = self.device._memory_check(self, nbytes)
+        if why:
+            self.device.trim()
+            why = self.device._memory_check(self, nbytes)
+        if why:
+            raise DeviceMemoryError(self.device._memory_message(self, nbytes, why))
+        k = kp()
+        ttype = k.TensorTypes.host if self.host_visible else k.TensorTypes.storage
+        for attempt in (0, 1):
+            try:
+                # np.zeros is calloc: for storage tensors kp reads none of it.
+                t = self.device._manager().tensor_t(np.zeros(words, np.uint32), ttype)
+                break
+            except RuntimeError as e:  # the patched kp reports a failed vkAllocateMemory/vkCreateBuffer
+                if "failed" not in str(e) or not str(e).startswith("vk"):
+                    raise
+                if attempt:
+                    raise DeviceMemoryError(self.device._memory_message(self, nbytes, str(e))) from e
+                self.device.trim()
+        self.created += 1
+        self.held_bytes += nbytes
+        return _Block(t, words)
 
     def put(self, block: _Block) -> None:
         dev = self.device
@@ -140,6 +166,7 @@ class Allocator:
         if self._on_free is not None:
             self._on_free(block.serial)  # descriptor sets bound to it go first
         block.kp.destroy()
+        self.held_bytes -= block.nbytes
 
 
 class DeviceTensor:

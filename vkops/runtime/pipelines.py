@@ -98,6 +98,10 @@ class Pipelines:
                   spec: Sequence[int], push_words: int):
         """A kp Algorithm for these buffers and grid; its pipeline is compiled at most once."""
         key = (kernel, tuple(spec), tuple(groups), push_words, tuple(b.serial for b in buffers))
+        with self.device._lock:  # kp's manager is not thread-safe
+            return self._algorithm(key, kernel, buffers, groups, spec, push_words)
+
+    def _algorithm(self, key, kernel, buffers, groups, spec, push_words):
         algo = self._algorithms.get(key)
         if algo is not None:
             self._algorithms.move_to_end(key)

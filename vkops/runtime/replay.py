@@ -121,20 +121,23 @@ def replay(rec: Recording, call) -> None:
 class Replays:
     """The recordings of one device, LRU by key."""
 
-    def __init__(self):
+    def __init__(self, lock):
+        self._lock = lock
         self._entries: "collections.OrderedDict[tuple, Recording]" = collections.OrderedDict()
         self.hits = 0
         self.stored = 0
 
     def get(self, key):
-        rec = self._entries.get(key)
-        if rec is not None:
-            self._entries.move_to_end(key)
-            self.hits += 1
-        return rec
+        with self._lock:
+            rec = self._entries.get(key)
+            if rec is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+            return rec
 
     def put(self, key, rec: Recording):
-        self._entries[key] = rec
-        self.stored += 1
-        if len(self._entries) > REPLAY_ENTRIES:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = rec
+            self.stored += 1
+            if len(self._entries) > REPLAY_ENTRIES:
+                self._entries.popitem(last=False)

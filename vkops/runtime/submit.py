@@ -43,35 +43,39 @@ def _pow2(n: int) -> int:
 class Sequences:
     """Reusable kp sequences of one device: plain ones, and ones with timestamp queries by capacity."""
 
-    def __init__(self, manager):
+    def __init__(self, manager, lock):
         self._mgr = manager
+        self._lock = lock  # the device's: kp's manager and the queue are not thread-safe
         self._free: Dict[int, list] = {}
         self.created = 0
         self.submissions = 0
 
     def acquire(self, timestamps: int = 0):
         cap = _pow2(timestamps) if timestamps else 0
-        free = self._free.get(cap)
-        if free:
-            return cap, free.pop()
-        self.created += 1
-        return cap, self._mgr.sequence(0, cap)
+        with self._lock:
+            free = self._free.get(cap)
+            if free:
+                return cap, free.pop()
+            self.created += 1
+            return cap, self._mgr.sequence(0, cap)
 
     def release(self, cap: int, seq) -> None:
         seq.clear()  # drops the recorded ops (and the buffers they hold); the command buffer is reset on reuse
-        self._free.setdefault(cap, []).append(seq)
+        with self._lock:
+            self._free.setdefault(cap, []).append(seq)
 
     def submit(self, ops: List, timestamps: bool = False):
         """Record `ops` into a reused sequence and submit it without waiting; returns what `wait` takes."""
         cap, seq = self.acquire(len(ops) + 1 if timestamps else 0)
         try:
-            for op in ops:
-                seq.record(op)
-            seq.eval_async()
+            with self._lock:
+                for op in ops:
+                    seq.record(op)
+                seq.eval_async()
+                self.submissions += 1
         except BaseException:
             self.release(cap, seq)
             raise
-        self.submissions += 1
         return cap, seq
 
     def wait(self, pending, timestamps: bool = False) -> List[int]:
@@ -93,7 +97,9 @@ class Batch:
 
     Used as a context manager it becomes the current batch of this thread for its device: operators
     called inside record into it (NumPy inputs are uploaded as part of it, outputs are device
-    tensors), and it runs when the block ends. `run()` may also be called by hand."""
+    tensors), and it runs when the block ends. `run()` may also be called by hand. If the block
+    raises, work already submitted completes and the rest is dropped: the batch's outputs are then
+    undefined, every other tensor and the device stay as they were."""
 
     def __init__(self, device, timestamps: bool = False):
         self.device = device
@@ -187,9 +193,7 @@ class Batch:
         if not ops:
             return
         kinds = [kind for kind, _ in self._ops] + ["op"] * len(extra)
-        dev = self.device
-        with dev._lock:
-            pending = dev._sequences.submit(ops, self.timestamps)
+        pending = self.device._sequences.submit(ops, self.timestamps)
         self._inflight.append((pending, kinds))
         self._submitted += 1
         self._ops = []
