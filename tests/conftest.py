@@ -8,6 +8,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests (tests/test_properties.py): "ci" by default, `--hypothesis-profile=long` for a long run.
+_QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
+settings.register_profile("ci", max_examples=30, deadline=None, suppress_health_check=_QUIET)
+settings.register_profile("long", max_examples=600, deadline=None, suppress_health_check=_QUIET)
+
+
+def pytest_configure(config):
+    if not config.getoption("hypothesis_profile", None):
+        settings.load_profile("ci")
 
 # Pipeline cache files go to a fresh directory, so no run reads another's.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vkops-cache-")

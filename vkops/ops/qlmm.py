@@ -436,6 +436,14 @@ def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
         except (TypeError, ValueError):
             raise ValidationError(f"quantized_linear_matmul: {field} must be a number or an array of numbers; "
                                   f"got {x!r}") from None
+        # Quantization scales are positive and finite: NaN, infinities, zero (output_scale divides)
+        # and negative values are rejected where the host knows them.
+        bad = ~(np.isfinite(arr) & (arr > 0))
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            where = f" at index {tuple(int(i) for i in np.unravel_index(first, arr.shape))}" if arr.ndim else ""
+            raise ValidationError(f"QuantizedLinearMatMulDesc.{field} must be finite and > 0; got "
+                                  f"{float(arr.reshape(-1)[first])}{where} ({int(bad.sum())} of {arr.size} values)")
     elif _is_python_scalar(x):
         info = np.iinfo(zp_dtype)
         if int(x) != x or not info.min <= int(x) <= info.max:

@@ -25,11 +25,7 @@ class Slice1Desc:
 
     def __post_init__(self):
         for f in ("input_window_offsets", "input_window_sizes", "input_window_strides"):
-            v = getattr(self, f)
-            try:
-                object.__setattr__(self, f, tuple(int(x) for x in v))
-            except (TypeError, ValueError):
-                raise ValidationError(f"Slice1Desc.{f} must be a sequence of integers; got {v!r}") from None
+            object.__setattr__(self, f, window_ints(f, getattr(self, f)))
 
     @property
     def max_copied_elements(self) -> Tuple[int, ...]:
@@ -70,6 +66,22 @@ class Slice1Desc:
                     f"{name}.output.sizes must satisfy 1 <= OutputSizes[i] <= MaxCopiedElements[i]; got "
                     f"{out.sizes[i]} at dimension {i} with MaxCopiedElements {mx} (output sizes {out.sizes})")
         return self
+
+
+def window_ints(field: str, values) -> Tuple[int, ...]:
+    """A window parameter as integers; fractions, booleans and non-numbers are rejected (not truncated)."""
+    try:
+        items = list(values)
+    except TypeError:
+        raise ValidationError(f"Slice1Desc.{field} must be a sequence of integers; got {values!r}") from None
+    out = []
+    for i, v in enumerate(items):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer, float, np.floating)) \
+                or v != v or int(v) != v:
+            raise ValidationError(f"Slice1Desc.{field} must hold integers; got {v!r} at dimension {i} in "
+                                  f"{tuple(items)}")
+        out.append(int(v))
+    return tuple(out)
 
 
 # Host mirror of slice1.comp's push-constant block.
@@ -152,6 +164,9 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
     with Call(x, key=key, outs=(out,)) as call:
         if not call.replayed:
             (xd,) = call.descs
+            offsets = window_ints("input_window_offsets", offsets)
+            sizes = window_ints("input_window_sizes", sizes)
+            strides = window_ints("input_window_strides", strides)
             if output_sizes is None:
                 # MaxCopiedElements; a zero stride or bad size is left for validate() to name.
                 output_sizes = tuple(1 + (sz - 1) // abs(st) if st and sz > 0 else 1 for sz, st in zip(sizes, strides))

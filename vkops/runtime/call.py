@@ -15,6 +15,38 @@ from .replay import Recorder, replay
 from .submit import Batch
 
 
+def as_array(x, param: bool = False) -> np.ndarray:
+    """A NumPy-face input as an array of a DML data type. Python lists and scalars are taken where the
+    dtype is unambiguous: floats become float32, ints int32 (when they fit). Operator inputs need 1 to
+    8 dimensions (DML's DimensionCount >= 1): a 0-d array is rejected, not read as shape (1,); `param`
+    inputs (scales, zero points) may be 0-d."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        a = np.asarray(x)
+    else:
+        try:
+            a = np.asarray(x)
+        except (TypeError, ValueError):
+            a = np.asarray(x, dtype=object)
+        if a.dtype.kind == "f":
+            if np.any(np.abs(a[np.isfinite(a)]) > np.finfo(np.float32).max):
+                raise ValidationError("input: Python floats beyond float32's range; pass a NumPy array of a DML "
+                                      "data type (float32, float16)")
+            a = a.astype(np.float32)
+        elif a.dtype.kind == "i":
+            if a.size and (a.min() < -2**31 or a.max() > 2**31 - 1):
+                raise ValidationError("input: Python ints beyond int32's range; pass a NumPy array with an explicit "
+                                      "dtype (int32, uint32, int16, uint16, int8, uint8)")
+            a = a.astype(np.int32)
+        elif a.dtype.kind == "b":
+            raise ValidationError("input: booleans are not a DML data type; pass x.astype(np.uint8)")
+        elif a.dtype.kind not in "u":
+            raise ValidationError(f"input must be a NumPy array, a DeviceTensor, or a list of numbers; got {x!r:.80}")
+    if a.ndim == 0 and not param:
+        raise ValidationError("input must have 1 to 8 dimensions (DML DimensionCount >= 1); got a 0-d value: "
+                              "pass x.reshape(1)")
+    return a
+
+
 class Call:
     """One operator call from the NumPy face: finds the device, stages NumPy inputs, joins the
     thread's current batch or makes a one-off one, and converts outputs back.
@@ -36,8 +68,9 @@ class Call:
                 dev = x.device
         self.device = dev or Device()
         self.numpy_in = not any(isinstance(x, DeviceTensor) for x in inputs)
+        self._params = set(params)
+        inputs = tuple(x if isinstance(x, DeviceTensor) else as_array(x, i in self._params) for i, x in enumerate(inputs))
         self._raw = inputs
-        self._params = set(params)  # indices of read-only parameter inputs (see Device.constant)
         self._outer = self.device._active_batch()
         self.batch = self._outer or Batch(self.device)
         self._inputs: Optional[List[DeviceTensor]] = None
@@ -88,8 +121,7 @@ class Call:
             if isinstance(x, DeviceTensor):
                 out.append(x.desc)
             else:
-                a = np.asarray(x)
-                out.append(TensorDesc(DataType.of(a, "input data_type"), a.shape or (1,), name="input"))
+                out.append(TensorDesc(DataType.of(x, "input data_type"), x.shape or (1,), name="input"))
         return out
 
     @property
