@@ -7,7 +7,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ..dtypes import DataType
-from ..errors import ValidationError
+from ..errors import DeviceLimitError, DeviceMemoryError, ValidationError
 from ..tensor import TensorDesc
 from .device import CONSTANT_BYTES, Device
 from .memory import DeviceTensor
@@ -77,6 +77,7 @@ class Call:
         self._outputs: List[DeviceTensor] = []
         self._host: List[np.ndarray] = []
         self._key = key
+        self._op = key[0] if key else None  # the operator's name, for errors
         self._user_outs = list(outs)  # the `out=` tensors, in the order the operator makes its outputs
         self._out_fields: List[str] = []
         self._recorder: Optional[Recorder] = None
@@ -163,6 +164,9 @@ class Call:
         return self._recorder._batch if self._recorder is not None else self.batch
 
     def __exit__(self, exc_type, exc, tb):
+        if isinstance(exc, (DeviceMemoryError, DeviceLimitError)) and self._op and exc.args \
+                and not str(exc.args[0]).startswith("vkops."):
+            exc.args = (f"vkops.{self._op}: {exc.args[0]}",) + exc.args[1:]  # name the operator that failed
         if self._recorder is not None:
             self.batch = self._recorder._batch
             if exc_type is None and self._recorder.ok:
