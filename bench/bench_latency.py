@@ -106,12 +106,6 @@ def cases(torch, rng, small):
     return out
 
 
-def torch_wall(torch, fn, reps=REPS):
-    if torch is None or fn is None:
-        return None
-    return wall_ms(lambda: (fn(), torch.cuda.synchronize()), reps)
-
-
 def interleaved(fns, rounds=5):
     """Median wall ms of each callable (None stays None), timed in turns over `rounds` rounds and
     the lowest round kept: the card's clock and the host wander from one second to the next."""

@@ -210,7 +210,3 @@ class Pipelines:
             except OSError as e:
                 warnings.warn(f"vkops: cannot write {path}: {e}", RuntimeWarning, stacklevel=2)
         return verdict
-
-    def close(self):
-        self.save()
-        self._mgr = None
