@@ -6,6 +6,7 @@ Usage: python kernels/build.py --out vkops/spv [--force]
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -76,7 +77,24 @@ def main() -> int:
         built += 1
     if built:
         print(f"kernels: compiled and validated {built} SPIR-V module(s) into {out}")
+    write_manifest(out)
     return 0
+
+
+def write_manifest(out: Path) -> None:
+    """vkops/spv/manifest.json: every module's interface, by reflection from its SPIR-V (see reflect.py),
+    with its source and defines: what a host without Python needs to bind and dispatch it."""
+    from reflect import reflect  # noqa: PLC0415
+
+    modules = {}
+    for name, (src, defines, *_) in VARIANTS.items():
+        info = reflect((out / f"{name}.spv").read_bytes())
+        modules[name] = {"file": f"{name}.spv", "source": src, "defines": defines, **info}
+    text = json.dumps({"format": "vkops-kernel-manifest/1", "target_env": TARGET_ENV, "modules": modules},
+                      indent=1, sort_keys=False)
+    path = out / "manifest.json"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ class TopK1Desc:
         return self
 
 
-# Host mirror of top_k1.comp's push-constant block (120 bytes).
+# Host mirror of top_k1.comp's push-constant block (116 bytes; tests/test_manifest.py checks it).
 TOPK_PUSH = np.dtype([(f, "<u4") for f in ("n_seq", "L", "K", "Kp", "chunks", "chunk_len", "flip",
                                            "axis_stride", "inner", "G", "P", "size", "stride", "n_other",
                                            "n_groups", "vec", "cap")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
