@@ -98,3 +98,9 @@ def test_manifest_is_current(manifest):
     for name, m in manifest["modules"].items():
         now = reflect((SPV / m["file"]).read_bytes())
         assert {k: m[k] for k in now} == json.loads(json.dumps(now)), name
+
+
+def test_the_device_reports_which_kernels_it_can_run(dev):
+    assert dev.supports("slice1_b8") and dev.supports("top_k1_f32") and dev.supports("qlmm")
+    coop = dev.supports("qlmm_coopmat")
+    assert coop == ({"cooperativeMatrix", "shaderInt8", "vulkanMemoryModel"} <= set(dev.features))

@@ -283,7 +283,8 @@ def test_features_are_reported(dev):
     known = {"shaderInt16", "shaderInt64", "shaderFloat64", "storageBuffer16BitAccess",
              "uniformAndStorageBuffer16BitAccess", "storagePushConstant16", "storageBuffer8BitAccess",
              "uniformAndStorageBuffer8BitAccess", "storagePushConstant8", "shaderFloat16", "shaderInt8",
-             "subgroupSizeControl", "computeFullSubgroups", "cooperativeMatrix"}
+             "subgroupSizeControl", "computeFullSubgroups", "cooperativeMatrix", "vulkanMemoryModel",
+             "vulkanMemoryModelDeviceScope"}
     assert set(feats) <= known
     if "VK_KHR_8bit_storage" in dev.info.extensions:
         assert "storageBuffer8BitAccess" in feats

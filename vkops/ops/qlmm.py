@@ -195,10 +195,12 @@ def _strides(x_desc: TensorDesc) -> Tuple[int, int, int, int]:
 
 
 def coopmat_supported(dev) -> bool:
-    """The device offers the s8 16x16x32 shape at subgroup scope, with 32-lane subgroups."""
+    """The device offers the s8 16x16x32 shape at subgroup scope, with 32-lane subgroups, and the
+    features the kernel's SPIR-V declares (cooperativeMatrix, shaderInt8, vulkanMemoryModel) are enabled."""
     info = dev.info
     return (dev.cooperative_matrix and COOPMAT_SHAPE in tuple(info.cooperative_matrix_shapes)
-            and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024)
+            and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024
+            and all(dev.supports(k) for k in _COOPMAT_KERNELS))  # features the SPIR-V declares, enabled
 
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk")

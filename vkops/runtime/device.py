@@ -23,7 +23,7 @@ from .submit import Batch, Sequences, barrier
 # Extensions whose features vkops' kernels use; requested where the device offers them, and the
 # patched kp enables the features they bring (Device.features lists what was enabled).
 EXTENSIONS = ("VK_KHR_8bit_storage", "VK_KHR_shader_float16_int8", "VK_EXT_subgroup_size_control",
-              "VK_KHR_cooperative_matrix", "VK_EXT_memory_budget")
+              "VK_KHR_cooperative_matrix", "VK_KHR_vulkan_memory_model", "VK_EXT_memory_budget")
 
 # Small read-only parameters (scales, zero points) are kept on the device by content, so a call with
 # the same Python scalars uploads nothing.
@@ -100,6 +100,10 @@ class Device:
         """The Vulkan device features enabled for vkops (those the device offers of the ones the
         kernels use: 8/16-bit storage and arithmetic, subgroup size control, cooperative matrices)."""
         return tuple(self._manager().enabled_features())
+
+    def supports(self, kernel: str) -> bool:
+        """Every device feature the kernel's SPIR-V needs (per the manifest) was enabled."""
+        return set(self._pipelines.requirements(kernel)["device_features"]) <= set(self.features)
 
     def __repr__(self) -> str:
         i = self.info

@@ -89,6 +89,15 @@ class Pipelines:
             self._spirv[kernel] = code
         return code
 
+    def requirements(self, kernel: str) -> Dict:
+        """The kernel's entry in vkops/spv/manifest.json (capabilities, extensions, device features)."""
+        if not hasattr(self, "_manifest"):
+            try:
+                self._manifest = json.loads(resources.files("vkops").joinpath("spv", "manifest.json").read_text())
+            except FileNotFoundError:
+                raise RuntimeError("vkops/spv/manifest.json is missing: run `make spv`") from None
+        return self._manifest["modules"][kernel]
+
     @property
     def compiled(self) -> int:
         """Pipelines compiled by this process on this device (each kernel and specialization once)."""
