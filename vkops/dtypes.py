@@ -1,7 +1,7 @@
 """DML data types as NumPy dtypes, and their packing into 32-bit words.
 
-kp tensors hold only 32-bit elements and kp enables no 8/16-bit storage features, so every
-device buffer is an array of uint32 words holding the tensor's bytes, little-endian, zero padded.
+Every device buffer is an array of uint32 words holding the tensor's bytes, little-endian, zero
+padded: kernels use 32-bit storage only, so the same SPIR-V runs on devices without 8/16-bit storage.
 """
 from __future__ import annotations
 
