@@ -4,7 +4,9 @@
 - `memory`    caching allocator of device/staging buffers, DeviceTensor
 - `pipelines` pipelines compiled once per kernel and specialization; the cache file on disk
 - `submit`    Batch: recorded dispatches with barriers, run on reused sequences
+- `replay`    a call repeated with the same descriptors, replayed from its first recording
 - `call`      Call: one NumPy-face operator call through a batch
+- `_kp`       the kp import (patched build only) and Vulkan flag values
 """
 from .call import Call
 from .device import Device, devices, to_device
