@@ -18,7 +18,7 @@ from . import memory as memory_mod
 from .memory import Allocator, DeviceTensor
 from .pipelines import Pipelines
 from .replay import Replays
-from .submit import Batch, Sequences, barrier
+from .submit import Batch, Sequences
 
 # Extensions whose features vkops' kernels use; requested where the device offers them, and the
 # patched kp enables the features they bring (Device.features lists what was enabled).
@@ -99,7 +99,8 @@ class Device:
     def features(self) -> Tuple[str, ...]:
         """The Vulkan device features enabled for vkops (those the device offers of the ones the
         kernels use: 8/16-bit storage and arithmetic, subgroup size control, cooperative matrices)."""
-        return tuple(self._manager().enabled_features())
+        self._manager()
+        return self._features
 
     def supports(self, kernel: str) -> bool:
         """Every device feature the kernel's SPIR-V needs (per the manifest) was enabled."""
@@ -123,12 +124,13 @@ class Device:
                 self._memory = Allocator(self, "host" if cpu else "storage", idle, self._pipelines.forget)
                 self._staging = Allocator(self, "host", min(idle, 256 << 20))
                 self._sequences = Sequences(mgr, self._lock)
+                self._features = tuple(mgr.enabled_features())
                 self._mgr = mgr
             return self._mgr
 
     def __getattr__(self, name):
         # _memory, _staging, _pipelines and _sequences exist once the manager does.
-        if name in ("_memory", "_staging", "_pipelines", "_sequences"):
+        if name in ("_memory", "_staging", "_pipelines", "_sequences", "_features"):
             self._manager()
             return self.__dict__[name]
         raise AttributeError(name)
@@ -256,19 +258,15 @@ class Device:
             stage.host()[:n] = words_data
             self._sequences.run([K.kp().OpBufferCopy(stage.kp, buf.kp, n * 4)])
 
-    def _read(self, buf, words: int) -> np.ndarray:
-        """The first `words` words of `buf` (a copy)."""
-        self._check_not_pending(buf)
-        with self._lock:
-            if buf.host_visible:
-                return buf.host()[:words].copy()
-            stage = self._staging.get(words)
-            k = K.kp()
-            self._sequences.run([
-                barrier([buf], dst_access=K.TRANSFER_READ, dst_stage=K.STAGE_TRANSFER),
-                k.OpBufferCopy(buf.kp, stage.kp, words * 4),
-                barrier([stage], K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST)])
-            return stage.host()[:words].copy()
+    def _read(self, tensor: DeviceTensor) -> np.ndarray:
+        """`tensor`'s elements as a new NumPy array: a batch of one download."""
+        self._check_not_pending(tensor._buffer)
+        if tensor._buffer.host_visible:  # every batch has been waited for: mapped memory is current
+            return tensor.from_words(tensor._buffer.host())
+        b = Batch(self)
+        b.download(tensor)
+        b.run()
+        return tensor.from_words(b.host_words(tensor))
 
     def _check_not_pending(self, buf):
         for b in list(self._pending):

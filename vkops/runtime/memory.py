@@ -83,7 +83,6 @@ class Allocator:
 
     def __init__(self, device, tensor_type: str, idle_limit: int, on_free=None):
         self.device = device
-        self.tensor_type = tensor_type
         self.host_visible = tensor_type == "host"
         self.idle_limit = idle_limit
         self._on_free = on_free  # called with a serial whose block is destroyed
@@ -223,8 +222,7 @@ class DeviceTensor:
     # -- data --------------------------------------------------------------------------------- #
     def numpy(self) -> np.ndarray:
         """Download and return a NumPy array (honours the view's strides)."""
-        words = words_for(self.desc.span, self.data_type)
-        return self.from_words(self.device._read(self._buffer, words))
+        return self.device._read(self)
 
     def from_words(self, words: np.ndarray) -> np.ndarray:
         """This tensor's elements from the words of its buffer (a copy)."""

@@ -68,6 +68,7 @@ class Pipelines:
         self.device = device
         self._mgr = manager
         self._spirv: Dict[str, bytes] = {}
+        self._manifest: Optional[Dict] = None
         self._algorithms: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
         self._by_serial: Dict[int, set] = collections.defaultdict(set)
         self.algorithms_created = 0
@@ -91,7 +92,7 @@ class Pipelines:
 
     def requirements(self, kernel: str) -> Dict:
         """The kernel's entry in vkops/spv/manifest.json (capabilities, extensions, device features)."""
-        if not hasattr(self, "_manifest"):
+        if self._manifest is None:
             try:
                 self._manifest = json.loads(resources.files("vkops").joinpath("spv", "manifest.json").read_text())
             except FileNotFoundError:
