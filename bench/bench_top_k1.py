@@ -94,7 +94,7 @@ def main():
             outs = [(dev.empty(vdesc), dev.empty(idesc)) for _ in range(args.reps)]
             v, i = outs[0]
             n_seq = host.size // shape[-1]
-            p = topk_mod.device_plan(dev, n_seq, shape[-1], k)
+            p = topk_mod.device_path(dev.limits, n_seq, shape[-1], k)
             gpu = vk_gpu_ms(lambda r: vkops.top_k(x, k, out=outs[r]), args.reps, dev)
             wall = wall_ms(lambda: vkops.top_k(x, k, out=(v, i)), args.reps)
             row = {"dtype": dtype, "shape": name, "K": k, "path": f"{p.path}/{p.chunks}" if p.path == "filter"

@@ -134,7 +134,7 @@ def test_short_rows_around_4b(dev, rng, direction):
     B = shared_b(dev)
     for n, k, radix in ((B // 2, 2, False), (B // 2 + 1, 2, True), (B, 1, False), (4 * B, 2, True),
                         (4 * B, 64, True), (4 * B + 1, 2, False)):
-        p = tk.plan(2, n, k, dev.shared_memory_bytes)
+        p = tk.choose_path(2, n, k, dev.shared_memory_bytes)
         assert p.radix == radix, (n, k, p)
         x = rng.integers(0, 7, size=(2, n)).astype(np.float32)
         check(x, k, 1, direction)

@@ -19,7 +19,9 @@ import numpy as np
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
 from ..tensor import TensorDesc, validate_fields
-from .slice1 import record_packed
+from ..limits import Limits
+from ..plan import Builder, Plan
+from .slice1 import lower_packed
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
@@ -234,11 +236,28 @@ def split_verified(dev) -> bool:
     return coopmat_verified(dev) and _verdict(dev, True)
 
 
+_limits: Dict[int, Limits] = {}
+
+
+def device_limits(dev, verified: bool = True) -> Limits:
+    """`dev.limits` with what this operator learns by trying the device: whether the cooperative-matrix
+    kernels are offered and (verified=True) passed their self-checks."""
+    if not verified:
+        return dev.limits.replace(cooperative_matrix=coopmat_supported(dev))
+    lim = _limits.get(dev.index)
+    if lim is None or lim.name != dev.limits.name:
+        lim = _limits[dev.index] = dev.limits.replace(
+            cooperative_matrix=coopmat_supported(dev), coopmat_verified=coopmat_verified(dev),
+            coopmat_split_verified=split_verified(dev))
+    return lim
+
+
 def self_check(dev, split: bool = False) -> bool:
     """Run small problems through both coopmat variants in a batch of their own; compare with the oracle.
     split=True checks the split-K variants instead."""
     from .. import reference  # noqa: PLC0415
     from ..runtime import Batch  # noqa: PLC0415
+    from ..runtime.execute import execute  # noqa: PLC0415
 
     rng = np.random.default_rng(1234)
     ok = True
@@ -266,7 +285,8 @@ def self_check(dev, split: bool = False) -> bool:
                                          TensorDesc(np.int8, want.shape)).validate()
         out = dev.empty(desc.output)
         batch = Batch(dev)
-        record(batch, desc, *ts, out, kernel="coopmat", config=config, split_k=sk)
+        p = plan(desc, device_limits(dev, verified=False), kernel="coopmat", config=config, split_k=sk)
+        execute(p, batch, [t for t in ts if t is not None], [out])
         batch.run()
         got = out.numpy()
         diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
@@ -274,22 +294,22 @@ def self_check(dev, split: bool = False) -> bool:
     return ok
 
 
-def choose_kernel(dev, desc: QuantizedLinearMatMulDesc, a_st, b_st, kernel: str = "auto") -> str:
+def choose_kernel(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kernel: str = "auto") -> str:
     aligned = (desc.k % 16 == 0 and desc.n % 16 == 0 and a_st[3] == 1 and b_st[3] == 1
                and all(s % 16 == 0 for s in a_st[:3]) and all(s % 16 == 0 for s in b_st[:3]))
     if kernel == "portable":
         return "portable"
     if kernel == "coopmat":
-        if not coopmat_supported(dev):
+        if not lim.cooperative_matrix:
             raise DeviceLimitError(f"kernel='coopmat' needs VK_KHR_cooperative_matrix with shape {COOPMAT_SHAPE} "
-                                   f"and 32-lane subgroups; {dev.name} does not offer them")
+                                   f"and 32-lane subgroups; {lim.name} does not offer them")
         if not aligned:
             raise ValidationError(f"kernel='coopmat' needs K and N multiples of 16 and 16-element aligned strides; "
                                   f"got K={desc.k}, N={desc.n}, a strides {a_st}, b strides {b_st}")
         return "coopmat"
     if kernel != "auto":
         raise ValidationError(f"kernel must be 'auto', 'portable' or 'coopmat'; got {kernel!r}")
-    return "coopmat" if aligned and coopmat_verified(dev) else "portable"
+    return "coopmat" if aligned and lim.cooperative_matrix and lim.coopmat_verified else "portable"
 
 
 def _zero_point_free(zp, signed: bool, known) -> bool:
@@ -302,31 +322,44 @@ def _zero_point_free(zp, signed: bool, known) -> bool:
     return bool(np.all(np.asarray(known).astype(np.int32) == offset))
 
 
-def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale, b_zp, o_scale, o_zp, out,
-           kernel: str = "auto", zero_points: Optional[Tuple] = None, config: Optional[str] = None,
-           group_m: Optional[int] = None, split_k=None) -> str:
-    """Record the product into packed device tensor `out`; returns the kernel used.
-    `zero_points` = (a_zp, b_zp) as NumPy arrays when the host knows them (lets the cooperative-matrix
-    path skip the row/column sums)."""
-    dev = batch.device
+_INPUTS = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale", "output_zero_point")
+
+
+def plan(desc: QuantizedLinearMatMulDesc, limits: Limits, *, kernel: str = "auto",
+         zero_points: Optional[Tuple] = None, config: Optional[str] = None, group_m: Optional[int] = None,
+         split_k=None) -> Plan:
+    """The dispatch of a validated QUANTIZED_LINEAR_MATRIX_MULTIPLY (pure: no device). Its inputs are the
+    descriptor's tensors in order, absent zero points left out. `zero_points` = (a_zp, b_zp) as NumPy
+    arrays when the host knows them (lets the cooperative-matrix path skip the row/column sums)."""
+    bld = Builder("qlmm", limits)
+    ins = [None if getattr(desc, f) is None else bld.input(getattr(desc, f), f) for f in _INPUTS]
+    out = bld.output(desc.output, "output")
+    bld.notes["kernel"] = lower(bld, desc, *ins, out, kernel=kernel, zero_points=zero_points, config=config,
+                                group_m=group_m, split_k=split_k)
+    return bld.finish()
+
+
+def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale, b_zp, o_scale, o_zp, out,
+          kernel: str = "auto", zero_points: Optional[Tuple] = None, config: Optional[str] = None,
+          group_m: Optional[int] = None, split_k=None) -> str:
+    """Dispatch the product into packed `out`; returns the kernel used."""
+    lim = batch.limits
     M, N, K = desc.m, desc.n, desc.k
     Bo, Co = desc.output.sizes[:2]
 
     def packed_inner(t):
         if t.desc.element_strides[3] == 1 or t.desc.sizes[3] == 1:
             return t
-        return record_packed(batch, t)
+        return lower_packed(batch, t)
 
     a, b = packed_inner(a), packed_inner(b)
     a_st, b_st = _strides(a.desc), _strides(b.desc)
     a_st = a_st[:3] + (1,)
     b_st = b_st[:3] + (1,)
-    which = choose_kernel(dev, desc, a_st, b_st, kernel)
+    which = choose_kernel(lim, desc, a_st, b_st, kernel)
 
-    def zero(dt):  # a shared device constant: nothing uploaded per call
-        t = dev.constant(np.zeros(4, dt.np))
-        batch.hold(t)
-        return t
+    def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
+        return batch.constant(np.zeros(4, dt.np), "zero_point")
 
     a_zp_t = a_zp if a_zp is not None else zero(desc.a.data_type)
     b_zp_t = b_zp if b_zp is not None else zero(desc.b.data_type)
@@ -366,7 +399,7 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
         sk = COOPMAT_SPLIT_K if split_k is None else split_k
         if sk == "auto":
             sk = auto_split(tiles, nchunks)
-            sk = sk if sk > 1 and split_verified(dev) else 1
+            sk = sk if sk > 1 and lim.coopmat_split_verified else 1
         else:
             sk = max(1, min(int(sk), nchunks))
         if sk > 1:
@@ -374,14 +407,14 @@ def record(batch, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale,
             pc["splits"] = sk
             slot = tm * tn + tm + tn
             part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * slot,)))
-            cnt = dev.counters(tiles)
+            cnt = batch.counters(tiles)
             extra, extra_writes = [part, cnt], [9, 10]
             groups = (groups[0] * sk, groups[1], groups[2])
-    limit = dev.max_workgroup_count
-    for g, lim, what in zip(groups, limit, ("N tiles", "M tiles", "BatchCount*ChannelCount")):
-        if g > lim:
+    limit = lim.max_workgroup_count
+    for g, lmt, what in zip(groups, limit, ("N tiles", "M tiles", "BatchCount*ChannelCount")):
+        if g > lmt:
             raise DeviceLimitError(f"QuantizedLinearMatMul needs {g} workgroups along {what}; "
-                                   f"{dev.name} allows {lim}")
+                                   f"{lim.name} allows {lmt}")
     batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out] + extra,
                    writes=[8] + extra_writes,
                    groups=groups, push=pc.reshape(1).view(np.uint32), spec=spec)
@@ -481,7 +514,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     tensors in -> device tensor out. `kernel`: 'auto' (cooperative matrix where verified), 'portable'
     or 'coopmat'."""
     from ..runtime import Call  # noqa: PLC0415
-    from ..runtime.replay import freeze  # noqa: PLC0415
+    from ..runtime.plancache import freeze  # noqa: PLC0415
 
     a4, a_nd = _pad4(a, "a")
     b4, b_nd = _pad4(b, "b")
@@ -517,14 +550,11 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         output_dtype is None, str(out_dt), kernel, tuple(x is None for x in raw),
         COOPMAT_CONFIG, COOPMAT_SPLIT_K, COOPMAT_GROUP_M, *(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
-        if not call.replayed:
+        if call.plan is None:
             descs = iter(call.descs)
             d = [None if x is None else next(descs) for x in raw]
             desc = QuantizedLinearMatMulDesc(*d[:8], out_desc).validate()
-            tensors = iter(call.inputs)
-            t = [None if x is None else next(tensors) for x in raw]
-            y = call.output(desc.output, out)
-            record(call.batch, desc, *t, y, kernel=kernel, zero_points=known)
+            call.plan = plan(desc, device_limits(call.device), kernel=kernel, zero_points=known)
     res = call.result()
     shape = (batch_sizes + (M, N))[4 - rank:]
     return res.reshape(shape)

@@ -7,6 +7,8 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import ValidationError
+from ..limits import Limits
+from ..plan import Builder, Plan, Ref
 from ..tensor import MAX_DIMS, TensorDesc, check_like_input, merge_dims, validate_fields
 
 WORKGROUP = 256
@@ -90,7 +92,7 @@ SLICE_PUSH = np.dtype([("rank", "<u4"), ("n_words", "<u4"), ("n_elems", "<u4"), 
                        ("sizes", "<u4", MAX_DIMS), ("strides", "<i4", MAX_DIMS)])
 
 
-def plan(desc: Slice1Desc, input_strides: Sequence[int]) -> Tuple[int, Tuple[int, ...], Tuple[int, ...]]:
+def affine(desc: Slice1Desc, input_strides: Sequence[int]) -> Tuple[int, Tuple[int, ...], Tuple[int, ...]]:
     """(base element, merged output sizes, merged input strides): the window folded into one affine
     map, size-1 dimensions dropped and dimensions that walk memory evenly merged."""
     base, steps = 0, []
@@ -108,10 +110,17 @@ def grid(n_groups: int) -> Tuple[int, int, int]:
     return (x, -(-n_groups // x), 1)
 
 
-def record(batch, desc: Slice1Desc, x, out) -> None:
-    """Record the slice of device tensor `x` into packed device tensor `out`."""
+def plan(desc: Slice1Desc, limits: Limits) -> Plan:
+    """The dispatches of a validated SLICE1 (pure: no device)."""
+    b = Builder("slice1", limits)
+    lower(b, desc, b.input(desc.input, "input"), b.output(desc.output, "output"))
+    return b.finish()
+
+
+def lower(b: Builder, desc: Slice1Desc, x: Ref, out: Ref) -> None:
+    """Dispatch the slice of `x` (its buffer holds desc.input) into packed `out`."""
     bits = desc.input.data_type.bits
-    base, sizes, strides = plan(desc, x.desc.element_strides)
+    base, sizes, strides = affine(desc, desc.input.element_strides)
     e = 32 // bits
     n_elems = desc.output.element_count
     if bits < 32 and strides[-1] == 1 and sizes[-1] % e == 0 and base % e == 0 and \
@@ -139,16 +148,16 @@ def record(batch, desc: Slice1Desc, x, out) -> None:
     pc["rank"], pc["n_words"], pc["n_elems"], pc["base"], pc["n_groups"] = len(sizes), n_words, n_elems, base, n_groups
     pc["sizes"][: len(sizes)] = sizes
     pc["strides"][: len(strides)] = strides
-    batch.dispatch(f"slice1_b{bits}", [x, out], writes=[1], groups=grid(n_groups),
-                   push=pc.reshape(1).view(np.uint32), spec=(WORKGROUP, WORDS_PER_THREAD))
+    b.dispatch(f"slice1_b{bits}", [x, out], writes=[1], groups=grid(n_groups),
+               push=pc.reshape(1).view(np.uint32), spec=(WORKGROUP, WORDS_PER_THREAD))
 
 
-def record_packed(batch, x):
-    """A packed copy of (strided) device tensor `x`, recorded into `batch` as an identity SLICE1:
-    how an operator whose kernel wants packed input takes any view."""
+def lower_packed(b: Builder, x: Ref) -> Ref:
+    """A packed scratch copy of (strided) `x`, as an identity SLICE1: how an operator whose kernel
+    wants packed input takes any view."""
     n = x.ndim
-    out = batch.scratch(x.desc.packed())
-    record(batch, Slice1Desc(x.desc, out.desc, (0,) * n, x.shape, (1,) * n).validate(), x, out)
+    out = b.scratch(x.desc.packed())
+    lower(b, Slice1Desc(x.desc, out.desc, (0,) * n, x.shape, (1,) * n).validate(), x, out)
     return out
 
 
@@ -158,11 +167,11 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
     MaxCopiedElements. NumPy in -> NumPy out; device tensor in -> device tensor out (written into
     `out` when given, a packed device tensor of the output's sizes)."""
     from ..runtime import Call  # noqa: PLC0415  (keeps this module importable without kp)
-    from ..runtime.replay import freeze  # noqa: PLC0415
+    from ..runtime.plancache import freeze  # noqa: PLC0415
 
     key = ("slice",) + freeze(offsets, sizes, strides, output_sizes)
     with Call(x, key=key, outs=(out,)) as call:
-        if not call.replayed:
+        if call.plan is None:
             (xd,) = call.descs
             offsets = window_ints("input_window_offsets", offsets)
             sizes = window_ints("input_window_sizes", sizes)
@@ -172,7 +181,5 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
                 output_sizes = tuple(1 + (sz - 1) // abs(st) if st and sz > 0 else 1 for sz, st in zip(sizes, strides))
             desc = Slice1Desc(xd, TensorDesc(xd.data_type, output_sizes, name="Slice1Desc.output"),
                               offsets, sizes, strides).validate()
-            (xt,) = call.inputs
-            y = call.output(desc.output, out)
-            record(call.batch, desc, xt, y)
+            call.plan = plan(desc, call.device.limits)
     return call.result()

@@ -23,7 +23,9 @@ import numpy as np
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
 from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
-from .slice1 import grid, record_packed
+from ..limits import Limits
+from ..plan import Builder, Plan, Ref
+from .slice1 import grid, lower_packed
 
 WORKGROUP = 512  # on an H200 the filter path ran 10-20% faster than with 256, and 1024 was slower
 MAX_AXIS_LENGTH = 2**31 - 1
@@ -119,7 +121,7 @@ def _pow2(x: int) -> int:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Path:
     path: str            # "seg", "filter" or "sort"
     B: int               # shared buffer entries
     Kp: int
@@ -142,8 +144,8 @@ def buffer_entries(shared_bytes: int, workgroup: int = WORKGROUP) -> int:
     return b
 
 
-def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, target_groups: int = 1024,
-         force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
+def choose_path(n_seq: int, length: int, k: int, shared_bytes: int, *, target_groups: int = 1024,
+                force: Optional[str] = None, chunks: Optional[int] = None) -> Path:
     """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
     B = buffer_entries(shared_bytes)
     Kp = _pow2(k)
@@ -162,7 +164,7 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, target_groups: i
     if path == "seg":
         if P > B:
             raise ValidationError(f"seg path needs pow2(L) <= {B}; got L={length}")
-        return Plan("seg", B, Kp, G=max(1, min(B // P, WORKGROUP, n_seq)), P=P)
+        return Path("seg", B, Kp, G=max(1, min(B // P, WORKGROUP, n_seq)), P=P)
     if path == "filter":
         if Kp > B // 2:
             raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
@@ -177,22 +179,33 @@ def plan(n_seq: int, length: int, k: int, shared_bytes: int, *, target_groups: i
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
         cap = min(B, max(512, WORKGROUP, 4 * Kp))  # >= WORKGROUP: the seeding step buffers one per thread
-        return Plan("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix)
+        return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix)
     if path == "sort":
-        return Plan("sort", B, Kp, P=max(P, 2 * B))
+        return Path("sort", B, Kp, P=max(P, 2 * B))
     raise ValueError(force)
 
 
-def device_plan(dev, n_seq: int, length: int, k: int, **kw) -> Plan:
-    """plan() with `dev`'s shared memory and workgroup target (a CPU device gets far fewer chunks)."""
-    return plan(n_seq, length, k, dev.shared_memory_bytes,
-                target_groups=TARGET_GROUPS if dev.device_type != "cpu" else 64, **kw)
+def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
+    """choose_path() with the device's shared memory and workgroup target (a CPU device gets far fewer
+    chunks)."""
+    return choose_path(n_seq, length, k, limits.shared_memory_bytes,
+                       target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64, **kw)
 
 
-def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] = None,
-           chunks: Optional[int] = None) -> Plan:
-    """Record TOP_K1 of device tensor `x` into packed device tensors `values` and `indices`."""
-    dev = batch.device
+def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
+    """The dispatches of a validated TOP_K1 (pure: no device). `force` / `chunks` pick a path for tests."""
+    b = Builder("top_k1", limits)
+    x = b.input(desc.input, "input")
+    v, i = b.output(desc.output_value, "output_value"), b.output(desc.output_index, "output_index")
+    p = lower(b, desc, x, v, i, force=force, chunks=chunks)
+    b.notes.update(path="radix" if p.radix else p.path, chunks=p.chunks)
+    return b.finish()
+
+
+def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, force: Optional[str] = None,
+          chunks: Optional[int] = None) -> Path:
+    """Dispatch TOP_K1 of `x` into packed `values` and `indices`."""
+    lim = b.limits
     inp = desc.input
     axis, K = int(desc.axis), int(desc.k)
     sizes = inp.sizes
@@ -205,14 +218,14 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
     other = other_dims(strides)
     if len(other) > MAX_OTHER_DIMS:
         # Strides that fold into no fewer than 7 dimensions: copy to a packed tensor first.
-        x = record_packed(batch, x)
+        x = lower_packed(b, x)
         strides = x.desc.element_strides
         other = other_dims(strides)
     L = sizes[axis]
     n_seq = inp.element_count // L
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
     bits = inp.data_type.bits
-    p = device_plan(dev, n_seq, L, K, force=force, chunks=chunks)
+    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks)
     pc = np.zeros((), TOPK_PUSH)
     pc["n_seq"], pc["L"], pc["K"], pc["Kp"] = n_seq, L, K, p.Kp
     pc["flip"] = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
@@ -224,14 +237,14 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
     spec = (WORKGROUP, p.B)
-    ctr = dev.counters(1)  # bound but unused unless several chunks share a row
+    ctr = b.counters(1)  # bound but unused unless several chunks share a row
 
     def dispatch(n_groups, cand, writes, mode, **fields):
         pc["n_groups"] = n_groups
         for f, v in fields.items():
             pc[f] = v
-        batch.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=grid(n_groups),
-                       push=pc.copy().reshape(1).view(np.uint32), spec=spec + (mode, int(p.radix)))
+        b.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=grid(n_groups),
+                   push=pc.reshape(1).view(np.uint32), spec=spec + (mode, int(p.radix)))
 
     if p.path == "seg":
         dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G, P=p.P)
@@ -239,18 +252,18 @@ def record(batch, desc: TopK1Desc, x, values, indices, *, force: Optional[str] =
         if p.chunks == 1:
             dispatch(n_seq, ctr, [1, 2], MODE_FILTER, chunks=1, chunk_len=p.chunk_len)
         else:
-            ctr = dev.counters(n_seq)
-            cand = batch.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
+            ctr = b.counters(n_seq)
+            cand = b.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
             dispatch(n_seq * p.chunks, cand, [1, 2, 3, 4], MODE_FILTER, chunks=p.chunks, chunk_len=p.chunk_len)
     else:
         P, B = p.P, p.B
         words = n_seq * P * 2
-        if words * 4 > dev.max_storage_buffer_range:
+        if words * 4 > lim.max_storage_buffer_range:
             raise DeviceLimitError(
                 f"TOP_K1 with k={K} on rows of {L} sorts {n_seq} padded rows of {P} (key, index) pairs: "
-                f"{words * 4} bytes exceed {dev.name}'s maxStorageBufferRange of "
-                f"{dev.max_storage_buffer_range} bytes")
-        cand = batch.scratch(TensorDesc(DataType.UINT32, (words,)))
+                f"{words * 4} bytes exceed {lim.name}'s maxStorageBufferRange of "
+                f"{lim.max_storage_buffer_range} bytes")
+        cand = b.scratch(TensorDesc(DataType.UINT32, (words,)))
         tiles = P // B
         dispatch(n_seq * tiles, cand, [3], MODE_SORT_INIT, chunks=tiles, P=P, size=B)
         size = 2 * B
@@ -280,12 +293,12 @@ def top_k(x, k: int, axis: int = -1, direction="decreasing", *, out=None, _force
     Returns (values, indices): NumPy in -> NumPy out; device tensors in -> device tensors out (written
     into `out=(values, indices)` when given)."""
     from ..runtime import Call  # noqa: PLC0415
-    from ..runtime.replay import freeze  # noqa: PLC0415
+    from ..runtime.plancache import freeze  # noqa: PLC0415
 
     key = ("top_k",) + freeze(k, axis, direction, _force, _chunks)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
     with Call(x, key=key, outs=outs) as call:
-        if not call.replayed:
+        if call.plan is None:
             (xd,) = call.descs
             if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
                 raise ValidationError(f"top_k axis must be an integer; got {axis!r}")
@@ -300,9 +313,5 @@ def top_k(x, k: int, axis: int = -1, direction="decreasing", *, out=None, _force
             vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
             idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
             desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
-            (xt,) = call.inputs
-            ov, oi = out if out is not None else (None, None)
-            v = call.output(desc.output_value, ov, "out[0]")
-            i = call.output(desc.output_index, oi, "out[1]")
-            record(call.batch, desc, xt, v, i, force=_force, chunks=_chunks)
+            call.plan = plan(desc, call.device.limits, force=_force, chunks=_chunks)
     return call.result()

@@ -4,7 +4,8 @@
 - `memory`    caching allocator of device/staging buffers, DeviceTensor
 - `pipelines` pipelines compiled once per kernel and specialization; the cache file on disk
 - `submit`    Batch: recorded dispatches with barriers, run on reused sequences
-- `replay`    a call repeated with the same descriptors, replayed from its first recording
+- `execute`   runs a Plan (vkops/plan.py) in a batch: the one path of every operator call
+- `plancache` the plans of earlier calls, by operator parameters and input descriptors
 - `call`      Call: one NumPy-face operator call through a batch
 - `_kp`       the kp import (patched build only) and Vulkan flag values
 """

@@ -8,10 +8,11 @@ import numpy as np
 
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, DeviceMemoryError, ValidationError
+from ..plan import Plan
 from ..tensor import TensorDesc
 from .device import CONSTANT_BYTES, Device
-from .memory import DeviceTensor
-from .replay import Recorder, replay
+from .execute import execute
+from .memory import DeviceTensor, host_layout
 from .submit import Batch
 
 
@@ -48,14 +49,14 @@ def as_array(x, param: bool = False) -> np.ndarray:
 
 
 class Call:
-    """One operator call from the NumPy face: finds the device, stages NumPy inputs, joins the
-    thread's current batch or makes a one-off one, and converts outputs back.
+    """One operator call from the NumPy face: finds the device, looks up the plan of an earlier call
+    with the same key and input descriptors, stages NumPy inputs, runs the plan in the thread's
+    current batch or a one-off one, and converts outputs back.
 
-        with Call(x, y) as call:
-            xt, yt = call.inputs
-            out = call.output(desc)
-            record(call.batch, ..., xt, yt, out)
-        return call.result(out)
+        with Call(x, key=("op",) + freeze(params)) as call:
+            if call.plan is None:            # first call of this key: validate and plan (pure)
+                call.plan = op.plan(desc, call.device.limits)
+        return call.result()
     """
 
     def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None,
@@ -79,26 +80,19 @@ class Call:
         self._key = key
         self._op = key[0] if key else None  # the operator's name, for errors
         self._user_outs = list(outs)  # the `out=` tensors, in the order the operator makes its outputs
-        self._out_fields: List[str] = []
-        self._recorder: Optional[Recorder] = None
-        self.replayed = False  # True when the call was recorded from an earlier one's recording
+        self.plan: Optional[Plan] = None
+        self.replayed = False  # True when the plan came from an earlier call
 
     def __enter__(self) -> "Call":
         """With a `key` (the operator's name and parameters), a call whose key, input descriptors and
-        `out=` tensors' descriptors match an earlier one is replayed from its recording; else the call
-        is recorded for the next."""
+        `out=` tensors' descriptors match an earlier one's takes that call's plan."""
         if self._key is not None:
             try:
                 self._key = (self._key, self._input_key())
-                rec = self.device._replays.get(self._key)
-            except TypeError:  # an unhashable parameter: this call is not memoized
-                self._key = rec = None
-            if rec is not None:
-                replay(rec, self)
-                self.replayed = True
-            elif self._key is not None:
-                self._recorder = Recorder(self.batch, self)
-                self.batch = self._recorder
+                self.plan = self.device._plans.get(self._key)
+            except TypeError:  # an unhashable parameter: this call's plan is not kept
+                self._key = None
+            self.replayed = self.plan is not None
         return self
 
     def _input_key(self) -> tuple:
@@ -116,13 +110,13 @@ class Call:
 
     @property
     def descs(self) -> List[TensorDesc]:
-        """The inputs' descriptors, for validation before anything is staged or recorded."""
+        """The inputs' descriptors, for validation and planning before anything is staged."""
         out = []
         for x in self._raw:
             if isinstance(x, DeviceTensor):
                 out.append(x.desc)
             else:
-                out.append(TensorDesc(DataType.of(x, "input data_type"), x.shape or (1,), name="input"))
+                out.append(host_layout(np.asarray(x))[1])
         return out
 
     @property
@@ -134,12 +128,11 @@ class Call:
         return self._inputs
 
     def _stage(self, i: int, x: np.ndarray) -> DeviceTensor:
-        batch = self._real_batch  # staging is per call, never part of a recording
         if i in self._params and x.nbytes <= CONSTANT_BYTES:
             t = self.device.constant(x)
-            batch.hold(t)
+            self.batch.hold(t)
             return t
-        return batch.upload(x)
+        return self.batch.upload(x)
 
     def output(self, desc: TensorDesc, out: Optional[DeviceTensor] = None, field: str = "out") -> DeviceTensor:
         """A packed output: `out` when given (checked against `desc`), a batch temporary when it goes
@@ -152,30 +145,35 @@ class Call:
                                       f"got {out.desc}")
             t = out
         elif self.numpy_in and self._outer is None:
-            t = self._real_batch.scratch(desc)
+            t = self.batch.scratch(desc)
         else:
             t = self.device.empty(desc)
         self._outputs.append(t)
-        self._out_fields.append(field)
         return t
 
-    @property
-    def _real_batch(self) -> Batch:
-        return self._recorder._batch if self._recorder is not None else self.batch
+    def _run(self) -> None:
+        plan = self.plan
+        if plan is None:
+            raise RuntimeError(f"vkops.{self._op}: the operator made no plan")
+        if self._key is not None and not self.replayed:
+            self.device._plans.put(self._key, plan)
+        outs = plan.outputs
+        user = self._user_outs
+        for j, b in enumerate(outs):
+            self.output(b.tensor, user[j] if j < len(user) else None, "out" if len(outs) == 1 else f"out[{j}]")
+        execute(plan, self.batch, self.inputs, self._outputs)
 
     def __exit__(self, exc_type, exc, tb):
-        if isinstance(exc, (DeviceMemoryError, DeviceLimitError)) and self._op and exc.args \
-                and not str(exc.args[0]).startswith("vkops."):
-            exc.args = (f"vkops.{self._op}: {exc.args[0]}",) + exc.args[1:]  # name the operator that failed
-        if self._recorder is not None:
-            self.batch = self._recorder._batch
-            if exc_type is None and self._recorder.ok:
-                self.device._replays.put(self._key, self._recorder.finish())
-            self._recorder = None
-        if self._outer is not None:
+        if exc_type is None:
+            try:
+                self._run()
+            except BaseException as e:
+                self._failed(e)
+                raise
+        else:
+            self._failed(exc)
             return
-        if exc_type is not None:
-            self.batch._release()
+        if self._outer is not None:
             return
         if self.numpy_in:
             for t in self._outputs:
@@ -185,6 +183,13 @@ class Call:
             self.batch._release()
         else:
             self.batch.run()
+
+    def _failed(self, exc) -> None:
+        if isinstance(exc, (DeviceMemoryError, DeviceLimitError)) and self._op and exc.args \
+                and not str(exc.args[0]).startswith("vkops."):
+            exc.args = (f"vkops.{self._op}: {exc.args[0]}",) + exc.args[1:]  # name the operator that failed
+        if self._outer is None:
+            self.batch._release()
 
     def result(self, *outs: DeviceTensor):
         """NumPy arrays when the call came in with NumPy outside a batch, else the device tensors

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import vkinfo
+from ..limits import Limits
 from ..dtypes import DataType, words_for
 from ..errors import ValidationError
 from ..tensor import TensorDesc
@@ -17,7 +18,7 @@ from . import _kp as K
 from . import memory as memory_mod
 from .memory import Allocator, DeviceTensor
 from .pipelines import Pipelines
-from .replay import Replays
+from .plancache import PlanCache
 from .submit import Batch, Sequences
 
 # Extensions whose features vkops' kernels use; requested where the device offers them, and the
@@ -74,7 +75,8 @@ class Device:
         self._counters: Optional[DeviceTensor] = None
         self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
         self._owned: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()  # counters and constants
-        self._replays = Replays(self._lock)
+        self._plans = PlanCache(self._lock)
+        self._limits = Limits.of_info(info)
         self._local = threading.local()
         # Bytes vkops may hold on this device (device and staging buffers together, idle ones too);
         # None: as much as the heaps give. $VKOPS_MEMORY_BUDGET sets it (e.g. 512M, 8G).
@@ -94,6 +96,11 @@ class Device:
     max_storage_buffer_range = property(lambda self: self.info.max_storage_buffer_range)
     cooperative_matrix = property(lambda self: self.info.cooperative_matrix)
     timestamp_period_ns = property(lambda self: self.info.timestamp_period_ns)
+
+    @property
+    def limits(self) -> Limits:
+        """The limits plans for this device are derived from."""
+        return self._limits
 
     @property
     def features(self) -> Tuple[str, ...]:
@@ -146,7 +153,7 @@ class Device:
         return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
                 "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
                 "staging_created": self._staging.created, "sequences": self._sequences.created,
-                "submissions": self._sequences.submissions, "replays": self._replays.hits,
+                "submissions": self._sequences.submissions, "replays": self._plans.hits,
                 "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
 
     def save_pipeline_cache(self):

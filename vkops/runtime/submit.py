@@ -163,16 +163,25 @@ class Batch:
 
     def scratch(self, desc: TensorDesc) -> DeviceTensor:
         """A packed temporary that lives until this batch has run."""
+        return DeviceTensor(self.scratch_words(words_for(desc.element_count, desc.data_type)), desc.packed(),
+                            self.device)
+
+    def scratch_words(self, words: int):
+        """A temporary buffer of at least `words` words that lives until this batch has run."""
         self._check_open()
-        buf = self.device._memory.get(words_for(desc.element_count, desc.data_type))
+        buf = self.device._memory.get(words)
         self._refs.append(buf)
-        return DeviceTensor(buf, desc.packed(), self.device)
+        return buf
 
     def dispatch(self, kernel: str, tensors: Sequence[DeviceTensor], writes: Iterable[int],
                  groups: Tuple[int, int, int], push: np.ndarray, spec: Sequence[int] = ()):
         """Record one dispatch. `tensors` bind in order; `writes` are the indices it writes."""
+        self.dispatch_buffers(kernel, [t._buffer for t in tensors], writes, groups, push, spec)
+
+    def dispatch_buffers(self, kernel: str, bufs: Sequence, writes: Iterable[int], groups: Tuple[int, int, int],
+                         push: np.ndarray, spec: Sequence[int] = ()):
+        """dispatch() with the device buffers themselves."""
         self._check_open()
-        bufs = [t._buffer for t in tensors]
         wr = {bufs[i].serial: bufs[i] for i in writes}
         rd = {b.serial: b for b in bufs if b.serial not in wr}
         self._order(rd, wr)

@@ -1,0 +1,263 @@
+"""Plans: what an operator call runs, as data. Pure Python: no device, no kp.
+
+An operator's `plan(desc, limits)` returns a `Plan`: the buffers (the call's inputs and outputs, scratch
+with its size and whether it must start zeroed, small constants with their words), the ordered
+dispatches (kernel, specialization values, group counts, push-constant words, bound buffers) and the
+barriers between them. The runtime runs exactly this (vkops.runtime.execute), and so can any host that
+reads `plan.to_json()` and the kernel manifest (examples/c_host/).
+
+Buffers hold a tensor's elements little-endian in memory order over its span, zero-padded to whole
+32-bit words. A zeroed scratch buffer must hold zeros when the plan starts; the plan leaves it zero
+(counters that the last workgroup to arrive resets), so a host may keep one for every run.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .dtypes import DataType, words_for
+from .errors import ValidationError
+from .limits import Limits
+from .tensor import TensorDesc
+
+FORMAT = "vkops-plan/1"
+ROLES = ("input", "output", "scratch", "constant")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    role: str                              # input | output | scratch | constant
+    nbytes: int                            # a multiple of 4
+    tensor: Optional[TensorDesc] = None    # input, output: the tensor it holds
+    zeroed: bool = False                   # scratch: must start (and is left) all zeros
+    data: Optional[Tuple[int, ...]] = None  # constant: its 32-bit words
+
+    @property
+    def words(self) -> int:
+        return self.nbytes // 4
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    kernel: str                      # a module of vkops/spv/manifest.json
+    spec: Tuple[int, ...]            # specialization constant i = spec[i]
+    groups: Tuple[int, int, int]
+    push: Tuple[int, ...]            # push-constant block as uint32 words
+    bindings: Tuple[int, ...]        # buffer ids; binding i of set 0 = buffers[bindings[i]]
+    writes: Tuple[int, ...]          # positions in `bindings` the dispatch writes
+    barrier: Tuple[int, ...] = ()    # buffer ids whose earlier writes must be visible first
+
+    @property
+    def written_buffers(self) -> Tuple[int, ...]:
+        return tuple(self.bindings[i] for i in self.writes)
+
+
+@dataclass(frozen=True)
+class Plan:
+    op: str
+    buffers: Tuple[Buffer, ...]
+    dispatches: Tuple[Dispatch, ...]
+    limits: Limits
+    notes: Tuple[Tuple[str, object], ...] = ()  # how the op lowered (path, kernel, ...), for people and tests
+    _push: list = field(default=None, init=False, repr=False, compare=False)  # per dispatch, as np.uint32
+
+    def __post_init__(self):
+        object.__setattr__(self, "_push", [np.array(d.push, np.uint32) for d in self.dispatches])
+
+    def ids(self, role: str) -> List[int]:
+        return [i for i, b in enumerate(self.buffers) if b.role == role]
+
+    @property
+    def inputs(self) -> List[Buffer]:
+        return [b for b in self.buffers if b.role == "input"]
+
+    @property
+    def outputs(self) -> List[Buffer]:
+        return [b for b in self.buffers if b.role == "output"]
+
+    @property
+    def barrier_count(self) -> int:
+        return sum(1 for d in self.dispatches if d.barrier)
+
+    def note(self, key: str, default=None):
+        return dict(self.notes).get(key, default)
+
+    # -- JSON ----------------------------------------------------------------------------------- #
+    def to_dict(self) -> dict:
+        def buf(b: Buffer) -> dict:
+            d = {"name": b.name, "role": b.role, "bytes": b.nbytes}
+            if b.tensor is not None:
+                t = b.tensor
+                d["tensor"] = {"data_type": t.data_type.value, "sizes": list(t.sizes),
+                               "strides": None if t.strides is None else list(t.strides)}
+            if b.role == "scratch":
+                d["zeroed"] = b.zeroed
+            if b.data is not None:
+                d["data"] = list(b.data)
+            return d
+
+        return {"format": FORMAT, "op": self.op, "notes": {k: v for k, v in self.notes},
+                "limits": self.limits.to_dict(), "buffers": [buf(b) for b in self.buffers],
+                "dispatches": [{"kernel": d.kernel, "spec": list(d.spec), "groups": list(d.groups),
+                                "push": list(d.push), "bindings": list(d.bindings), "writes": list(d.writes),
+                                "barrier": list(d.barrier)} for d in self.dispatches]}
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Plan":
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise ValidationError(f"plan.format must be {FORMAT!r}; got {d.get('format') if isinstance(d, dict) else d!r}")
+        bufs = []
+        for i, b in enumerate(d["buffers"]):
+            t = b.get("tensor")
+            desc = None if t is None else TensorDesc(t["data_type"], t["sizes"], t["strides"], name=f"plan.buffers[{i}].tensor")
+            data = b.get("data")
+            bufs.append(Buffer(b["name"], b["role"], int(b["bytes"]), desc, bool(b.get("zeroed", False)),
+                               None if data is None else tuple(int(x) for x in data)))
+        disp = [Dispatch(x["kernel"], tuple(x["spec"]), tuple(x["groups"]), tuple(x["push"]), tuple(x["bindings"]),
+                         tuple(x["writes"]), tuple(x.get("barrier", ()))) for x in d["dispatches"]]
+        plan = cls(d.get("op", "?"), tuple(bufs), tuple(disp), Limits.from_dict(d.get("limits", {})),
+                   tuple(d.get("notes", {}).items()))
+        return plan.check()
+
+    @classmethod
+    def from_json(cls, text: str) -> "Plan":
+        return cls.from_dict(json.loads(text))
+
+    def check(self) -> "Plan":
+        """Internal consistency: roles, sizes, buffer ids, and the barriers that ordering needs."""
+        for i, b in enumerate(self.buffers):
+            if b.role not in ROLES:
+                raise ValidationError(f"plan.buffers[{i}].role must be one of {ROLES}; got {b.role!r}")
+            if b.nbytes < 4 or b.nbytes % 4:
+                raise ValidationError(f"plan.buffers[{i}].bytes must be a positive multiple of 4; got {b.nbytes}")
+            if b.role in ("input", "output") and b.tensor is None:
+                raise ValidationError(f"plan.buffers[{i}] ({b.role}) needs a tensor")
+            if b.role == "constant" and (b.data is None or len(b.data) != b.words):
+                raise ValidationError(f"plan.buffers[{i}].data must hold bytes/4 = {b.words} words")
+        n = len(self.buffers)
+        for j, d in enumerate(self.dispatches):
+            if any(not 0 <= x < n for x in d.bindings + d.barrier):
+                raise ValidationError(f"plan.dispatches[{j}] binds a buffer id outside 0..{n - 1}: {d.bindings}")
+            if any(not 0 <= w < len(d.bindings) for w in d.writes):
+                raise ValidationError(f"plan.dispatches[{j}].writes must index its bindings; got {d.writes}")
+            if len(d.groups) != 3 or any(g < 1 for g in d.groups):
+                raise ValidationError(f"plan.dispatches[{j}].groups must be three counts >= 1; got {d.groups}")
+        want = barriers([(d.bindings, d.writes) for d in self.dispatches])
+        got = [d.barrier for d in self.dispatches]
+        if [bool(b) for b in got] != [bool(b) for b in want]:
+            raise ValidationError(f"plan barriers before dispatches {[j for j, b in enumerate(got) if b]} do not "
+                                  f"order its dependencies (needed before {[j for j, b in enumerate(want) if b]})")
+        return self
+
+
+def barriers(steps: Sequence[Tuple[Sequence[int], Sequence[int]]]) -> List[Tuple[int, ...]]:
+    """For each (bindings, writes) step, the buffers a barrier before it must cover (empty: none).
+    A step that reads what was written, or writes what was read or written, since the last barrier
+    gets one over every buffer written since then (and those read that it writes). Batch applies the
+    same rule across calls (runtime/submit.py)."""
+    written: Dict[int, None] = {}
+    read: Dict[int, None] = {}
+    out = []
+    for bindings, writes in steps:
+        wr = dict.fromkeys(bindings[i] for i in writes)
+        rd = dict.fromkeys(b for b in bindings if b not in wr)
+        if any(b in written for b in rd) or any(b in written or b in read for b in wr):
+            cover = dict(written)
+            cover.update((b, None) for b in read if b in wr)
+            out.append(tuple(cover))
+            written.clear()
+            read.clear()
+        else:
+            out.append(())
+        written.update(wr)
+        read.update(rd)
+    return out
+
+
+class Ref:
+    """A buffer of a plan being built, seen as a tensor (the lowering code reads its descriptor)."""
+
+    __slots__ = ("id", "desc")
+
+    def __init__(self, id: int, desc: Optional[TensorDesc]):
+        self.id, self.desc = id, desc
+
+    @property
+    def shape(self):
+        return self.desc.sizes
+
+    @property
+    def ndim(self):
+        return self.desc.rank
+
+    @property
+    def data_type(self):
+        return self.desc.data_type
+
+
+class Builder:
+    """Collects a plan: operators' lowering code declares buffers and records dispatches into it."""
+
+    def __init__(self, op: str, limits: Limits):
+        self.op, self.limits = op, limits
+        self._buffers: List[Buffer] = []
+        self._steps: List[tuple] = []
+        self._counters: Optional[int] = None
+        self._constants: Dict[tuple, Ref] = {}
+        self.notes: Dict[str, object] = {}
+
+    def _add(self, buf: Buffer, desc: Optional[TensorDesc]) -> Ref:
+        self._buffers.append(buf)
+        return Ref(len(self._buffers) - 1, desc)
+
+    def input(self, desc: TensorDesc, name: str) -> Ref:
+        return self._add(Buffer(name, "input", 4 * max(1, words_for(desc.span, desc.data_type)), desc), desc)
+
+    def output(self, desc: TensorDesc, name: str) -> Ref:
+        return self._add(Buffer(name, "output", 4 * max(1, words_for(desc.span, desc.data_type)), desc), desc)
+
+    def scratch(self, desc: TensorDesc, name: Optional[str] = None) -> Ref:
+        """A packed temporary."""
+        desc = desc.packed()
+        name = name or f"scratch{sum(b.role == 'scratch' for b in self._buffers)}"
+        return self._add(Buffer(name, "scratch", 4 * max(1, words_for(desc.element_count, desc.data_type))), desc)
+
+    def counters(self, words: int) -> Ref:
+        """The plan's one zeroed scratch buffer of uint32 counters, at least `words` long."""
+        words = max(int(words), 1)
+        if self._counters is None:
+            self._counters = self._add(Buffer("counters", "scratch", 4 * words, zeroed=True), None).id
+        b = self._buffers[self._counters]
+        if b.words < words:
+            self._buffers[self._counters] = Buffer(b.name, b.role, 4 * words, zeroed=True)
+        return Ref(self._counters, TensorDesc(DataType.UINT32, (self._buffers[self._counters].words,)))
+
+    def constant(self, array: np.ndarray, name: str) -> Ref:
+        """A small read-only buffer with these contents (one per distinct content)."""
+        from .dtypes import pack  # noqa: PLC0415
+
+        array = np.ascontiguousarray(array)
+        words = tuple(int(w) for w in pack(array))
+        key = (array.dtype.str, array.shape, words)
+        if key not in self._constants:
+            desc = TensorDesc(DataType.of(array), array.shape or (1,))
+            self._constants[key] = self._add(Buffer(name, "constant", 4 * len(words), data=words), desc)
+        return self._constants[key]
+
+    def dispatch(self, kernel: str, refs: Sequence[Ref], writes: Sequence[int], groups: Sequence[int],
+                 push: np.ndarray, spec: Sequence[int] = ()) -> None:
+        words = tuple(int(w) for w in np.ascontiguousarray(push).reshape(-1).view(np.uint32))
+        self._steps.append((kernel, tuple(int(s) for s in spec), tuple(int(g) for g in groups), words,
+                            tuple(r.id for r in refs), tuple(int(w) for w in writes)))
+
+    def finish(self) -> Plan:
+        bars = barriers([(s[4], s[5]) for s in self._steps])
+        disp = tuple(Dispatch(*s, barrier=b) for s, b in zip(self._steps, bars))
+        return Plan(self.op, tuple(self._buffers), disp, self.limits, tuple(self.notes.items()))

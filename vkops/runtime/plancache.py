@@ -1,0 +1,51 @@
+"""Plans kept by call: an operator call repeated with the same parameters and input descriptors gets
+the same plan, so later calls skip validation and planning (a descriptor that validated once validates
+again) and only bind their own buffers."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+PLAN_ENTRIES = 1024
+
+
+def freeze(*values) -> tuple:
+    """A memo key from an operator's parameters, exact about types (so `k=True` never finds `k=1`'s
+    plan and skips the check that rejects it); lists become tuples. Raises TypeError for values that
+    cannot be keys."""
+    out = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            out.append((type(v).__name__, freeze(*v)))
+        elif isinstance(v, np.ndarray):
+            out.append(("ndarray", v.dtype.str, v.shape, v.tobytes()))
+        else:
+            hash(v)
+            out.append((type(v).__name__, v))
+    return tuple(out)
+
+
+class PlanCache:
+    """The plans of one device's calls, LRU by key."""
+
+    def __init__(self, lock):
+        self._lock = lock
+        self._entries: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
+        self.hits = 0
+        self.stored = 0
+
+    def get(self, key):
+        with self._lock:
+            plan = self._entries.get(key)
+            if plan is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+            return plan
+
+    def put(self, key, plan) -> None:
+        with self._lock:
+            self._entries[key] = plan
+            self.stored += 1
+            if len(self._entries) > PLAN_ENTRIES:
+                self._entries.popitem(last=False)
