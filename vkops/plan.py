@@ -13,6 +13,7 @@ Buffers hold a tensor's elements little-endian in memory order over its span, ze
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -107,7 +108,10 @@ class Plan:
                                 "barrier": list(d.barrier)} for d in self.dispatches]}
 
     def to_json(self, indent: Optional[int] = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        text = json.dumps(self.to_dict(), indent=indent)
+        if indent is not None:  # lists of numbers on one line: push words and the like stay readable
+            text = re.sub(r"\[\s*([-\d.,\s]*?)\s*\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
+        return text
 
     @classmethod
     def from_dict(cls, d: dict) -> "Plan":

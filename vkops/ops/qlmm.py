@@ -359,7 +359,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     which = choose_kernel(lim, desc, a_st, b_st, kernel)
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
-        return batch.constant(np.zeros(4, dt.np), "zero_point")
+        return batch.constant(np.zeros(4, dt.np), f"zero_{dt.value}")
 
     a_zp_t = a_zp if a_zp is not None else zero(desc.a.data_type)
     b_zp_t = b_zp if b_zp is not None else zero(desc.b.data_type)

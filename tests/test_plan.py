@@ -1,0 +1,185 @@
+"""Plans as data: pure planning, the JSON round trip, and the runtime running exactly a plan."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vkops
+from vkops import reference
+from vkops.limits import Limits
+from vkops.ops import qlmm, slice1, top_k1
+from vkops.plan import Plan, barriers
+from vkops.runtime import Batch
+from vkops.runtime.execute import execute
+from vkops.tensor import TensorDesc
+
+ROOT = Path(__file__).resolve().parent.parent
+# A device on paper (lavapipe's figures): planning needs no device.
+PAPER = Limits(name="paper", device_type="cpu", subgroup_size=8, max_workgroup_invocations=1024,
+               max_workgroup_size=(1024, 1024, 1024), shared_memory_bytes=32768)
+
+
+def topk_desc(shape, k, dtype="float32", axis=-1, direction="decreasing"):
+    x = TensorDesc(dtype, shape)
+    axis = axis % len(shape)
+    o = tuple(k if i == axis else s for i, s in enumerate(shape))
+    return top_k1.TopK1Desc(x, TensorDesc(dtype, o), TensorDesc("uint32", o), axis, k,
+                            top_k1.AxisDirection.of(direction)).validate()
+
+
+def slice_desc(shape, offs, sizes, strides, dtype="float32"):
+    out = [1 + (sz - 1) // abs(st) for sz, st in zip(sizes, strides)]
+    return slice1.Slice1Desc(TensorDesc(dtype, shape), TensorDesc(dtype, out), offs, sizes, strides).validate()
+
+
+def qlmm_desc(M, K, N, zp=True):
+    one, row, col = (1, 1, 1, 1), (1, 1, M, 1), (1, 1, 1, N)
+    return qlmm.QuantizedLinearMatMulDesc(
+        TensorDesc("uint8", (1, 1, M, K)), TensorDesc("float32", row), TensorDesc("uint8", row) if zp else None,
+        TensorDesc("int8", (1, 1, K, N)), TensorDesc("float32", col), TensorDesc("int8", col) if zp else None,
+        TensorDesc("float32", one), TensorDesc("uint8", one) if zp else None,
+        TensorDesc("uint8", (1, 1, M, N))).validate()
+
+
+PLANS = {
+    "top_k seg": lambda: top_k1.plan(topk_desc((3, 100), 7), PAPER),
+    "top_k chunks": lambda: top_k1.plan(topk_desc((2, 40000), 9), PAPER, force="filter", chunks=4),
+    "top_k sort": lambda: top_k1.plan(topk_desc((2, 3000), 1500, "float16", direction="increasing"), PAPER),
+    "slice": lambda: slice1.plan(slice_desc((5, 7, 9), (1, 0, 2), (4, 7, 6), (2, -3, 1)), PAPER),
+    "qlmm zp": lambda: qlmm.plan(qlmm_desc(20, 48, 40), PAPER),
+    "qlmm no zp": lambda: qlmm.plan(qlmm_desc(8, 32, 16, zp=False), PAPER),
+}
+
+
+@pytest.mark.parametrize("name", PLANS)
+def test_json_round_trip(name):
+    p = PLANS[name]()
+    back = Plan.from_json(p.to_json())
+    assert back == p
+    assert Plan.from_json(p.to_json(indent=1)) == p
+    assert back.to_dict() == json.loads(p.to_json())
+
+
+def test_plans_describe_their_buffers_and_barriers():
+    sort = PLANS["top_k sort"]()
+    assert sort.note("path") == "sort" and [d.spec[2] for d in sort.dispatches] == [
+        top_k1.MODE_SORT_INIT, top_k1.MODE_SORT_GLOBAL, top_k1.MODE_SORT_LOCAL]
+    assert [b.role for b in sort.buffers] == ["input", "output", "output", "scratch", "scratch"]
+    assert sort.buffers[3].zeroed and not sort.buffers[4].zeroed  # counters, the sort buffer
+    assert sort.barrier_count == len(sort.dispatches) - 1  # each pass reads what the last one wrote
+    chunks = PLANS["top_k chunks"]()
+    assert chunks.note("chunks") == 3
+    counters = [b for b in chunks.buffers if b.zeroed]
+    assert len(counters) == 1 and counters[0].words >= 2  # one arrival counter per row
+    noz = PLANS["qlmm no zp"]()
+    consts = [b for b in noz.buffers if b.role == "constant"]
+    assert [(b.name, b.data) for b in consts] == [("zero_uint8", (0,)), ("zero_int8", (0,))]  # a and output share
+    assert [b.name for b in noz.inputs] == ["a", "a_scale", "b", "b_scale", "output_scale"]
+    sl = PLANS["slice"]()
+    assert sl.dispatches[0].push[:1] == (3,) and sl.barrier_count == 0
+    assert sl.inputs[0].nbytes == 5 * 7 * 9 * 4 and sl.outputs[0].tensor.sizes == (2, 3, 6)
+
+
+def test_barrier_rule():
+    # read-after-write, write-after-read and write-after-write need one; reads alone do not
+    assert barriers([((0, 1), (1,)), ((1, 2), (1,))]) == [(), (1,)]
+    assert barriers([((0, 1), (1,)), ((0, 2), (1,))]) == [(), ()]
+    assert barriers([((0, 1), (1,)), ((2, 0), (1,))]) == [(), (1, 0)]
+    assert barriers([((0, 1), (1,)), ((3, 2), (1,)), ((2, 4), (1,))]) == [(), (), (1, 2)]
+
+
+def test_bad_plans_are_rejected():
+    d = json.loads(PLANS["top_k sort"]().to_json())
+
+    def bad(change, match):
+        x = json.loads(json.dumps(d))
+        change(x)
+        with pytest.raises(vkops.ValidationError, match=match):
+            Plan.from_dict(x)
+
+    bad(lambda x: x.update(format="vkops-plan/0"), "format")
+    bad(lambda x: x["buffers"][0].update(role="temp"), "role")
+    bad(lambda x: x["buffers"][0].update(bytes=6), "multiple of 4")
+    bad(lambda x: x["dispatches"][1].update(bindings=[0, 1, 2, 9, 4]), "outside")
+    bad(lambda x: x["dispatches"][1].update(barrier=[]), "barriers")
+    bad(lambda x: x["dispatches"][0].update(groups=[0, 1, 1]), "groups")
+
+
+def test_planning_needs_no_device():
+    """Descriptors and plans are pure: they work with kp impossible to import."""
+    code = ("import sys; sys.modules['kp'] = None\n"
+            "from tests.test_plan import PLANS\n"
+            "print(sum(len(f().dispatches) for f in PLANS.values()))\n"
+            "assert 'kp' not in [m for m in sys.modules if sys.modules[m] is not None]\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) > 6
+
+
+def run_plan(dev, plan, arrays):
+    """A plan, after a JSON round trip, run by hand: the path a plan from elsewhere takes."""
+    plan = Plan.from_json(plan.to_json())
+    ins = [dev.tensor(a) for a in arrays]
+    outs = [dev.empty(b.tensor) for b in plan.outputs]
+    batch = Batch(dev)
+    execute(plan, batch, ins, outs)
+    batch.run()
+    return [o.numpy() for o in outs], batch
+
+
+def test_runtime_runs_exactly_the_plan(dev, rng):
+    desc = topk_desc((2, 3000), 1500, "float16", direction="increasing")
+    x = rng.integers(-8, 8, size=(2, 3000)).astype(np.float16)  # ties everywhere
+    plan = top_k1.plan(desc, dev.limits)
+    (v, i), batch = run_plan(dev, plan, [x])
+    want_v, want_i = reference.top_k1(x, 1500, 1, "increasing")
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(i, want_i)
+    assert batch.barriers == plan.barrier_count  # the batch put barriers where the plan has them
+    gv, gi = vkops.top_k(x, 1500, 1, "increasing")  # the NumPy face: the same plan, bit for bit
+    assert gv.tobytes() == v.tobytes() and gi.tobytes() == i.tobytes()
+
+
+def test_plans_with_constants_and_counters_run(dev, rng):
+    M, K, N = 20, 48, 40
+    a = rng.integers(0, 256, (1, 1, M, K)).astype(np.uint8)
+    b = rng.integers(-128, 128, (1, 1, K, N)).astype(np.int8)
+    sa, sb, so = (np.full(s, v, np.float32) for s, v in (((1, 1, M, 1), 0.02), ((1, 1, 1, N), 0.03), ((1, 1, 1, 1), 1.5)))
+    (got,), _ = run_plan(dev, qlmm.plan(qlmm_desc(M, K, N, zp=False), qlmm.device_limits(dev)), [a, sa, b, sb, so])
+    assert got.tobytes() == vkops.quantized_linear_matmul(a, sa, None, b, sb, None, so, None).tobytes()
+    want = reference.quantized_linear_matmul(a, sa, None, b, sb, None, so, None)
+    assert np.abs(got.astype(int) - want).max() <= 1  # float32 scale product at .5 ties (ops/qlmm.py)
+    x = rng.integers(0, 5, (2, 40000)).astype(np.float32)
+    for _ in range(2):  # the counters are left zero: a second run is right too
+        (v, i), _ = run_plan(dev, top_k1.plan(topk_desc((2, 40000), 9), dev.limits, force="filter", chunks=4), [x])
+        np.testing.assert_array_equal(i, reference.top_k1(x, 9, 1)[1])
+
+
+def test_calls_take_their_plan_once(dev, rng, monkeypatch):
+    made = []
+    real = slice1.plan
+    monkeypatch.setattr(slice1, "plan", lambda *a, **k: made.append(1) or real(*a, **k))
+    x = rng.random((6, 11), dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(vkops.slice(x, [1, 2], [5, 9], [2, -3]),
+                                      reference.slice1(x, [1, 2], [5, 9], [2, -3]))
+    assert len(made) == 1
+
+
+def test_cli_writes_a_plan(tmp_path):
+    out = tmp_path / "p.json"
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "slice", "--shape", "4,6", "--offsets", "0,1",
+                        "--sizes", "4,5", "--strides", "1,-2", "--limits", "/dev/stdin", "--out", str(out)],
+                       input=json.dumps(PAPER.to_dict()), cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    p = Plan.from_json(out.read_text())
+    assert p == slice1.plan(slice_desc((4, 6), (0, 1), (4, 5), (1, -2)), PAPER)
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "top_k", "--shape", "4,10", "--k", "50",
+                        "--limits", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "TopK1Desc.k must be <=" in r.stderr and "k=50" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "4"], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "--k" in r.stderr
