@@ -10,7 +10,6 @@ converted back on the way out; anything else raises a ValidationError naming op,
 """
 from __future__ import annotations
 
-from collections import deque
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -272,8 +271,9 @@ def _label(node) -> str:
 
 
 def run_nodes(nodes, values: Dict[str, Any]) -> Dict[str, Any]:
-    """Run `nodes` in topological order, reading and adding to `values` (name -> array)."""
-    for node in toposort(nodes, values):
+    """Run `nodes` (topologically sorted: onnx.checker requires it) on `values` (name -> array),
+    adding their outputs."""
+    for node in nodes:
         if node.domain not in ("", "ai.onnx"):
             raise NotImplementedError(f"vkops.onnx: {_label(node)} is in domain {node.domain!r}; vkops runs only "
                                       f"the default ONNX domain's {', '.join(OPS)}")
@@ -281,37 +281,14 @@ def run_nodes(nodes, values: Dict[str, Any]) -> Dict[str, Any]:
         if fn is None:
             raise NotImplementedError(f"vkops.onnx: op type {node.op_type!r} (node {node.name!r}) is not supported; "
                                       f"vkops runs {', '.join(OPS)}")
+        missing = [i for i in node.input if i and i not in values]
+        if missing:
+            raise ValidationError(f"vkops.onnx: {_label(node)} reads {missing}, which no input, initializer or "
+                                  f"earlier node provides")
         args = [values[i] if i else None for i in node.input]  # '' = an omitted optional input
         outs = fn(_label(node), _attrs(node), *args)
         values.update((name, y) for name, y in zip(node.output, outs) if name)
     return values
-
-
-def toposort(nodes, known) -> list:
-    """Kahn's order over the nodes' data edges (ONNX files are usually sorted; not trusted)."""
-    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
-    deps = [{producer[i] for i in n.input if i and i in producer and i not in known} for n in nodes]
-    users: Dict[int, list] = {}
-    for i, d in enumerate(deps):
-        for j in d:
-            users.setdefault(j, []).append(i)
-    ready = deque(i for i, d in enumerate(deps) if not d)
-    order = []
-    while ready:
-        i = ready.popleft()
-        order.append(nodes[i])
-        for u in users.get(i, []):
-            deps[u].discard(i)
-            if not deps[u]:
-                ready.append(u)
-    if len(order) != len(nodes):
-        raise ValidationError(f"vkops.onnx: the graph has a cycle through {len(nodes) - len(order)} node(s)")
-    for n in order:
-        missing = [i for i in n.input if i and i not in known and i not in producer]
-        if missing:
-            raise ValidationError(f"vkops.onnx: {_label(n)} reads {missing}, which no input, initializer or node "
-                                  f"provides")
-    return order
 
 
 class VkopsRep(BackendRep):
