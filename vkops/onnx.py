@@ -3,14 +3,15 @@
     import vkops.onnx
     outputs = vkops.onnx.prepare(model).run([x, k])     # NumPy in, NumPy out (ONNX dtypes kept)
 
-Nodes run in topological order through vkops' NumPy face (vkops.top_k, vkops.slice,
-vkops.quantized_linear_matmul) on vkops' default Vulkan device. ONNX types vkops lacks are
-converted where every value fits exactly (int64 -> int32, uint64 -> uint32, bool -> uint8) and
-converted back on the way out; anything else raises a ValidationError naming op, input and values.
+Nodes run in the graph's order (onnx.checker requires it topological) through vkops' NumPy face
+(vkops.top_k, vkops.slice, vkops.quantized_linear_matmul) on vkops' default Vulkan device, plus
+Identity and Constant. ONNX types vkops lacks are converted where every value fits exactly
+(int64 -> int32, uint64 -> uint32, bool -> uint8) and converted back on the way out; anything else
+raises a ValidationError naming op, input and values. Other op types raise NotImplementedError.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -69,7 +70,7 @@ def _axis(axis: int, rank: int, op: str, field: str = "axis") -> int:
 
 
 # ---------------------------------------------------------------------------------------------- #
-# operators: fn(node_name, attrs, inputs) -> list of outputs
+# operators: fn(label naming the node, attributes, *inputs (None where omitted)) -> list of outputs
 # ---------------------------------------------------------------------------------------------- #
 def top_k(op: str, attrs: Dict[str, Any], x, k_in=None) -> list:
     x = np.asarray(x)
