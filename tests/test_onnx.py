@@ -203,8 +203,9 @@ def test_empty_slices_return_empty_arrays_without_a_device_call(monkeypatch, sta
 
 
 def test_slice_negative_step_clamps_start_as_onnx_says_not_as_numpy():
-    # ONNX (opset 13 text, and onnxruntime): a start below -dim becomes 0 when stepping backward, so
-    # element 0 is copied; NumPy's x[-100::-1] is empty. Ends below -dim become -1 (before element 0).
+    # The opset 13 text clamps an adjusted start to [0, dim - 1] when stepping backward, so a start
+    # below -dim copies element 0; NumPy's x[-100::-1] (and onnx.reference, which uses NumPy) is empty.
+    # Ends below -dim become -1 (before element 0).
     x = np.arange(6, dtype=np.float32)
     np.testing.assert_array_equal(run_slice(x, [-100], [INT64_MIN], [0], [-1]), [0.0])
     np.testing.assert_array_equal(run_slice(x, [2], [-100], [0], [-1]), [2.0, 1.0, 0.0])
@@ -235,12 +236,12 @@ def qlmm_oracle(a, sa, za, b, sb, zb, sy, zy):
     return np.clip(y, info.min, info.max).astype(zy.dtype)
 
 
-def run_qlmm(*args):
+def run_qlmm(*args, opset=21):
     names = ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"]
     node = helper.make_node("QLinearMatMul", names, ["y"])
     rank = np.matmul(np.zeros(np.shape(args[0])), np.zeros(np.shape(args[3]))).ndim
     m = model([node], [(n, np.asarray(v).dtype, np.ndim(v)) for n, v in zip(names, args)],
-              [("y", np.asarray(args[7]).dtype, rank)])
+              [("y", np.asarray(args[7]).dtype, rank)], opset=opset)
     return vkonnx.prepare(m).run(list(args))[0]
 
 
@@ -269,11 +270,12 @@ def test_qlinearmatmul_per_axis_scales_and_zero_points(rng, a_dt, b_dt, y_dt):
 
 @pytest.mark.parametrize("a_shape, b_shape", [((2, 1, 3, 4), (1, 3, 4, 5)), ((2, 2, 1, 3, 4), (3, 4, 5)),
                                               ((3, 4), (2, 4, 5))])
-def test_qlinearmatmul_broadcasts_batches(rng, a_shape, b_shape):
+@pytest.mark.parametrize("opset", [10, 21])
+def test_qlinearmatmul_broadcasts_batches(rng, a_shape, b_shape, opset):
     a = rng.integers(-128, 128, a_shape).astype(np.int8)
     b = rng.integers(-128, 128, b_shape).astype(np.int8)
     args = (np.float32(0.02), np.int8(3), np.float32(0.03), np.int8(-2), np.float32(0.5), np.int8(1))
-    y = run_qlmm(a, args[0], args[1], b, args[2], args[3], args[4], args[5])
+    y = run_qlmm(a, args[0], args[1], b, args[2], args[3], args[4], args[5], opset=opset)
     close(y, qlmm_oracle(a, *args[:2], b, *args[2:]))
 
 
