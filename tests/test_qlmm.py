@@ -146,6 +146,19 @@ def test_strided_inputs(dev, rng):
     close(y, want)
 
 
+def test_broadcast_parameters_of_any_size(dev, rng):
+    """Per-row parameters given as broadcast NumPy views (stride 0) are staged packed, small (device
+    constants) and large (over 64 KiB: uploaded) alike."""
+    for M in (40, 20000):
+        a = rng.integers(0, 256, (M, 16)).astype(np.uint8)
+        b = rng.integers(-128, 128, (16, 8)).astype(np.int8)
+        sa = np.broadcast_to(np.float32(0.03), (M,))
+        za = np.broadcast_to(np.uint8(100), (M,))
+        got = vkops.quantized_linear_matmul(a, sa, za, b, 0.05, None, 0.5, np.uint8(3))
+        want = reference.quantized_linear_matmul(a, 0.03, 100, b, 0.05, None, 0.5, np.uint8(3))
+        assert np.abs(got.astype(int) - want).max() <= 1, M
+
+
 def test_device_tensors_and_batch(dev, rng):
     args = problem(rng, U8, I8, I8, 16, 32, 24, "axis", "axis", (1, 2), (1, 2))
     dargs = [None if x is None else vkops.to_device(x, dev) for x in args]

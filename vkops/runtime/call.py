@@ -112,10 +112,12 @@ class Call:
     def descs(self) -> List[TensorDesc]:
         """The inputs' descriptors, for validation and planning before anything is staged."""
         out = []
-        for x in self._raw:
+        for i, x in enumerate(self._raw):
             if isinstance(x, DeviceTensor):
                 out.append(x.desc)
-            else:
+            elif i in self._params:  # staged packed (kernels index parameters densely)
+                out.append(TensorDesc(DataType.of(x, "input data_type"), x.shape or (1,), name="input"))
+            else:  # as upload() stages it: a transposed or broadcast view keeps its strides
                 out.append(host_layout(np.asarray(x))[1])
         return out
 
@@ -128,7 +130,9 @@ class Call:
         return self._inputs
 
     def _stage(self, i: int, x: np.ndarray) -> DeviceTensor:
-        if i in self._params and x.nbytes <= CONSTANT_BYTES:
+        if i in self._params:
+            if x.nbytes > CONSTANT_BYTES:
+                return self.batch.upload(np.ascontiguousarray(x))
             t = self.device.constant(x)
             self.batch.hold(t)
             return t
