@@ -8,11 +8,14 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-layout(local_size_x_id = 0) in;  // TX * TY
+layout(local_size_x_id = 0) in;  // TX * TY: 256, or 128 where that is the device's limit
 
 const uint TM = 4u, TN = 4u;     // outputs per thread (rows, columns)
-const uint TX = 16u, TY = 16u;   // threads across N, M
+const uint TX = 16u;             // threads across N
+const uint TY = gl_WorkGroupSize.x / TX;  // threads across M
 const uint BM = TM * TY, BN = TN * TX, BK = 16u;
+// Words of the B tile each thread stages per K step: BK * BN / 4 words over the workgroup.
+const uint B_PASSES = (BK * BN / 4u) / gl_WorkGroupSize.x;
 
 layout(binding = 0) readonly buffer BufA { uint a_buf[]; };
 layout(binding = 1) readonly buffer BufB { uint b_buf[]; };
@@ -41,7 +44,7 @@ void main() {
     uint bbase = bi * pc.b_sb + ci * pc.b_sc;
     bool a_sgn = has(F_A_SIGNED), b_sgn = has(F_B_SIGNED);
 
-    // The one word of A and of B this thread stages per K step.
+    // The word of A (and the first of B) this thread stages per K step.
     uint arow = lid / (BK / 4u), akq = 4u * (lid % (BK / 4u));
     uint bkr = lid / (BN / 4u), bnq = 4u * (lid % (BN / 4u));
     uint am = m0 + arow;
@@ -60,11 +63,12 @@ void main() {
             [[unroll]] for (uint t = 0u; t < 4u; ++t)
                 As[(akq + t) * BM + arow] = (am < M && k + t < K) ? byte_of(w, t, a_sgn) - za : 0;
         }
-        {
-            uint k = k0 + bkr, n = n0 + bnq, w = 0u;
+        for (uint p = 0u; p < B_PASSES; ++p) {
+            uint r = bkr + p * (gl_WorkGroupSize.x / (BN / 4u));
+            uint k = k0 + r, n = n0 + bnq, w = 0u;
             if (k < K && n < N) LOAD4(b_buf, bbase + k * pc.b_sk + n, w);
             [[unroll]] for (uint t = 0u; t < 4u; ++t)
-                Bs[bkr * BN + bnq + t] = (k < K && n + t < N) ? byte_of(w, t, b_sgn) - zb[t] : 0;
+                Bs[r * BN + bnq + t] = (k < K && n + t < N) ? byte_of(w, t, b_sgn) - zb[t] : 0;
         }
         barrier();
         [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {

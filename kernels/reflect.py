@@ -152,3 +152,66 @@ def reflect(spv: bytes) -> Dict:
             "capabilities": caps, "extensions": exts,
             "device_extensions": sorted({DEVICE_EXTENSIONS[e] for e in exts if e in DEVICE_EXTENSIONS}),
             "device_features": sorted({FEATURES[c] for c in caps if c in FEATURES})}
+
+
+# OpSpecConstantOp's operations that array sizes use here (glslang folds the rest).
+_SPEC_OPS = {128: lambda x, y: x + y, 130: lambda x, y: x - y, 132: lambda x, y: x * y,
+             134: lambda x, y: x // y, 135: lambda x, y: x // y, 137: lambda x, y: x % y,
+             194: lambda x, y: x >> y, 196: lambda x, y: x << y, 199: lambda x, y: x & y,
+             197: lambda x, y: x | y}
+SPEC_CONSTANT_OP, COMPOSITE_EXTRACT, WORKGROUP = 52, 81, 4
+
+
+def shared_memory_bytes(spv: bytes, spec_values: Dict[int, int]) -> int:
+    """Bytes of Workgroup (shared) variables the module declares, with specialization constant i set
+    to spec_values[i] (others at their defaults): what maxComputeSharedMemorySize must cover."""
+    words = struct.unpack(f"<{len(spv) // 4}I", spv)
+    deco, types, values, ops, shared = {}, {}, {}, {}, []
+    i = 5
+    while i < len(words):
+        n, op = words[i] >> 16, words[i] & 0xFFFF
+        a = words[i + 1:i + n]
+        i += n
+        if op == OP["Decorate"]:
+            deco.setdefault(a[0], {})[a[1]] = list(a[2:])
+        elif op in (OP["TypeBool"], OP["TypeInt"], OP["TypeFloat"]):
+            types[a[0]] = ("scalar", 4 if op == OP["TypeBool"] else a[1] // 8)
+        elif op in (OP["TypeVector"], OP["TypeArray"]):
+            types[a[0]] = ("array", a[1], a[2] if op == OP["TypeArray"] else ("literal", a[2]))
+        elif op == OP["TypeStruct"]:
+            types[a[0]] = ("struct", list(a[1:]))
+        elif op == OP["TypePointer"]:
+            types[a[0]] = ("pointer", a[2])
+        elif op == OP["Constant"]:
+            values[a[1]] = a[2]
+        elif op in (OP["SpecConstant"], OP["SpecConstantTrue"], OP["SpecConstantFalse"]):
+            sid = deco.get(a[1], {}).get(SPEC_ID, [None])[0]
+            default = a[2] if op == OP["SpecConstant"] else int(op == OP["SpecConstantTrue"])
+            values[a[1]] = spec_values.get(sid, default)
+        elif op == OP["SpecConstantComposite"]:
+            values[a[1]] = ("composite", list(a[2:]))
+        elif op == SPEC_CONSTANT_OP:
+            ops[a[1]] = (a[2], list(a[3:]))
+        elif op == OP["Variable"] and a[2] == WORKGROUP:
+            shared.append(a[0])
+
+    def value(vid):
+        if vid in ops:
+            code, args = ops[vid]
+            if code == COMPOSITE_EXTRACT:
+                return value(values[args[0]][1][args[1]])
+            return _SPEC_OPS[code](value(args[0]), value(args[1])) & 0xFFFFFFFF
+        return values[vid]
+
+    def size(t):
+        kind = types[t]
+        if kind[0] == "scalar":
+            return kind[1]
+        if kind[0] == "array":
+            count = kind[2][1] if isinstance(kind[2], tuple) else value(kind[2])
+            return count * size(kind[1])
+        if kind[0] == "struct":
+            return sum(size(m) for m in kind[1])
+        raise ValueError(f"shared variable of unsupported type {kind}")
+
+    return sum(size(types[ptr][1]) for ptr in shared)

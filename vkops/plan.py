@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .dtypes import DataType, words_for
-from .errors import ValidationError
+from .errors import DeviceLimitError, ValidationError
 from .limits import Limits
 from .tensor import TensorDesc
 
@@ -218,6 +218,10 @@ class Builder:
         self.notes: Dict[str, object] = {}
 
     def _add(self, buf: Buffer, desc: Optional[TensorDesc]) -> Ref:
+        lim = self.limits
+        if buf.nbytes > lim.max_storage_buffer_range:
+            raise DeviceLimitError(f"{self.op} needs {buf.role} buffer {buf.name!r} of {buf.nbytes} bytes; "
+                                   f"{lim.name}'s maxStorageBufferRange is {lim.max_storage_buffer_range}")
         self._buffers.append(buf)
         return Ref(len(self._buffers) - 1, desc)
 
@@ -258,6 +262,17 @@ class Builder:
     def dispatch(self, kernel: str, refs: Sequence[Ref], writes: Sequence[int], groups: Sequence[int],
                  push: np.ndarray, spec: Sequence[int] = ()) -> None:
         words = tuple(int(w) for w in np.ascontiguousarray(push).reshape(-1).view(np.uint32))
+        lim = self.limits
+        # Spec constant 0 is every kernel's workgroup size (tests/test_manifest.py checks it).
+        checks = ((4 * len(words), lim.max_push_constants_bytes, "maxPushConstantsSize", "push-constant bytes"),
+                  (int(spec[0]) if spec else 1, lim.max_workgroup_invocations, "maxComputeWorkGroupInvocations",
+                   "invocations per workgroup"))
+        checks += tuple((int(g), m, f"maxComputeWorkGroupCount[{i}]", f"workgroups along {'xyz'[i]}")
+                        for i, (g, m) in enumerate(zip(groups, lim.max_workgroup_count)))
+        for need, have, limit, what in checks:
+            if need > have:
+                raise DeviceLimitError(f"{self.op} dispatch of {kernel} needs {need} {what}; {lim.name}'s {limit} "
+                                       f"is {have}")
         self._steps.append((kernel, tuple(int(s) for s in spec), tuple(int(g) for g in groups), words,
                             tuple(r.id for r in refs), tuple(int(w) for w in writes)))
 

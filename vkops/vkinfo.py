@@ -17,6 +17,7 @@ ST_INSTANCE_CREATE_INFO = 1
 ST_PROPERTIES_2 = 1000059001
 ST_SUBGROUP_PROPERTIES = 1000094000
 ST_DRIVER_PROPERTIES = 1000196000
+ST_SUBGROUP_SIZE_CONTROL_PROPERTIES = 1000225000
 ST_COOPMAT_PROPERTIES_KHR = 1000506001
 
 DEVICE_TYPES = {0: "other", 1: "integrated-gpu", 2: "discrete-gpu", 3: "virtual-gpu", 4: "cpu"}
@@ -74,6 +75,11 @@ class SubgroupProperties(C.Structure):
                 ("supportedOperations", u32), ("quadOperationsInAllStages", u32)]
 
 
+class SubgroupSizeControlProperties(C.Structure):
+    _fields_ = [("sType", u32), ("pNext", vp), ("minSubgroupSize", u32), ("maxSubgroupSize", u32),
+                ("maxComputeWorkgroupSubgroups", u32), ("requiredSubgroupSizeStages", u32)]
+
+
 class DriverProperties(C.Structure):
     _fields_ = [("sType", u32), ("pNext", vp), ("driverID", u32), ("driverName", C.c_char * 256),
                 ("driverInfo", C.c_char * 256), ("conformanceVersion", C.c_uint8 * 4)]
@@ -123,6 +129,9 @@ class DeviceInfo:
     device_id: int = field(repr=False, default=0)
     driver_version: int = field(repr=False, default=0)
     pipeline_cache_uuid: bytes = field(repr=False, default=b"")
+    # VK_EXT_subgroup_size_control's range (both = subgroup_size where the device does not report one).
+    min_subgroup_size: int = field(repr=False, default=0)
+    max_subgroup_size: int = field(repr=False, default=0)
 
     @property
     def cooperative_matrix(self) -> bool:
@@ -190,6 +199,9 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
     # Chain only structures the device knows, so the validation layer has nothing to report.
     if api >= (1, 2, 0) or "VK_KHR_driver_properties" in extensions:
         sub.pNext = C.cast(C.pointer(drv), vp)
+    ssc = SubgroupSizeControlProperties(ST_SUBGROUP_SIZE_CONTROL_PROPERTIES, sub.pNext)
+    if api >= (1, 3, 0) or "VK_EXT_subgroup_size_control" in extensions:
+        sub.pNext = C.cast(C.pointer(ssc), vp)
     props.pNext = C.cast(C.pointer(sub), vp)
     lib.vkGetPhysicalDeviceProperties2(pd, C.byref(props))
     p = props.properties
@@ -225,4 +237,5 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
         max_storage_buffer_range=lim.maxStorageBufferRange, max_push_constants_bytes=lim.maxPushConstantsSize,
         timestamp_period_ns=lim.timestampPeriod,
         device_local_bytes=local, extensions=extensions, cooperative_matrix_shapes=shapes,
-        device_id=p.deviceID, driver_version=p.driverVersion, pipeline_cache_uuid=bytes(p.pipelineCacheUUID))
+        device_id=p.deviceID, driver_version=p.driverVersion, pipeline_cache_uuid=bytes(p.pipelineCacheUUID),
+        min_subgroup_size=ssc.minSubgroupSize or sub.subgroupSize, max_subgroup_size=ssc.maxSubgroupSize or sub.subgroupSize)

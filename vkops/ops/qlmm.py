@@ -26,8 +26,9 @@ from .slice1 import lower_packed
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 
-# Portable kernel: 16 x 16 threads, 4 x 4 outputs each (kernels/qlmm.comp constants).
-PORTABLE_BM = PORTABLE_BN = 64
+# Portable kernel: 16 x TY threads, 4 x 4 outputs each (kernels/qlmm.comp): TY = 16 (a 64 x 64 tile), or 8
+# (32 x 64) where a workgroup may have only 128 invocations.
+PORTABLE_BN = 64
 PORTABLE_WG = 256
 
 # Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
@@ -236,7 +237,7 @@ def split_verified(dev) -> bool:
     return coopmat_verified(dev) and _verdict(dev, True)
 
 
-_limits: Dict[int, Limits] = {}
+_limits: Dict[Limits, Limits] = {}  # by the device's limits
 
 
 def device_limits(dev, verified: bool = True) -> Limits:
@@ -244,11 +245,12 @@ def device_limits(dev, verified: bool = True) -> Limits:
     kernels are offered and (verified=True) passed their self-checks."""
     if not verified:
         return dev.limits.replace(cooperative_matrix=coopmat_supported(dev))
-    lim = _limits.get(dev.index)
-    if lim is None or lim.name != dev.limits.name:
-        lim = _limits[dev.index] = dev.limits.replace(
-            cooperative_matrix=coopmat_supported(dev), coopmat_verified=coopmat_verified(dev),
-            coopmat_split_verified=split_verified(dev))
+    base = dev.limits
+    lim = _limits.get(base)
+    if lim is None:
+        ok = coopmat_supported(dev)  # reads the effective shared memory: False within small profiles
+        lim = _limits[base] = base.replace(cooperative_matrix=ok, coopmat_verified=ok and coopmat_verified(dev),
+                                           coopmat_split_verified=ok and split_verified(dev))
     return lim
 
 
@@ -379,7 +381,11 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     pc["flags"] = flags
 
     if which == "portable":
-        kname, spec, bm, bn = "qlmm", (PORTABLE_WG,), PORTABLE_BM, PORTABLE_BN
+        wg = lim.workgroup(PORTABLE_WG)
+        if wg < 128:
+            raise DeviceLimitError(f"the portable QLinearMatMul kernel needs 128-invocation workgroups; "
+                                   f"{lim.name} allows {lim.max_workgroup_invocations}")
+        kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
     else:
         config = config or COOPMAT_CONFIG
         if config == "auto":

@@ -11,7 +11,7 @@ from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from ..tensor import MAX_DIMS, TensorDesc, check_like_input, merge_dims, validate_fields
 
-WORKGROUP = 256
+WORKGROUP = 256  # wanted; Limits.workgroup() gives what the device allows (128 at Vulkan's minimum)
 WORDS_PER_THREAD = 4
 
 
@@ -104,12 +104,6 @@ def affine(desc: Slice1Desc, input_strides: Sequence[int]) -> Tuple[int, Tuple[i
     return base, tuple(d[0] for d in merged), tuple(d[1] for d in merged)
 
 
-def grid(n_groups: int) -> Tuple[int, int, int]:
-    """A 2-D grid: Vulkan guarantees only 65535 workgroups per dimension."""
-    x = min(n_groups, 65535)
-    return (x, -(-n_groups // x), 1)
-
-
 def plan(desc: Slice1Desc, limits: Limits) -> Plan:
     """The dispatches of a validated SLICE1 (pure: no device)."""
     b = Builder("slice1", limits)
@@ -120,6 +114,7 @@ def plan(desc: Slice1Desc, limits: Limits) -> Plan:
 def lower(b: Builder, desc: Slice1Desc, x: Ref, out: Ref) -> None:
     """Dispatch the slice of `x` (its buffer holds desc.input) into packed `out`."""
     bits = desc.input.data_type.bits
+    wg = b.limits.workgroup(WORKGROUP)
     base, sizes, strides = affine(desc, desc.input.element_strides)
     e = 32 // bits
     n_elems = desc.output.element_count
@@ -130,16 +125,16 @@ def lower(b: Builder, desc: Slice1Desc, x: Ref, out: Ref) -> None:
         strides = tuple(s // e for s in strides[:-1]) + (1,)
         n_elems, e = n_elems // e, 1
     n_words = -(-n_elems // e)
-    per_group = WORKGROUP * WORDS_PER_THREAD
+    per_group = wg * WORDS_PER_THREAD
     pc = np.zeros((), SLICE_PUSH)
     row_len = sizes[-1]
     if bits == 32 and strides[-1] in (1, 2) and row_len % 4 == 0 and base % 4 == 0 and \
-            all(s % 4 == 0 for s in strides[:-1]) and row_len >= 4 * WORKGROUP:
+            all(s % 4 == 0 for s in strides[:-1]) and row_len >= 4 * wg:
         pc["vec"] = strides[-1]
         pc["row_words"] = row_len
         pc["tiles_per_row"] = -(-(row_len // 4) // per_group)
         n_groups = (n_elems // row_len) * int(pc["tiles_per_row"])
-    elif row_len % e == 0 and row_len // e >= WORKGROUP:
+    elif row_len % e == 0 and row_len // e >= wg:
         pc["row_words"] = row_len // e
         pc["tiles_per_row"] = -(-(row_len // e) // per_group)
         n_groups = (n_elems // row_len) * int(pc["tiles_per_row"])
@@ -148,8 +143,8 @@ def lower(b: Builder, desc: Slice1Desc, x: Ref, out: Ref) -> None:
     pc["rank"], pc["n_words"], pc["n_elems"], pc["base"], pc["n_groups"] = len(sizes), n_words, n_elems, base, n_groups
     pc["sizes"][: len(sizes)] = sizes
     pc["strides"][: len(strides)] = strides
-    b.dispatch(f"slice1_b{bits}", [x, out], writes=[1], groups=grid(n_groups),
-               push=pc.reshape(1).view(np.uint32), spec=(WORKGROUP, WORDS_PER_THREAD))
+    b.dispatch(f"slice1_b{bits}", [x, out], writes=[1], groups=b.limits.grid(n_groups, "SLICE1"),
+               push=pc.reshape(1).view(np.uint32), spec=(wg, WORDS_PER_THREAD))
 
 
 def lower_packed(b: Builder, x: Ref) -> Ref:

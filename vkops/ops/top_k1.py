@@ -25,9 +25,11 @@ from ..errors import DeviceLimitError, ValidationError
 from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
 from ..limits import Limits
 from ..plan import Builder, Plan, Ref
-from .slice1 import grid, lower_packed
+from .slice1 import lower_packed
 
-WORKGROUP = 512  # on an H200 the filter path ran 10-20% faster than with 256, and 1024 was slower
+# Wanted workgroup size; Limits.workgroup() gives what the device allows (128 at Vulkan's minimum). On an
+# H200 the filter path ran 10-20% faster with 512 than with 256, and 1024 was slower.
+WORKGROUP = 512
 MAX_AXIS_LENGTH = 2**31 - 1
 # filter: split rows into chunks until about this many workgroups run. On an H100 (132 SMs) 256 beat
 # 1024 by 1.2-1.5x on 64 x 2^20 and 1 x 2^26 rows (longer chunks amortize the seed and the sort, and
@@ -131,23 +133,38 @@ class Path:
     chunk_len: int = 0
     cap: int = 0         # filter: entries buffered before a compaction
     radix: bool = False  # filter: chunks by radix select instead of the running threshold
+    workgroup: int = WORKGROUP
 
 
 
-def buffer_entries(shared_bytes: int, workgroup: int = WORKGROUP) -> int:
-    """Largest power of two B <= 2048 with two uint arrays of B, a row-base array and a few words in
-    shared memory. 2048 also under NVIDIA's 48 KiB: on an H200, B=2048 (16 KiB, more workgroups per
-    SM) streamed 1.5-2x faster than B=4096 on every filter shape of bench_top_k1.py."""
+NBINS = 256  # radix histogram bins (NBINS in top_k1.comp)
+MIN_B = 256
+
+
+def shared_bytes(B: int, workgroup: int) -> int:
+    """Shared memory top_k1.comp declares: skey/sidx[B], s_base[WG], hist[NBINS], s_grp[NBINS/32] and 8
+    scalars (tests/test_portability.py checks this against the SPIR-V)."""
+    return 4 * (2 * B + workgroup + NBINS + NBINS // 32 + 8)
+
+
+def buffer_entries(shared: int, workgroup: int = WORKGROUP) -> int:
+    """Largest power of two B <= 2048 (and >= the workgroup: a filter step buffers one entry per thread)
+    whose shared arrays fit. 2048 also under NVIDIA's 48 KiB: on an H200, B=2048 (16 KiB, more
+    workgroups per SM) streamed 1.5-2x faster than B=4096 on every filter shape of bench_top_k1.py."""
     b = 2048
-    while b > 512 and 8 * b + 4 * workgroup + 64 > shared_bytes:
+    while b > max(MIN_B, workgroup) and shared_bytes(b, workgroup) > shared:
         b //= 2
+    if shared_bytes(b, workgroup) > shared:
+        raise DeviceLimitError(f"TOP_K1 needs {shared_bytes(b, workgroup)} bytes of shared memory (B={b} entries, "
+                               f"workgroup {workgroup}); maxComputeSharedMemorySize is {shared}")
     return b
 
 
-def choose_path(n_seq: int, length: int, k: int, shared_bytes: int, *, target_groups: int = 1024,
-                force: Optional[str] = None, chunks: Optional[int] = None) -> Path:
+def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: int = 1024,
+                force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = WORKGROUP) -> Path:
     """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
-    B = buffer_entries(shared_bytes)
+    WG = workgroup
+    B = buffer_entries(shared, WG)
     Kp = _pow2(k)
     P = _pow2(length)
     # Short rows (B/2 < L <= 4B, one chunk each) go to radix select from K = 2: it reads the row a few
@@ -164,11 +181,11 @@ def choose_path(n_seq: int, length: int, k: int, shared_bytes: int, *, target_gr
     if path == "seg":
         if P > B:
             raise ValidationError(f"seg path needs pow2(L) <= {B}; got L={length}")
-        return Path("seg", B, Kp, G=max(1, min(B // P, WORKGROUP, n_seq)), P=P)
+        return Path("seg", B, Kp, G=max(1, min(B // P, WG, n_seq)), P=P, workgroup=WG)
     if path == "filter":
         if Kp > B // 2:
             raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
-        step = WORKGROUP * EPI
+        step = WG * EPI
         if chunks is None:
             min_chunk = max(4 * B, 8 * step)
             want = -(-target_groups // n_seq)
@@ -178,10 +195,10 @@ def choose_path(n_seq: int, length: int, k: int, shared_bytes: int, *, target_gr
         chunks = -(-length // chunk_len)
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
-        cap = min(B, max(512, WORKGROUP, 4 * Kp))  # >= WORKGROUP: the seeding step buffers one per thread
-        return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix)
+        cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
+        return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix, workgroup=WG)
     if path == "sort":
-        return Path("sort", B, Kp, P=max(P, 2 * B))
+        return Path("sort", B, Kp, P=max(P, 2 * B), workgroup=WG)
     raise ValueError(force)
 
 
@@ -189,7 +206,8 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
     """choose_path() with the device's shared memory and workgroup target (a CPU device gets far fewer
     chunks)."""
     return choose_path(n_seq, length, k, limits.shared_memory_bytes,
-                       target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64, **kw)
+                       target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
+                       workgroup=limits.workgroup(WORKGROUP), **kw)
 
 
 def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
@@ -236,14 +254,14 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     ev = 128 // bits
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
-    spec = (WORKGROUP, p.B)
+    spec = (p.workgroup, p.B)
     ctr = b.counters(1)  # bound but unused unless several chunks share a row
 
     def dispatch(n_groups, cand, writes, mode, **fields):
         pc["n_groups"] = n_groups
         for f, v in fields.items():
             pc[f] = v
-        b.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=grid(n_groups),
+        b.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=lim.grid(n_groups, "TOP_K1"),
                    push=pc.reshape(1).view(np.uint32), spec=spec + (mode, int(p.radix)))
 
     if p.path == "seg":
@@ -270,7 +288,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         while size <= P:
             stride = size // 2
             while stride >= B:
-                step_groups = -(-(P // 2) // WORKGROUP)
+                step_groups = -(-(P // 2) // p.workgroup)
                 dispatch(n_seq * step_groups, cand, [3], MODE_SORT_GLOBAL, chunks=step_groups, P=P,
                          size=size, stride=stride)
                 stride //= 2

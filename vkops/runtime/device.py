@@ -46,12 +46,17 @@ def devices() -> List[vkinfo.DeviceInfo]:
 
 class Device:
     """One Vulkan device. `Device(i)` returns the same object for the same index in a process;
-    the kp manager behind it is created on first use. The default index is $VKOPS_DEVICE, else 0."""
+    the kp manager behind it is created on first use. The default index is $VKOPS_DEVICE, else 0.
+
+    `limits` plans every call as if the device had at most these limits: "minimum" (Vulkan 1.1's
+    required minimums), another name in vkops.limits.PROFILES, a Limits or a dict of Limits fields;
+    "device" restores the device's own. $VKOPS_DEVICE_LIMITS gives the default. `Device.limits` says
+    what plans use."""
 
     _instances: Dict[int, "Device"] = {}
     _instances_lock = threading.Lock()
 
-    def __new__(cls, index: Optional[int] = None, *, memory_budget: Optional[int] = None):
+    def __new__(cls, index: Optional[int] = None, *, memory_budget: Optional[int] = None, limits=None):
         if index is None:
             index = int(os.environ.get("VKOPS_DEVICE", "0"))
         infos = devices()
@@ -65,6 +70,8 @@ class Device:
                 cls._instances[index] = dev
             if memory_budget is not None:
                 dev.memory_budget = memory_budget
+            if limits is not None:
+                dev._set_limits(limits)
             return dev
 
     def _init(self, info: vkinfo.DeviceInfo):
@@ -76,7 +83,7 @@ class Device:
         self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
         self._owned: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()  # counters and constants
         self._plans = PlanCache(self._lock)
-        self._limits = Limits.of_info(info)
+        self._set_limits(os.environ.get("VKOPS_DEVICE_LIMITS") or "device")
         self._local = threading.local()
         # Bytes vkops may hold on this device (device and staging buffers together, idle ones too);
         # None: as much as the heaps give. $VKOPS_MEMORY_BUDGET sets it (e.g. 512M, 8G).
@@ -89,18 +96,27 @@ class Device:
     device_type = property(lambda self: self.info.device_type)
     driver = property(lambda self: self.info.driver)
     subgroup_size = property(lambda self: self.info.subgroup_size)
-    shared_memory_bytes = property(lambda self: self.info.shared_memory_bytes)
-    max_workgroup_count = property(lambda self: self.info.max_workgroup_count)
-    max_workgroup_size = property(lambda self: self.info.max_workgroup_size)
-    max_workgroup_invocations = property(lambda self: self.info.max_workgroup_invocations)
-    max_storage_buffer_range = property(lambda self: self.info.max_storage_buffer_range)
+    # Effective limits (Device.limits): the device's own unless planned within a profile.
+    shared_memory_bytes = property(lambda self: self._limits.shared_memory_bytes)
+    max_workgroup_count = property(lambda self: self._limits.max_workgroup_count)
+    max_workgroup_size = property(lambda self: self._limits.max_workgroup_size)
+    max_workgroup_invocations = property(lambda self: self._limits.max_workgroup_invocations)
+    max_storage_buffer_range = property(lambda self: self._limits.max_storage_buffer_range)
     cooperative_matrix = property(lambda self: self.info.cooperative_matrix)
     timestamp_period_ns = property(lambda self: self.info.timestamp_period_ns)
 
     @property
     def limits(self) -> Limits:
-        """The limits plans for this device are derived from."""
+        """The limits plans for this device are derived from: its own, or within a profile."""
         return self._limits
+
+    def _set_limits(self, limits) -> None:
+        own = Limits.of_info(self.info)
+        eff = own if isinstance(limits, str) and limits.strip().lower() == "device" else own.within(limits)
+        with self._lock:
+            if getattr(self, "_limits", None) != eff:
+                self._limits = eff
+                self._plans.clear()  # plans made under other limits
 
     @property
     def features(self) -> Tuple[str, ...]:

@@ -43,6 +43,10 @@ class PlanCache:
                 self.hits += 1
             return plan
 
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
     def put(self, key, plan) -> None:
         with self._lock:
             self._entries[key] = plan

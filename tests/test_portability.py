@@ -1,0 +1,162 @@
+"""Any Vulkan device: plans derived from limits, checked against the SPIR-V, under the smallest limits
+Vulkan allows; profiles; and a DeviceLimitError naming the limit where no plan fits."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vkops
+from vkops import reference
+from vkops.limits import PROFILES, Limits
+from vkops.ops import qlmm, slice1, top_k1
+from vkops.tensor import TensorDesc
+
+ROOT = Path(__file__).resolve().parent.parent
+SPV = ROOT / "vkops" / "spv"
+sys.path.insert(0, str(ROOT / "kernels"))
+from reflect import shared_memory_bytes  # noqa: E402
+
+sys.path.pop(0)
+
+PAPER = Limits(name="paper", device_type="discrete", subgroup_size=32, max_workgroup_invocations=1024,
+               max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152, max_storage_buffer_range=2**32 - 1)
+LIMITS = {"minimum": PROFILES["minimum"], "v3dv": PROFILES["raspberry-pi-v3dv"], "paper": PAPER}
+
+
+def topk(shape, k, dtype="float32", axis=-1):
+    axis %= len(shape)
+    o = tuple(k if i == axis else s for i, s in enumerate(shape))
+    return top_k1.TopK1Desc(TensorDesc(dtype, shape), TensorDesc(dtype, o), TensorDesc("uint32", o), axis, k).validate()
+
+
+def slc(shape, offs, sizes, strides, dtype="float32"):
+    out = [1 + (s - 1) // abs(t) for s, t in zip(sizes, strides)]
+    return slice1.Slice1Desc(TensorDesc(dtype, shape), TensorDesc(dtype, out), offs, sizes, strides).validate()
+
+
+def qd(B, M, K, N, zp=True):
+    one, row, col = (1, 1, 1, 1), (1, 1, M, 1), (1, 1, 1, N)
+    return qlmm.QuantizedLinearMatMulDesc(
+        TensorDesc("uint8", (B, 1, M, K)), TensorDesc("float32", row), TensorDesc("uint8", row) if zp else None,
+        TensorDesc("int8", (1, 1, K, N)), TensorDesc("float32", col), TensorDesc("int8", col) if zp else None,
+        TensorDesc("float32", one), None, TensorDesc("uint8", (B, 1, M, N))).validate()
+
+
+def plans(lim):
+    """A spread of calls over every path of every operator."""
+    yield top_k1.plan(topk((3, 100), 7), lim)                        # seg
+    yield top_k1.plan(topk((2, 3000), 2, "float16"), lim)            # short rows: radix
+    yield top_k1.plan(topk((4, 300000), 50), lim)                    # filter, chunks
+    yield top_k1.plan(topk((2, 300000), 400, "uint8"), lim)          # radix chunks
+    yield top_k1.plan(topk((2, 5000), 3000, "int16"), lim)           # bitonic sort
+    yield top_k1.plan(topk((7, 5, 33), 4, axis=1), lim)              # strided axis
+    yield slice1.plan(slc((6, 7, 9), (1, 0, 2), (4, 7, 6), (2, -3, 1)), lim)
+    yield slice1.plan(slc((4, 100000), (0, 0), (4, 100000), (1, 1), "uint8"), lim)
+    yield qlmm.plan(qd(2, 70, 96, 40), lim)
+    yield qlmm.plan(qd(1, 3, 5000, 7, zp=False), lim)
+
+
+@pytest.mark.parametrize("name", LIMITS)
+def test_plans_fit_their_limits(name):
+    """Every dispatch's workgroup, shared memory (by the SPIR-V's own declarations), push constants,
+    grid and buffers fit the limits the plan was made for."""
+    lim = LIMITS[name]
+    seen = set()
+    for p in plans(lim):
+        for b in p.buffers:
+            assert b.nbytes <= lim.max_storage_buffer_range
+        for d in p.dispatches:
+            wg = d.spec[0]
+            assert wg <= lim.max_workgroup_invocations and wg <= lim.max_workgroup_size[0], (p.op, d.kernel, wg)
+            assert 4 * len(d.push) <= lim.max_push_constants_bytes
+            assert all(g <= m for g, m in zip(d.groups, lim.max_workgroup_count))
+            shared = shared_memory_bytes((SPV / f"{d.kernel}.spv").read_bytes(), dict(enumerate(d.spec)))
+            assert shared <= lim.shared_memory_bytes, (p.op, d.kernel, d.spec, shared)
+            seen.add((p.op, wg))
+    if name == "minimum":
+        assert seen == {("top_k1", 128), ("slice1", 128), ("qlmm", 128)}
+    if name == "paper":  # where the device allows, the sizes the kernels were tuned with
+        assert seen == {("top_k1", 512), ("slice1", 256), ("qlmm", 256)}
+
+
+def test_shared_memory_mirror_matches_the_spirv():
+    spv = (SPV / "top_k1_f32.spv").read_bytes()
+    for wg, B in ((512, 2048), (128, 1024), (256, 512), (64, 256)):
+        for mode in range(5):
+            assert shared_memory_bytes(spv, {0: wg, 1: B, 2: mode}) == top_k1.shared_bytes(B, wg)
+    q = (SPV / "qlmm.spv").read_bytes()
+    assert shared_memory_bytes(q, {0: 256}) == 8192 and shared_memory_bytes(q, {0: 128}) == 6144
+
+
+@pytest.mark.parametrize("make,limits,match", [
+    (lambda lim: top_k1.plan(topk((3, 100), 7), lim), {"shared_memory_bytes": 2048}, "maxComputeSharedMemorySize is 2048"),
+    (lambda lim: top_k1.plan(topk((20, 600000), 300000), lim), "minimum", "maxStorageBufferRange of 134217728"),
+    (lambda lim: top_k1.plan(topk((64, 600000), 5), lim), "minimum",
+     "needs input buffer 'input' of 153600000 bytes; paper's maxStorageBufferRange is 134217728"),
+    (lambda lim: slice1.plan(slc((4, 10**6), (0, 0), (4, 10**6), (1, 1)), lim), {"max_workgroup_count": [10, 10, 10]},
+     "maxComputeWorkGroupCount 10 x 10"),
+    (lambda lim: qlmm.plan(qd(70, 8, 16, 8), lim), {"max_workgroup_count": [65535, 65535, 64]},
+     "allows 64"),
+    (lambda lim: top_k1.plan(topk((3, 100), 7), lim), {"max_push_constants_bytes": 64}, "maxPushConstantsSize is 64"),
+    (lambda lim: qlmm.plan(qd(1, 8, 16, 8), lim), {"max_workgroup_invocations": 64}, "128-invocation workgroups"),
+])
+def test_where_no_plan_fits_the_limit_is_named(make, limits, match):
+    lim = PAPER.within(limits)
+    with pytest.raises(vkops.DeviceLimitError, match=match):
+        make(lim)
+
+
+def test_profiles_clamp_the_devices_limits():
+    big = PAPER.replace(cooperative_matrix=True, coopmat_verified=True)
+    m = big.within("minimum")
+    assert (m.max_workgroup_invocations, m.max_workgroup_size, m.shared_memory_bytes, m.max_push_constants_bytes,
+            m.max_storage_buffer_range, m.max_workgroup_count) == (128, (128, 128, 64), 16384, 128, 2**27, (65535,) * 3)
+    assert m.profile == "minimum" and not m.cooperative_matrix and not m.coopmat_verified
+    assert m.subgroup_size == 32 and m.name == "paper"  # facts of the device stay its own
+    v = big.within("Raspberry-Pi-V3DV")
+    assert v.max_workgroup_invocations == 256 and v.shared_memory_bytes == 16384
+    c = big.within({"shared_memory_bytes": 20000})
+    assert c.shared_memory_bytes == 20000 and c.max_workgroup_invocations == 1024 and c.cooperative_matrix
+    assert Limits.from_dict(m.to_dict()) == m
+    with pytest.raises(vkops.ValidationError, match="minimum"):
+        big.within("tiny")
+    with pytest.raises(vkops.ValidationError, match="unknown field"):
+        big.within({"shared_memory": 1})
+
+
+@pytest.fixture
+def restore(dev):
+    yield dev
+    dev._set_limits(os.environ.get("VKOPS_DEVICE_LIMITS") or "device")
+
+
+def test_device_plans_within_a_profile(restore, rng):
+    dev = restore
+    own = Limits.of_info(dev.info)
+    d = vkops.Device(dev.index, limits="minimum")
+    assert d is dev and dev.limits.profile == "minimum"
+    assert (dev.max_workgroup_invocations, dev.shared_memory_bytes) == (128, min(16384, own.shared_memory_bytes))
+    x = rng.integers(0, 9, (3, 5000)).astype(np.float32)  # ties
+    v, i = vkops.top_k(x, 40)
+    np.testing.assert_array_equal(i, reference.top_k1(x, 40, 1)[1])
+    a = rng.integers(0, 256, (33, 40)).astype(np.uint8)
+    b = rng.integers(-128, 128, (40, 20)).astype(np.int8)
+    got = vkops.quantized_linear_matmul(a, 0.02, 7, b, 0.03, None, 0.5, np.uint8(9))
+    assert np.abs(got.astype(int) - reference.quantized_linear_matmul(a, 0.02, 7, b, 0.03, None, 0.5, np.uint8(9))).max() <= 1
+    p = qlmm.plan(qd(1, 33, 40, 20), qlmm.device_limits(dev))
+    assert p.dispatches[0].spec == (128,) and p.note("kernel") == "portable"
+    vkops.Device(dev.index, limits="device")
+    assert dev.limits == own
+    with pytest.raises(vkops.ValidationError, match="raspberry-pi-v3dv"):
+        vkops.Device(dev.index, limits="phone")
+
+
+def test_environment_sets_the_profile():
+    code = "import vkops; d = vkops.Device(); print(d.limits.profile, d.max_workgroup_invocations)"
+    env = dict(os.environ, VKOPS_DEVICE_LIMITS="minimum")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["minimum", "128"]
