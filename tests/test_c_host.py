@@ -367,3 +367,21 @@ def test_sync_validation_catches_a_missing_barrier(host, tmp_path):
             assert rc == 0 and err == "", err
         else:
             assert rc == 4 and "SYNC-HAZARD-READ-AFTER-WRITE" in err, (rc, err)
+
+
+def test_device_features_and_extensions(host, tmp_path):
+    """Features a kernel's manifest entry lists are enabled through the pNext chain (the layer checks the
+    chain); an extension the device lacks is an error naming it."""
+    plan, data = good_case()
+    sub = tmp_path / "features"
+    sub.mkdir()
+    manifest = edited_manifest(sub, lambda m: m["modules"]["slice1_b32"].update(
+        device_features=["shaderInt8", "vulkanMemoryModel", "storageBuffer16BitAccess"]))
+    rc, out, err, _ = run(host, sub, plan, [data], 1, manifest=manifest, env=clean_env(VKOPS_VALIDATION="1"))
+    assert rc == 0 and err == "" and "validation layer on" in out, err
+    sub = tmp_path / "extension"
+    sub.mkdir()
+    manifest = edited_manifest(sub, lambda m: m["modules"]["slice1_b32"].update(
+        device_extensions=["VK_VKOPS_no_such_extension"]))
+    rc, _, err, _ = run(host, sub, plan, [data], 1, manifest=manifest)
+    assert rc == 2 and 'kernel "slice1_b32" needs device extension VK_VKOPS_no_such_extension' in err, err
