@@ -258,6 +258,8 @@ BAD_FILES = {  # name: (plan bytes from the good plan, input bytes from the good
     "trailing text": (lambda p: json_bytes(p) + b"]", None, ["text after the JSON value"]),
     "deep nesting": (lambda p: b"[" * 100000, None, ["nested deeper than 64"]),
     "NUL in string": (lambda p: json_bytes(p).replace(b'"input"', b'"in\x00put"', 1), None, ["control character"]),
+    "control and non-UTF-8 bytes in a name": (lambda p: json_bytes(p).replace(b'"slice1_b32"', b'"slice1\\n\xff"'),
+                                              None, ['unknown kernel "slice1??"']),
     "input one byte short": (None, lambda d: d[:-1], ["wrong input file size", "4095 bytes", "4096"]),
     "input too long": (None, lambda d: d + b"\0" * 8, ["wrong input file size", "4104 bytes"]),
 }

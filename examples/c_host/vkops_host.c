@@ -28,13 +28,29 @@ static void cleanup(void);
 
 /* ---- errors and allocation ---------------------------------------------------------------- */
 
+/* Messages quote names from the plan: control characters and invalid UTF-8 become '?', so an error
+ * stays one readable line whatever the file held. */
+static void print_clean(const char *msg)
+{
+    const unsigned char *p = (const unsigned char *)msg;
+    while (*p) {
+        int n = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2 : (*p & 0xF8) == 0xF0 ? 3 : -1, i;
+        for (i = 1; i <= n && (p[i] & 0xC0) == 0x80; i++) {}
+        if (n < 0 || i <= n || (n == 0 && (*p < 0x20 || *p == 0x7F))) { fputc('?', stderr); p++; continue; }
+        fwrite(p, 1, (size_t)n + 1, stderr);
+        p += n + 1;
+    }
+}
+
 static void die(int code, const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
-    fputs("vkops_host: error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fputs("vkops_host: error: ", stderr);
+    print_clean(msg);
     fputc('\n', stderr);
     cleanup();
     exit(code);
@@ -1141,14 +1157,14 @@ int main(int argc, char **argv)
             char *end;
             if (++i == argc || argv[i][0] < '0' || argv[i][0] > '9' || (device = strtoul(argv[i], &end, 10), *end) ||
                 device > 0xFFFFFFFFul)
-                die(2, "--device needs a device index (0, 1, ...)\n%s", USAGE);
-        } else if (a[0] == '-' && a[1]) die(2, "unknown option \"%s\"\n%s", a, USAGE);
+                die(2, "--device needs a device index (0, 1, ...) (vkops_host --help)");
+        } else if (a[0] == '-' && a[1]) die(2, "unknown option \"%s\" (vkops_host --help)", a);
         else if (mode == 1) ins[nin++] = argv[i];
         else if (mode == 2) outs[nout++] = argv[i];
         else if (npos < 2) pos[npos++] = a;
-        else die(2, "unexpected argument \"%s\" (files after --in/--out)\n%s", a, USAGE);
+        else die(2, "unexpected argument \"%s\" (files after --in/--out) (vkops_host --help)", a);
     }
-    if (npos != 2) die(2, "need MANIFEST.json and PLAN.json\n%s", USAGE);
+    if (npos != 2) die(2, "need MANIFEST.json and PLAN.json (vkops_host --help)");
     G.validation = env && !strcmp(env, "1") ? 1 : env && !strcmp(env, "sync") ? 2 : 0;
 
     manifest = parse_json_file(pos[0], "manifest");
