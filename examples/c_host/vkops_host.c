@@ -1015,9 +1015,10 @@ static void create_pipelines(void)
     }
     for (i = 0; i < G.ndisps; i++) total += G.disps[i].nbind;
     {
-        VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)total};
+        /* At least one descriptor: older Vulkan versions require a non-empty pool size list. */
+        VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, (uint32_t)(total ? total : 1)};
         VkDescriptorPoolCreateInfo dpi = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, NULL, 0,
-                                          (uint32_t)G.ndisps, total ? 1 : 0, &ps};
+                                          (uint32_t)G.ndisps, 1, &ps};
         vk_check(vkCreateDescriptorPool(G.device, &dpi, NULL, &G.dpool), "vkCreateDescriptorPool", "plan");
     }
     for (i = 0; i < G.ndisps; i++) {
