@@ -76,16 +76,17 @@ test: setup
 	@$(VPY) -m pytest -q tests
 
 # The C host (examples/c_host: C99, libvulkan only) runs one plan per operator on the default device, under
-# the validation layer where it is installed; outputs must match NumPy and vkops' own run bit for bit.
+# the validation layer with synchronization checks (a missing barrier is an error) where it is installed;
+# outputs must match NumPy and vkops' own run bit for bit.
 C_HOST := build/c_host/vkops_host
 CC ?= cc
 $(C_HOST): examples/c_host/vkops_host.c $(VENV)/.apt-ready
 	@mkdir -p $(dir $@)
-	@$(CC) -std=c99 -O2 -Wall -Wextra -pedantic -o $@ $< -lvulkan -lm
+	@$(CC) -std=c99 -O2 -Wall -Wextra -pedantic -Werror -o $@ $< -lvulkan -lm
 
 provider-test: setup $(C_HOST)
 	@layer=0; for d in /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d; do \
-	  [ -f $$d/VkLayer_khronos_validation.json ] && layer=1; done; \
+	  [ -f $$d/VkLayer_khronos_validation.json ] && layer=sync; done; \
 	  VKOPS_VALIDATION=$$layer $(VPY) examples/c_host/provider_test.py $(C_HOST)
 
 bench: setup

@@ -8,18 +8,19 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's vkops, not whichever one the venv installed
+from vkops.limits import Limits  # noqa: E402
 from vkops.ops import slice1 as S  # noqa: E402
 from vkops.tensor import TensorDesc  # noqa: E402
 
 SOURCE = ROOT / "examples" / "c_host" / "vkops_host.c"
 MANIFEST = ROOT / "vkops" / "spv" / "manifest.json"
+LIMITS = Limits(max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64))  # workgroups of 256
 
 
 @pytest.fixture(scope="module")
@@ -44,30 +45,9 @@ def clean_env(**extra):
     return env
 
 
-class Capture:
-    """Stands in for the Python runtime's batch/builder: slice1's lowering calls dispatch() on it."""
-
-    def __init__(self):
-        self.calls = []
-        self.limits = self
-
-    def workgroup(self, wg):
-        return wg
-
-    def grid(self, n, name=None):
-        return S.grid(n) if hasattr(S, "grid") else (min(n, 65535), -(-n // min(n, 65535)), 1)
-
-    def dispatch(self, kernel, bufs, writes, groups, push, spec):
-        self.calls.append(dict(kernel=kernel, spec=[int(v) for v in spec], groups=[int(v) for v in groups],
-                               push=[int(v) for v in np.asarray(push, np.uint32)], writes=list(writes)))
-
-
 def slice_dispatch(desc, bindings, barrier=()):
-    """The dispatch vkops records for `desc` (push words, spec and groups from slice1's own lowering)."""
-    cap = Capture()
-    lower = getattr(S, "lower", None) or S.record
-    lower(cap, desc, SimpleNamespace(desc=desc.input), SimpleNamespace(desc=desc.output))
-    (d,) = cap.calls
+    """The dispatch vkops plans for `desc` (push words, spec and groups from slice1.plan), rebound."""
+    (d,) = S.plan(desc, LIMITS).to_dict()["dispatches"]
     return dict(d, bindings=list(bindings), barrier=list(barrier))
 
 
@@ -387,3 +367,16 @@ def test_device_features_and_extensions(host, tmp_path):
         device_extensions=["VK_VKOPS_no_such_extension"]))
     rc, _, err, _ = run(host, sub, plan, [data], 1, manifest=manifest)
     assert rc == 2 and 'kernel "slice1_b32" needs device extension VK_VKOPS_no_such_extension' in err, err
+
+
+def test_plans_from_the_planner_run_bit_for_bit(host, tmp_path):
+    """`make provider-test`'s cases (a TOP_K1 sort with barriers and a chunked TOP_K1 with zeroed
+    counters, SLICE1 with negative strides, QLinearMatMul with zero points): the C host's outputs equal
+    the NumPy oracle and, bit for bit, vkops' own run of the same plan, under synchronization validation."""
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "c_host" / "provider_test.py"), str(host),
+                        "--keep", str(tmp_path)], env=clean_env(VKOPS_VALIDATION="sync"), capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert len([ln for ln in lines if ln.startswith("ok ")]) == 5 and "bit-identical" in lines[0], r.stdout
+    assert "all passed" in lines[-1]

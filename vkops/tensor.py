@@ -8,7 +8,6 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-import numpy as np
 
 from .dtypes import DataType
 from .errors import ValidationError
