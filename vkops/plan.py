@@ -65,9 +65,11 @@ class Plan:
     limits: Limits
     notes: Tuple[Tuple[str, object], ...] = ()  # how the op lowered (path, kernel, ...), for people and tests
     _push: list = field(default=None, init=False, repr=False, compare=False)  # per dispatch, as np.uint32
+    _constants: dict = field(default=None, init=False, repr=False, compare=False)  # runtime's, by (device, id)
 
     def __post_init__(self):
         object.__setattr__(self, "_push", [np.array(d.push, np.uint32) for d in self.dispatches])
+        object.__setattr__(self, "_constants", {})
 
     def ids(self, role: str) -> List[int]:
         return [i for i, b in enumerate(self.buffers) if b.role == role]

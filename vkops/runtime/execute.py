@@ -36,8 +36,10 @@ def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence
                 bufs[i] = batch.upload(np.zeros(b.words, np.uint32))._buffer
             else:
                 bufs[i] = batch.scratch_words(b.words)
-        else:
-            t = dev.constant(np.array(b.data, np.uint32))
+        else:  # the device's copy, looked up once per plan and device
+            t = plan._constants.get((dev.index, i))
+            if t is None:
+                t = plan._constants[(dev.index, i)] = dev.constant(np.array(b.data, np.uint32))
             batch.hold(t)
             bufs[i] = t._buffer
     for d, push in zip(plan.dispatches, plan._push):
