@@ -183,3 +183,7 @@ def test_cli_writes_a_plan(tmp_path):
     r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "4"], cwd=ROOT, capture_output=True,
                        text=True)
     assert r.returncode == 2 and "--k" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "top_k", "--shape", "4,300000", "--k", "50",
+                        "--limits", "minimum"], cwd=ROOT, capture_output=True, text=True)
+    p = Plan.from_json(r.stdout)
+    assert p.limits.profile == "minimum" and p.dispatches[0].spec[:2] == (128, 1024)

@@ -8,7 +8,7 @@ import sys
 from typing import List, Optional
 
 from .errors import ValidationError
-from .limits import Limits
+from .limits import PROFILES, Limits
 from .tensor import TensorDesc
 
 
@@ -20,12 +20,21 @@ def _ints(text: str) -> List[int]:
 
 
 def limits_for(args) -> Limits:
-    """--limits FILE (a Limits dict, or a plan whose limits to reuse), else the device's (--device)."""
-    if args.limits:
+    """--limits FILE (a Limits dict, or a plan whose limits to reuse), else the device's (--device),
+    within --limits PROFILE when that names one (e.g. minimum)."""
+    profile = None
+    if args.limits and args.limits.strip().lower() in PROFILES:
+        profile = args.limits
+    elif args.limits:
         with open(args.limits) as f:
             d = json.load(f)
         return Limits.from_dict(d.get("limits", d))
-    if args.op == "qlmm":  # the cooperative-matrix verdicts need the device itself (kp)
+    return own_limits(args).within(profile)
+
+
+def own_limits(args) -> Limits:
+    """The device's limits (with the cooperative-matrix verdicts for qlmm, which need the device itself)."""
+    if args.op == "qlmm":
         from .ops.qlmm import device_limits  # noqa: PLC0415
         from .runtime import Device  # noqa: PLC0415
 
@@ -84,7 +93,8 @@ def parser() -> argparse.ArgumentParser:
 
     def common(p):
         p.add_argument("--device", type=int, default=0, help="plan for this Vulkan device's limits (default 0)")
-        p.add_argument("--limits", help="plan for the limits in this JSON file (a Limits dict or a plan)")
+        p.add_argument("--limits", help="plan for the limits in this JSON file (a Limits dict or a plan), or for "
+                       f"the device within a profile ({', '.join(PROFILES)})")
         p.add_argument("--out", help="write here (default: stdout)")
         return p
 

@@ -133,7 +133,8 @@ class Device:
         i = self.info
         return (f"Device({i.index}: {i.name!r}, {i.vendor}, {i.device_type}, driver {i.driver!r}, "
                 f"subgroup {i.subgroup_size}, shared {i.shared_memory_bytes // 1024} KiB, "
-                f"cooperative_matrix={i.cooperative_matrix})")
+                f"cooperative_matrix={i.cooperative_matrix}"
+                f"{'' if self._limits.profile is None else f', limits={self._limits.profile!r}'})")
 
     def _manager(self):
         with self._lock:
