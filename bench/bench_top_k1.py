@@ -3,7 +3,9 @@
 The grid of issue 4: fp32 4096x32768, 64x2^20, 1x2^26, 32768x1024, 1x1024 with K in {1, 8, 64, 256,
 1024}, plus one uint8 and one fp16 shape. Each row also checks the result against torch (values equal,
 indices point at those values; exact index equality where torch's tie order agrees) or NumPy.
-Usage: python bench/bench_top_k1.py [--small] [--reps 10] [--only 4096x32768]
+`--grid llm`: sampling over LLM vocabularies (1, 8, 64, 256 rows x 32000, 128256, 151936; K 1, 50,
+256, 1024; fp32 and fp16), with the wall of a 10-call batch. `--sweep-chunks` times forced chunk counts.
+Usage: python bench/bench_top_k1.py [--small] [--grid default|llm] [--reps 10] [--only 4096x32768]
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import time
 
 import numpy as np
 
-from common import cuda_torch, table, torch_ms, vk_gpu_ms, wall_ms, write_results
+from common import (cuda_torch, table, torch_batch_wall_ms, torch_ms, vk_batch_wall_ms, vk_gpu_ms, wall_ms,
+                    write_results)
 
 import vkops
 from vkops import reference
@@ -21,7 +24,14 @@ from vkops.ops import top_k1 as topk_mod
 KS = (1, 8, 64, 256, 1024)
 
 
-def grid(small: bool):
+LLM_ROWS, LLM_VOCABS, LLM_KS = (1, 8, 64, 256), (32000, 128256, 151936), (1, 50, 256, 1024)
+
+
+def grid(small: bool, which: str = "default"):
+    if which == "llm":
+        rows = LLM_ROWS[:2] if small else LLM_ROWS
+        vocabs = LLM_VOCABS[:1] if small else LLM_VOCABS
+        return [(dt, (r, v), LLM_KS) for dt in ("float32", "float16") for v in vocabs for r in rows]
     if small:  # for a CPU driver
         return [("float32", (64, 4096), KS[:4]), ("float32", (1, 1 << 18), KS[:4]), ("float32", (512, 1024), KS),
                 ("uint8", (64, 4096), (8, 256)), ("float16", (64, 4096), (8, 256))]
@@ -72,17 +82,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--only", default=None)
+    ap.add_argument("--only", default=None, help="shapes to run, e.g. 1x151936,8x32000")
+    ap.add_argument("--dtypes", default=None, help="dtypes to run, e.g. float32")
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--grid", default="default", choices=["default", "llm"])
+    ap.add_argument("--sweep-chunks", default=None, help="e.g. 2,4,8,16: GPU ms per forced chunk count")
     args = ap.parse_args()
     dev = vkops.Device()
     small = args.small or dev.device_type == "cpu"
     torch = cuda_torch()
     rows = []
     t_start = time.time()
-    for dtype, shape, ks in grid(small):
+    for dtype, shape, ks in grid(small, args.grid):
         name = "x".join(map(str, shape))
-        if args.only and args.only != name:
+        if args.dtypes and dtype not in args.dtypes.split(","):
+            continue
+        if args.only and name not in args.only.split(","):
             continue
         host, tx = make(dtype, shape, torch)
         x = vkops.to_device(host, dev)
@@ -99,11 +114,20 @@ def main():
             wall = wall_ms(lambda: vkops.top_k(x, k, out=(v, i)), args.reps)
             row = {"dtype": dtype, "shape": name, "K": k, "path": f"{p.path}/{p.chunks}" if p.path == "filter"
                    else p.path, "vk gpu ms": gpu, "vk GB/s": host.nbytes / gpu / 1e6, "vk wall ms": wall}
+            if args.grid == "llm":
+                row["vk batch wall ms"] = vk_batch_wall_ms(lambda r: vkops.top_k(x, k, out=outs[r]), args.reps, dev)
+            if args.sweep_chunks and p.path == "filter":
+                for c in map(int, args.sweep_chunks.split(",")):
+                    row[f"c{c}"] = vk_gpu_ms(lambda r, c=c: vkops.top_k(x, k, out=outs[r], _chunks=c), args.reps, dev,
+                                             warm_s=0.1)
             if torch is not None:
                 tt = tx if tx.dtype != torch.uint8 else tx  # torch.topk supports uint8 on CUDA
                 try:
                     tg, tw = torch_ms(lambda: torch.topk(tt, k, dim=-1, sorted=True), args.reps * 2)
                     row.update({"torch gpu ms": tg, "torch wall ms": tw, "speedup": tg / gpu})
+                    if args.grid == "llm":
+                        row["torch batch wall ms"] = torch_batch_wall_ms(
+                            lambda: torch.topk(tt, k, dim=-1, sorted=True), args.reps)
                 except RuntimeError as e:  # a dtype torch.topk lacks on CUDA
                     row["torch gpu ms"] = None
                     print("torch:", str(e)[:100])
@@ -118,6 +142,11 @@ def main():
     print(f"\nTOP_K1 on {dev.name} ({dev.driver}), {time.time() - t_start:.0f} s")
     cols = ["dtype", "shape", "K", "path", "vk gpu ms", "vk GB/s", "vk wall ms", "torch gpu ms", "torch wall ms",
             "speedup", "check"]
+    if args.grid == "llm":
+        cols[7:7] = ["vk batch wall ms"]
+        cols.insert(-2, "torch batch wall ms")
+    if args.sweep_chunks:
+        cols += [f"c{c}" for c in args.sweep_chunks.split(",")]
     print(table(rows, cols))
     print("results:", write_results("top_k1", rows))
 

@@ -75,6 +75,44 @@ def wall_ms(fn, reps: int = 10) -> float:
     return statistics.median(ts)
 
 
+def vk_batch_wall_ms(record, reps: int = 10, device=None, rounds: int = 5) -> float:
+    """Wall ms per call of `reps` calls recorded in one batch and run (what a user waits for when
+    calls are batched): the best of `rounds`."""
+    dev = device or vkops.Device()
+
+    def once():
+        with dev.batch():
+            for i in range(reps):
+                record(i)
+
+    once()
+    best = None
+    for _ in range(rounds):
+        t = time.perf_counter()
+        once()
+        ms = (time.perf_counter() - t) * 1e3 / reps
+        best = ms if best is None else min(best, ms)
+    return best
+
+
+def torch_batch_wall_ms(fn, reps: int = 10, rounds: int = 5):
+    """Wall ms per call of `reps` torch calls then one synchronize (the batch torch users write)."""
+    torch = cuda_torch()
+    if torch is None:
+        return None
+    fn()
+    torch.cuda.synchronize()
+    best = None
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+        ms = (time.perf_counter() - t) * 1e3 / reps
+        best = ms if best is None else min(best, ms)
+    return best
+
+
 def cuda_torch():
     """torch when it has a CUDA device, else None."""
     try:

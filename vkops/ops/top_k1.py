@@ -161,7 +161,8 @@ def buffer_entries(shared: int, workgroup: int = WORKGROUP) -> int:
 
 
 def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: int = 1024,
-                force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = WORKGROUP) -> Path:
+                force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = WORKGROUP,
+                short_chunks: bool = False) -> Path:
     """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
     WG = workgroup
     B = buffer_entries(shared, WG)
@@ -187,7 +188,14 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
             raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
         step = WG * EPI
         if chunks is None:
-            min_chunk = max(4 * B, 8 * step)
+            # Few rows (LLM sampling: 1-64 x 32000-151936) need many chunks to fill a GPU. On an H100,
+            # 1 x 151936 ran K=1 in 0.014 ms with 32 chunks vs 0.024 with 3, K=50 0.033 vs 0.045; but each
+            # chunk hands K candidates to the merge, so large K wants fewer (K=1024: 4 chunks 0.101 ms,
+            # 32: 0.154): chunks of >= 64 * pow2(K) elements. Rows under 8 steps stay whole (the merge
+            # costs more than it saves: 1 x 32000 K=50 0.025 ms in one chunk, 0.030 in 4). A CPU
+            # (short_chunks False) keeps long chunks.
+            short = short_chunks and length >= 8 * step
+            min_chunk = max(step, 64 * Kp) if short else max(4 * B, 8 * step)
             want = -(-target_groups // n_seq)
             chunks = max(1, min(want, -(-length // min_chunk), max(1, 65536 // k)))
         chunk_len = -(-length // chunks)
@@ -207,6 +215,7 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
     chunks)."""
     return choose_path(n_seq, length, k, limits.shared_memory_bytes,
                        target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
+                       short_chunks=limits.device_type != "cpu",
                        workgroup=limits.workgroup(WORKGROUP), **kw)
 
 
