@@ -63,6 +63,7 @@ def main():
     ap.add_argument("--small", action="store_true", help="CPU-sized shapes (lavapipe)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--configs", default="all")
+    ap.add_argument("--skinny", action="store_true", help="decoding-sized M (16, 32, 128) and 16-row tiles")
     args = ap.parse_args()
     dev = vkops.Device()
     args.small = args.small or dev.device_type == "cpu"  # lavapipe: CPU-sized shapes
@@ -80,7 +81,11 @@ def main():
     print(f"coopmat supported: {coop}; self-check: {verdict}; split-K self-check: {split_ok}", flush=True)
     torch = cuda_torch()
 
-    if args.small:
+    if args.skinny:
+        # 32 x 4096^2 first: the first shape after the uploads ran 2-4x slow on an H100 (see README)
+        shapes = [("32x4096x4096", 1, 32, 4096, 4096), ("16x4096x4096", 1, 16, 4096, 4096),
+                  ("16x8192x8192", 1, 16, 8192, 8192), ("128x4096x4096", 1, 128, 4096, 4096)]
+    elif args.small:
         shapes = [("256^3", 1, 256, 256, 256), ("512^3", 1, 512, 512, 512), ("4x256^3", 4, 256, 256, 256)]
     else:
         shapes = [("4096^3", 1, 4096, 4096, 4096), ("8192^3", 1, 8192, 8192, 8192),
@@ -106,7 +111,10 @@ def main():
         tiles = -(-M // Q.COOPMAT_CONFIGS[used][0]) * -(-N // Q.COOPMAT_CONFIGS[used][1]) * batch
         nch = -(-K // Q.COOPMAT_CONFIGS[used][2])
         sk = (Q.auto_split(tiles, nch) if Q.COOPMAT_SPLIT_K == "auto" else int(Q.COOPMAT_SPLIT_K)) if kernel != "portable" else 1
-        which = kernel if kernel == "portable" else (f"coopmat{'_zp' if zp else ''} {used}{' (auto)' if not config else ''}"
+        last = next(reversed(dev._plans._entries.values()))  # the plan the calls ran: its kernel and tile
+        if kernel != "portable":
+            used, sk = last.note("config", used), last.note("split_k", sk)
+        which = kernel if kernel == "portable" else (f"{last.dispatches[-1].kernel} {used}{' (auto)' if not config else ''}"
                                                      f"{f' splitK{sk}' if sk > 1 else ''}{f' G{group_m}' if group_m else ''}")
         row = {"shape": shape_name, "types": f"{np.dtype(adt).name}x{np.dtype(bdt).name}", "zp": zp, "impl": which,
                "ms": ms, "TOPS": ops / ms / 1e9, "ms_1sub": ms1, "maxdiff": mx, "exact": ex}
@@ -118,7 +126,8 @@ def main():
         return row
 
     def torch_case(shape_name, batch, M, K, N):
-        A = torch.randint(-128, 128, (batch, M, K), dtype=torch.int8, device="cuda")
+        Mp = max(M, 32)  # torch._int_mm needs M > 16: A padded with zero rows; TOPS count the real M
+        A = torch.randint(-128, 128, (batch, Mp, K), dtype=torch.int8, device="cuda")
         Bt = torch.randint(-128, 128, (batch, N, K), dtype=torch.int8, device="cuda")
         Brow = Bt.transpose(1, 2).contiguous()
         ops = 2.0 * batch * M * N * K
@@ -128,7 +137,8 @@ def main():
             except Exception as e:  # noqa: BLE001
                 print("torch._int_mm failed:", e)
                 continue
-            row = {"shape": shape_name, "types": "int8xint8->int32", "zp": False, "impl": f"torch._int_mm {layout}",
+            pad = f" (A padded to {Mp} rows)" if Mp != M else ""
+            row = {"shape": shape_name, "types": "int8xint8->int32", "zp": False, "impl": f"torch._int_mm {layout}{pad}",
                    "ms": ms, "TOPS": ops / ms / 1e9}
             rows_out.append(row)
             print(row, flush=True)
@@ -170,7 +180,10 @@ def main():
         main_rows = {}
         if coop:
             extra = []
-            if args.configs == "all" and not args.small:
+            if args.skinny and M <= 16:  # B read directly (int8 x int8), against the staged kernel's auto tile
+                extra = [dict(config=c, split_k=sk) for c in ("16x64x128_4x1", "16x128x128_4x1")
+                         for sk in (8, 16, 32)] + [dict(config="32x64x128_2x2")]
+            elif args.configs == "all" and not args.small and not args.skinny:
                 if i == 0:
                     extra = [dict(config=c) for c in ("128x256x64_4x2", "256x128x64_2x4", "64x64x64_2x2")]
                     extra += [dict(group_m=8)]
@@ -188,7 +201,7 @@ def main():
                         name, batch, M, K, N, adt, bdt, zp, "coopmat")
                 except Exception:  # noqa: BLE001
                     traceback.print_exc()
-        if i == 0 or args.small:
+        if (i == 0 and not args.skinny) or args.small:
             vk_case(name, batch, M, K, N, np.int8, np.int8, False, "portable")
             vk_case(name, batch, M, K, N, np.uint8, np.int8, True, "portable")
         _cache.clear()
@@ -203,8 +216,8 @@ def main():
                 traceback.print_exc()
         ii = main_rows.get(("int8", "int8", False), {})
         uz = main_rows.get(("uint8", "int8", True), {})
-        tc = tr.get("torch._int_mm B col-major", {}).get("TOPS")
-        trw = tr.get("torch._int_mm B row-major", {}).get("TOPS")
+        tc = next((r["TOPS"] for k, r in tr.items() if k.startswith("torch._int_mm B col-major")), None)
+        trw = next((r["TOPS"] for k, r in tr.items() if k.startswith("torch._int_mm B row-major")), None)
         summary.append({"shape": name, "ours i8xi8": ii.get("TOPS"), "ours u8xs8+zp": uz.get("TOPS"),
                         "torch col-major": tc, "torch row-major": trw,
                         "ours/col": (ii["TOPS"] / tc) if ii and tc else None,

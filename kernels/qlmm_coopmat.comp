@@ -22,6 +22,12 @@
 #ifndef SPLIT_K
 #define SPLIT_K 0
 #endif
+// DIRECT_B: B is read straight from the buffer into cooperative matrices, not staged through shared
+// memory: for decoding-sized M (one 16-row tile), where B is read once and its staging and barriers
+// were the cost. Needs signed B (no offset flip), no row/column sums, K % TILE_K == 0.
+#ifndef DIRECT_B
+#define DIRECT_B 0
+#endif
 
 layout(local_size_x_id = 0) in;  // 32 * SG_W * SG_H
 layout(constant_id = 1) const uint TILE_M = 128;
@@ -51,7 +57,9 @@ shared uint last_flag;
 const uint STRIDE_A = TILE_K + 16u;  // bytes per shared row, skewed by 16 against bank conflicts
 const uint STRIDE_B = TILE_N + 16u;
 shared uvec4 Ash[TILE_M * STRIDE_A / 16u];
+#if !DIRECT_B
 shared uvec4 Bsh[TILE_K * STRIDE_B / 16u];
+#endif
 shared int Csh[NSG * 256u];
 #if HAS_SUMS
 shared int rowS[TILE_M];
@@ -104,7 +112,9 @@ void main() {
 #endif
 
     uvec4 tA[A_PASSES];
+#if !DIRECT_B
     uvec4 tB[B_PASSES];
+#endif
     uint nchunks = (K + TILE_K - 1u) / TILE_K;
     uint per_split = (nchunks + S - 1u) / S;
     uint c_begin = min(split * per_split, nchunks), c_end = min(c_begin + per_split, nchunks);
@@ -113,18 +123,22 @@ void main() {
         uint m = m0 + ar + p * RA, k = c_begin * TILE_K + ak;
         tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
     }
+#if !DIRECT_B
     [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
         uint k = c_begin * TILE_K + bk + p * RB, n = n0 + bn;
         tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
     }
+#endif
 
     for (uint c = c_begin; c < c_end; ++c) {
         uint k0 = c * TILE_K;
         barrier();  // everyone is done reading the previous tiles
         [[unroll]] for (uint p = 0u; p < A_PASSES; ++p)
             Ash[((ar + p * RA) * STRIDE_A + ak) >> 4] = tA[p];
+#if !DIRECT_B
         [[unroll]] for (uint p = 0u; p < B_PASSES; ++p)
             Bsh[((bk + p * RB) * STRIDE_B + bn) >> 4] = tB[p];
+#endif
 #if HAS_SUMS
         // Offset-binary bytes (x' ^ 0x80 = x' + 128): plain unsigned byte sums.
         [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] += bsum(tA[p] ^ 0x80808080u);
@@ -153,10 +167,12 @@ void main() {
                 uint m = m0 + ar + p * RA, k = kn + ak;
                 tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
             }
+#if !DIRECT_B
             [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
                 uint k = kn + bk + p * RB, n = n0 + bn;
                 tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
             }
+#endif
         }
 
         [[unroll]] for (uint kk = 0u; kk < TILE_K / 32u; ++kk) {
@@ -169,8 +185,14 @@ void main() {
             [[unroll]] for (uint j = 0u; j < C_COLS; ++j) {
                 coopmat<int8_t, gl_ScopeSubgroup, 32, 16, gl_MatrixUseB> matB;
                 uint sj = 16u * (C_COLS * wx + j);
+#if DIRECT_B
+                if (n0 + sj >= N) continue;  // subgroup-uniform: a slab past N
+                coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
+                            gl_CooperativeMatrixLayoutRowMajor);
+#else
                 coopMatLoad(matB, Bsh, (32u * kk * STRIDE_B + sj) >> 4, STRIDE_B >> 4,
                             gl_CooperativeMatrixLayoutRowMajor);
+#endif
                 [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
                     result[i][j] = coopMatMulAdd(matA[i], matB, result[i][j]);
             }

@@ -14,6 +14,8 @@ VARIANTS.update({  # QUANTIZED_LINEAR_MATRIX_MULTIPLY (ops/qlmm.py)
     "qlmm_coopmat_zp": ("qlmm_coopmat.comp", {"HAS_SUMS": 1}),
     "qlmm_coopmat_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1}),
     "qlmm_coopmat_zp_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 1, "SPLIT_K": 1}),
+    "qlmm_coopmat_direct": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "DIRECT_B": 1}),
+    "qlmm_coopmat_direct_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "DIRECT_B": 1}),
 })
 VARIANTS.update({  # TOP_K1 (ops/top_k1.py): KIND 0 float, 1 signed, 2 unsigned
     f"top_k1_{t}": ("top_k1.comp", {"ELEM_BITS": bits, "KIND": kind}, {"optimize": True})

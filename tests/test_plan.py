@@ -187,3 +187,30 @@ def test_cli_writes_a_plan(tmp_path):
                         "--limits", "minimum"], cwd=ROOT, capture_output=True, text=True)
     p = Plan.from_json(r.stdout)
     assert p.limits.profile == "minimum" and p.dispatches[0].spec[:2] == (128, 1024)
+
+
+def test_qlmm_reads_b_directly_for_decoding_sized_m():
+    """M <= 16, signed B, no zero-point sums, K in whole chunks: the DIRECT_B variant with more split-K;
+    anything else keeps the staged kernel (planned for a device with verified cooperative matrices)."""
+    lim = PAPER.replace(device_type="discrete", shared_memory_bytes=49152, cooperative_matrix=True,
+                        coopmat_verified=True, coopmat_split_verified=True)
+
+    def desc(M, K, N, a="int8", b="int8", zp=False):
+        one = (1, 1, 1, 1)
+        return qlmm.QuantizedLinearMatMulDesc(
+            TensorDesc(a, (1, 1, M, K)), TensorDesc("float32", one), TensorDesc(a, one) if zp else None,
+            TensorDesc(b, (1, 1, K, N)), TensorDesc("float32", one), None, TensorDesc("float32", one), None,
+            TensorDesc("int8", (1, 1, M, N))).validate()
+
+    def kernel(d, **kw):
+        p = qlmm.plan(d, lim, **kw)
+        return p.dispatches[0].kernel, p.note("config"), p.note("split_k")
+
+    assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", qlmm.DIRECT_CONFIG, 8)
+    assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", qlmm.DIRECT_CONFIG, 16)
+    assert kernel(desc(17, 4096, 4096))[0] == "qlmm_coopmat_sk"                   # two row tiles
+    assert kernel(desc(16, 4096, 4096, b="uint8"))[0] == "qlmm_coopmat_zp_sk"     # B needs the offset flip
+    assert kernel(desc(16, 4096, 4096, a="uint8", zp=True))[0] == "qlmm_coopmat_zp_sk"  # row/column sums
+    assert kernel(desc(16, 4000, 4096))[0] == "qlmm_coopmat_sk"                   # K not whole chunks
+    assert kernel(desc(16, 4096, 4096), kernel="portable")[0] == "qlmm"
+    assert kernel(desc(16, 4096, 4096), split_k=1)[0] == "qlmm_coopmat_direct"

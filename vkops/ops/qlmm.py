@@ -41,7 +41,20 @@ COOPMAT_CONFIGS = {
     "32x64x128_2x2": (32, 64, 128, 2, 2),
     "32x64x256_2x2": (32, 64, 256, 2, 2),
     "32x32x256_1x2": (32, 32, 256, 1, 2),
+    # one 16-row tile: decoding-sized M, where B streams once and A is tiny
+    "16x64x256_4x1": (16, 64, 256, 4, 1),
+    "16x128x256_8x1": (16, 128, 256, 8, 1),
+    "16x32x512_2x1": (16, 32, 512, 2, 1),
+    "16x64x128_4x1": (16, 64, 128, 4, 1),
+    "16x128x128_4x1": (16, 128, 128, 4, 1),
+    "16x128x256_4x1": (16, 128, 256, 4, 1),
 }
+# M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
+# matrices (kernels/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
+# H100 (bench_qlmm.py --skinny): 16 x 8192^2 0.061 ms with 16x64x128_4x1 split-K 16 vs 0.080 for the staged
+# 32x64x128 tile; 16 x 4096^2 0.022 (split 8) vs 0.023. Wider tiles (16x128) and split 32 were slower.
+DIRECT_CONFIG = "16x64x128_4x1"
+COOPMAT_DIRECT = True
 # Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp).
 COOPMAT_GROUP_M = 1
 # Split-K for few output tiles (small M, N and batch): "auto" picks a factor so that about
@@ -206,7 +219,8 @@ def coopmat_supported(dev) -> bool:
             and all(dev.supports(k) for k in _COOPMAT_KERNELS))  # features the SPIR-V declares, enabled
 
 
-_COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk")
+_COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
+                    "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk")
 _verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
 _verdict_lock = threading.Lock()
 
@@ -267,12 +281,14 @@ def self_check(dev, split: bool = False) -> bool:
                                                                      (np.uint8, np.uint8, True, AUTO_CONFIGS[0])]
     if COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
-    cases = [c + (1,) for c in cases]
+    cases = [c + (1,) for c in cases] + [(np.int8, np.int8, False, DIRECT_CONFIG, 1)]  # B read directly
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
         cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2), (np.int8, np.int8, False, "32x64x128_2x2", 3),
-                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4)]
+                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4), (np.int8, np.int8, False, DIRECT_CONFIG, 3)]
     for a_dt, b_dt, zps, config, sk in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
+        if config == DIRECT_CONFIG:  # M <= 16 takes the direct variant; K a multiple of TILE_K; N of 16 not TILE_N
+            M, N, K = (13, 144, 384)
         a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (2, 1, M, K)).astype(a_dt)
         b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
         sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
@@ -388,15 +404,22 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
     else:
         config = config or COOPMAT_CONFIG
-        if config == "auto":
-            config = auto_config(M, N, Bo * Co)
-        tm, tn, tk, sw, sh = check_config(config)
-        gm = COOPMAT_GROUP_M if group_m is None else int(group_m)
-        spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
         za_known, zb_known = zero_points if zero_points is not None else (None, None)
         free = (_zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)
                 and _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known))
+        # B read straight into cooperative matrices (no shared staging): one 16-row tile, signed B (no
+        # offset flip), no zero-point sums, whole K chunks.
+        direct_ok = COOPMAT_DIRECT and M <= 16 and free and desc.b.data_type.is_signed
+        if config == "auto":
+            config = auto_config(M, N, Bo * Co)
+            if direct_ok and K % COOPMAT_CONFIGS[DIRECT_CONFIG][2] == 0:
+                config = DIRECT_CONFIG
+        tm, tn, tk, sw, sh = check_config(config)
+        gm = COOPMAT_GROUP_M if group_m is None else int(group_m)
+        spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
         kname = "qlmm_coopmat" if free else "qlmm_coopmat_zp"
+        if direct_ok and tm == 16 and K % tk == 0:
+            kname = "qlmm_coopmat_direct"
     groups = (-(-N // bn), -(-M // bm), Bo * Co)
     extra, extra_writes = [], []
     if which == "coopmat":
@@ -404,7 +427,9 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         nchunks = -(-K // tk)
         sk = COOPMAT_SPLIT_K if split_k is None else split_k
         if sk == "auto":
-            sk = auto_split(tiles, nchunks)
+            # direct B: more splits (a quarter of the chunks, up to 16) keep more loads in flight
+            sk = min(SPLIT_MAX, max(1, nchunks // 4)) if kname.startswith("qlmm_coopmat_direct") else \
+                auto_split(tiles, nchunks)
             sk = sk if sk > 1 and lim.coopmat_split_verified else 1
         else:
             sk = max(1, min(int(sk), nchunks))
@@ -421,6 +446,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         if g > lmt:
             raise DeviceLimitError(f"QuantizedLinearMatMul needs {g} workgroups along {what}; "
                                    f"{lim.name} allows {lmt}")
+    if which == "coopmat":
+        batch.notes.update(config=config, split_k=sk)
     batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out] + extra,
                    writes=[8] + extra_writes,
                    groups=groups, push=pc.reshape(1).view(np.uint32), spec=spec)
