@@ -44,17 +44,22 @@ def _string(words) -> str:
     return raw[:raw.index(b"\0")].decode()
 
 
-def reflect(spv: bytes) -> Dict:
+def instructions(spv: bytes):
+    """(opcode, operand words) of each instruction after the header."""
     words = struct.unpack(f"<{len(spv) // 4}I", spv)
     if words[0] != MAGIC:
         raise ValueError("not a SPIR-V module (bad magic)")
-    names, members, deco, mdeco, types, consts, spec, variables = {}, {}, {}, {}, {}, {}, {}, []
-    caps, exts, entry, local = [], [], None, None
     i = 5
     while i < len(words):
         n, op = words[i] >> 16, words[i] & 0xFFFF
-        a = words[i + 1:i + n]
-        i += n
+        yield op, words[i + 1:i + n]
+        i += max(n, 1)
+
+
+def reflect(spv: bytes) -> Dict:
+    names, members, deco, mdeco, types, consts, spec, variables = {}, {}, {}, {}, {}, {}, {}, []
+    caps, exts, entry, local = [], [], None, None
+    for op, a in instructions(spv):
         if op == OP["Capability"]:
             caps.append(CAPABILITIES.get(a[0], f"Capability{a[0]}"))
         elif op == OP["Extension"]:
@@ -165,13 +170,8 @@ SPEC_CONSTANT_OP, COMPOSITE_EXTRACT, WORKGROUP = 52, 81, 4
 def shared_memory_bytes(spv: bytes, spec_values: Dict[int, int]) -> int:
     """Bytes of Workgroup (shared) variables the module declares, with specialization constant i set
     to spec_values[i] (others at their defaults): what maxComputeSharedMemorySize must cover."""
-    words = struct.unpack(f"<{len(spv) // 4}I", spv)
     deco, types, values, ops, shared = {}, {}, {}, {}, []
-    i = 5
-    while i < len(words):
-        n, op = words[i] >> 16, words[i] & 0xFFFF
-        a = words[i + 1:i + n]
-        i += n
+    for op, a in instructions(spv):
         if op == OP["Decorate"]:
             deco.setdefault(a[0], {})[a[1]] = list(a[2:])
         elif op in (OP["TypeBool"], OP["TypeInt"], OP["TypeFloat"]):
