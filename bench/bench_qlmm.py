@@ -17,7 +17,7 @@ import numpy as np
 from common import cuda_torch, table, torch_ms, vk_gpu_ms, write_results
 
 import vkops
-from vkops.ops import qlmm as Q
+from vkops.ops import qlmm_coopmat as QC
 
 
 def operands(rng, batch, M, K, N, adt, bdt, zp):
@@ -69,15 +69,15 @@ def main():
     args.small = args.small or dev.device_type == "cpu"  # lavapipe: CPU-sized shapes
     rng = np.random.default_rng(0)
     print(dev, flush=True)
-    coop = Q.coopmat_supported(dev)
+    coop = QC.coopmat_supported(dev)
     verdict = None
     if coop:
         try:
-            verdict = Q.self_check(dev)
+            verdict = QC.self_check(dev)
         except Exception:  # noqa: BLE001
             traceback.print_exc()
             verdict = False
-    split_ok = Q.split_verified(dev) if coop else None
+    split_ok = QC.split_verified(dev) if coop else None
     print(f"coopmat supported: {coop}; self-check: {verdict}; split-K self-check: {split_ok}", flush=True)
     torch = cuda_torch()
 
@@ -94,10 +94,10 @@ def main():
 
     def vk_case(shape_name, batch, M, K, N, adt, bdt, zp, kernel, config=None, split_k=None, group_m=None):
         args_, dargs = cached_operands(rng, batch, M, K, N, adt, bdt, zp)
-        Q.COOPMAT_CONFIG = config or "auto"
-        Q.COOPMAT_SPLIT_K = "auto" if split_k is None else split_k
-        Q.COOPMAT_GROUP_M = 1 if group_m is None else group_m
-        used = Q.auto_config(M, N, batch) if Q.COOPMAT_CONFIG == "auto" else config
+        QC.COOPMAT_CONFIG = config or "auto"
+        QC.COOPMAT_SPLIT_K = "auto" if split_k is None else split_k
+        QC.COOPMAT_GROUP_M = 1 if group_m is None else group_m
+        used = QC.auto_config(M, N, batch) if QC.COOPMAT_CONFIG == "auto" else config
         nout = 4 if M * N * batch >= 8192 * 8192 else (20 if M * N * batch >= 4096 * 4096 else 40)
         outs = [dev.empty(vkops.TensorDesc(np.int8, (1, batch, M, N))) for _ in range(nout)]
         call = lambda o: vkops.quantized_linear_matmul(*dargs, out=o, kernel=kernel)  # noqa: E731
@@ -108,9 +108,9 @@ def main():
         ms = vk_gpu_ms(lambda r: call(outs[r]), len(outs), dev)
         ms1 = vk_gpu_ms(lambda r: call(outs[0]), args.reps, dev, warm_s=0)  # one dispatch per submission, no warm-up
         ops = 2.0 * batch * M * N * K
-        tiles = -(-M // Q.COOPMAT_CONFIGS[used][0]) * -(-N // Q.COOPMAT_CONFIGS[used][1]) * batch
-        nch = -(-K // Q.COOPMAT_CONFIGS[used][2])
-        sk = (Q.auto_split(tiles, nch) if Q.COOPMAT_SPLIT_K == "auto" else int(Q.COOPMAT_SPLIT_K)) if kernel != "portable" else 1
+        tiles = -(-M // QC.COOPMAT_CONFIGS[used][0]) * -(-N // QC.COOPMAT_CONFIGS[used][1]) * batch
+        nch = -(-K // QC.COOPMAT_CONFIGS[used][2])
+        sk = (QC.auto_split(tiles, nch) if QC.COOPMAT_SPLIT_K == "auto" else int(QC.COOPMAT_SPLIT_K)) if kernel != "portable" else 1
         last = next(reversed(dev._plans._entries.values()))  # the plan the calls ran: its kernel and tile
         if kernel != "portable":
             used, sk = last.note("config", used), last.note("split_k", sk)
@@ -122,7 +122,7 @@ def main():
         print(row, flush=True)
         write_results("qlmm", rows_out)
         del outs
-        Q.COOPMAT_CONFIG, Q.COOPMAT_SPLIT_K, Q.COOPMAT_GROUP_M = "auto", "auto", 1
+        QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.COOPMAT_GROUP_M = "auto", "auto", 1
         return row
 
     def torch_case(shape_name, batch, M, K, N):

@@ -15,6 +15,7 @@ from vkops.plan import Plan, barriers
 from vkops.runtime import Batch
 from vkops.runtime.execute import execute
 from vkops.tensor import TensorDesc
+from vkops.ops import qlmm_coopmat as QC
 
 ROOT = Path(__file__).resolve().parent.parent
 # A device on paper (lavapipe's figures): planning needs no device.
@@ -148,7 +149,7 @@ def test_plans_with_constants_and_counters_run(dev, rng):
     a = rng.integers(0, 256, (1, 1, M, K)).astype(np.uint8)
     b = rng.integers(-128, 128, (1, 1, K, N)).astype(np.int8)
     sa, sb, so = (np.full(s, v, np.float32) for s, v in (((1, 1, M, 1), 0.02), ((1, 1, 1, N), 0.03), ((1, 1, 1, 1), 1.5)))
-    (got,), _ = run_plan(dev, qlmm.plan(qlmm_desc(M, K, N, zp=False), qlmm.device_limits(dev)), [a, sa, b, sb, so])
+    (got,), _ = run_plan(dev, qlmm.plan(qlmm_desc(M, K, N, zp=False), QC.device_limits(dev)), [a, sa, b, sb, so])
     assert got.tobytes() == vkops.quantized_linear_matmul(a, sa, None, b, sb, None, so, None).tobytes()
     want = reference.quantized_linear_matmul(a, sa, None, b, sb, None, so, None)
     assert np.abs(got.astype(int) - want).max() <= 1  # float32 scale product at .5 ties (ops/qlmm.py)
@@ -206,8 +207,8 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m():
         p = qlmm.plan(d, lim, **kw)
         return p.dispatches[0].kernel, p.note("config"), p.note("split_k")
 
-    assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", qlmm.DIRECT_CONFIG, 8)
-    assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", qlmm.DIRECT_CONFIG, 16)
+    assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 8)
+    assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 16)
     assert kernel(desc(17, 4096, 4096))[0] == "qlmm_coopmat_sk"                   # two row tiles
     assert kernel(desc(16, 4096, 4096, b="uint8"))[0] == "qlmm_coopmat_zp_sk"     # B needs the offset flip
     assert kernel(desc(16, 4096, 4096, a="uint8", zp=True))[0] == "qlmm_coopmat_zp_sk"  # row/column sums

@@ -13,6 +13,7 @@ from vkops import reference
 from vkops.limits import PROFILES, Limits
 from vkops.ops import qlmm, slice1, top_k1
 from vkops.tensor import TensorDesc
+from vkops.ops import qlmm_coopmat as QC
 
 ROOT = Path(__file__).resolve().parent.parent
 SPV = ROOT / "vkops" / "spv"
@@ -146,7 +147,7 @@ def test_device_plans_within_a_profile(restore, rng):
     b = rng.integers(-128, 128, (40, 20)).astype(np.int8)
     got = vkops.quantized_linear_matmul(a, 0.02, 7, b, 0.03, None, 0.5, np.uint8(9))
     assert np.abs(got.astype(int) - reference.quantized_linear_matmul(a, 0.02, 7, b, 0.03, None, 0.5, np.uint8(9))).max() <= 1
-    p = qlmm.plan(qd(1, 33, 40, 20), qlmm.device_limits(dev))
+    p = qlmm.plan(qd(1, 33, 40, 20), QC.device_limits(dev))
     assert p.dispatches[0].spec == (128,) and p.note("kernel") == "portable"
     vkops.Device(dev.index, limits="device")
     assert dev.limits == own

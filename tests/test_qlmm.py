@@ -8,6 +8,7 @@ import vkops
 from vkops import reference
 from vkops.ops import qlmm as qmod
 from vkops.tensor import TensorDesc
+from vkops.ops import qlmm_coopmat as QC
 
 I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
 COMBOS = [(a, b, o) for a in (I8, U8) for b in (I8, U8) for o in (I8, U8)]
@@ -176,11 +177,11 @@ def test_device_tensors_and_batch(dev, rng):
 def test_kernel_selection(dev, rng, monkeypatch):
     args = problem(rng, I8, I8, I8, 32, 64, 32, "tensor", "none")
     run_both(args, I8, kernel="portable")
-    if qmod.coopmat_supported(dev):
+    if QC.coopmat_supported(dev):
         run_both(args, I8, kernel="coopmat")
         run_both(problem(rng, U8, U8, U8, 40, 96, 48, "axis", "axis"), U8, kernel="coopmat")
-        assert qmod.self_check(dev)
-        assert qmod.self_check(dev, split=True)
+        assert QC.self_check(dev)
+        assert QC.self_check(dev, split=True)
         for sk in (2, 3):  # split-K, forced: K = 320 in 128-chunks (32x64x128 for M = 24), partial last
             monkeypatch.setattr(qmod, "COOPMAT_SPLIT_K", sk)
             for zps in ("none", "axis"):
@@ -190,7 +191,7 @@ def test_kernel_selection(dev, rng, monkeypatch):
     else:
         with pytest.raises(vkops.DeviceLimitError, match="cooperative_matrix"):
             vkops.quantized_linear_matmul(*args, kernel="coopmat")
-        assert not qmod.coopmat_verified(dev)
+        assert not QC.coopmat_verified(dev)
     with pytest.raises(vkops.ValidationError, match="kernel must be"):
         vkops.quantized_linear_matmul(*args, kernel="fast")
 

@@ -9,10 +9,9 @@ may differ from the oracle by 1 where the exact value sits within float32 roundi
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from numbers import Number
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from ..errors import DeviceLimitError, ValidationError
 from ..tensor import TensorDesc, validate_fields
 from ..limits import Limits
 from ..plan import Builder, Plan
+from . import qlmm_coopmat as cm
 from .slice1 import lower_packed
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
@@ -31,73 +31,6 @@ QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 PORTABLE_BN = 64
 PORTABLE_WG = 256
 
-# Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
-COOPMAT_CONFIGS = {
-    "128x128x64_2x2": (128, 128, 64, 2, 2),
-    "128x256x64_4x2": (128, 256, 64, 4, 2),
-    "256x128x64_2x4": (256, 128, 64, 2, 4),
-    "128x128x32_2x2": (128, 128, 32, 2, 2),
-    "64x64x64_2x2": (64, 64, 64, 2, 2),
-    "32x64x128_2x2": (32, 64, 128, 2, 2),
-    "32x64x256_2x2": (32, 64, 256, 2, 2),
-    "32x32x256_1x2": (32, 32, 256, 1, 2),
-    # one 16-row tile: decoding-sized M, where B streams once and A is tiny
-    "16x64x256_4x1": (16, 64, 256, 4, 1),
-    "16x128x256_8x1": (16, 128, 256, 8, 1),
-    "16x32x512_2x1": (16, 32, 512, 2, 1),
-    "16x64x128_4x1": (16, 64, 128, 4, 1),
-    "16x128x128_4x1": (16, 128, 128, 4, 1),
-    "16x128x256_4x1": (16, 128, 256, 4, 1),
-}
-# M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
-# matrices (kernels/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
-# H100 (bench_qlmm.py --skinny): 16 x 8192^2 0.061 ms with 16x64x128_4x1 split-K 16 vs 0.080 for the staged
-# 32x64x128 tile; 16 x 4096^2 0.022 (split 8) vs 0.023. Wider tiles (16x128) and split 32 were slower.
-DIRECT_CONFIG = "16x64x128_4x1"
-COOPMAT_DIRECT = True
-# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp).
-COOPMAT_GROUP_M = 1
-# Split-K for few output tiles (small M, N and batch): "auto" picks a factor so that about
-# SPLIT_TARGET_GROUPS workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks; an int forces it.
-COOPMAT_SPLIT_K = "auto"
-SPLIT_TARGET_GROUPS = 256  # H200, 32x4096x4096: split 4 (256 groups) 37 TOPS, split 8 33, none 23
-SPLIT_MIN_CHUNKS = 4
-SPLIT_MAX = 16
-
-
-def auto_split(tiles: int, nchunks: int) -> int:
-    if tiles >= AUTO_MIN_GROUPS // 2:
-        return 1
-    s = min(SPLIT_MAX, max(1, SPLIT_TARGET_GROUPS // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
-    return s if s >= 2 else 1
-
-
-# "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
-COOPMAT_CONFIG = "auto"
-AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2")
-AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
-
-
-def auto_config(M: int, N: int, batch: int) -> str:
-    if M <= 32:
-        return "32x64x128_2x2"
-    tm, tn = COOPMAT_CONFIGS[AUTO_CONFIGS[0]][:2]
-    if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
-        return AUTO_CONFIGS[0]
-    return "64x64x64_2x2"
-
-
-def check_config(name: str) -> Tuple[int, int, int, int, int]:
-    tm, tn, tk, sw, sh = cfg = COOPMAT_CONFIGS[name]
-    inv = 32 * sw * sh
-    ok = (tk % 32 == 0 and tm % (16 * sh) == 0 and tn % (16 * sw) == 0 and inv % (tk // 16) == 0
-          and tm % (inv // (tk // 16)) == 0 and inv % (tn // 16) == 0 and tk % (inv // (tn // 16)) == 0)
-    if not ok:
-        raise ValidationError(f"cooperative-matrix config {name} {cfg} does not tile evenly")
-    return cfg
-
-
-COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
 
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
 QLMM_PUSH = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("flags", "<u4"), ("C", "<u4"),
@@ -210,108 +143,6 @@ def _strides(x_desc: TensorDesc) -> Tuple[int, int, int, int]:
     return tuple(st)
 
 
-def coopmat_supported(dev) -> bool:
-    """The device offers the s8 16x16x32 shape at subgroup scope, with 32-lane subgroups, and the
-    features the kernel's SPIR-V declares (cooperativeMatrix, shaderInt8, vulkanMemoryModel) are enabled."""
-    info = dev.info
-    return (dev.cooperative_matrix and COOPMAT_SHAPE in tuple(info.cooperative_matrix_shapes)
-            and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024
-            and all(dev.supports(k) for k in _COOPMAT_KERNELS))  # features the SPIR-V declares, enabled
-
-
-_COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
-                    "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk")
-_verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
-_verdict_lock = threading.Lock()
-
-
-def _verdict(dev, split: bool) -> bool:
-    with _verdict_lock:
-        key = (dev.index, split)
-        if key not in _verdicts:
-            def check():
-                try:
-                    return self_check(dev, split=split)
-                except Exception:  # noqa: BLE001 - a kernel that cannot run is a failed check
-                    return False
-
-            # Kept across processes (keyed by driver and SPIR-V), so a new process starts in ~1 ms.
-            kernels = [n for n in _COOPMAT_KERNELS if n.endswith("_sk") == split]
-            _verdicts[key] = dev._pipelines.remembered(f"qlmm-self-check-split{int(split)}", kernels, check)
-        return _verdicts[key]
-
-
-def coopmat_verified(dev) -> bool:
-    """Supported, and a self-check on first use matched the NumPy oracle (cached per device)."""
-    return coopmat_supported(dev) and _verdict(dev, False)
-
-
-def split_verified(dev) -> bool:
-    """The split-K variants passed their own self-check (cached per device); auto split-K needs it."""
-    return coopmat_verified(dev) and _verdict(dev, True)
-
-
-_limits: Dict[Limits, Limits] = {}  # by the device's limits
-
-
-def device_limits(dev, verified: bool = True) -> Limits:
-    """`dev.limits` with what this operator learns by trying the device: whether the cooperative-matrix
-    kernels are offered and (verified=True) passed their self-checks."""
-    if not verified:
-        return dev.limits.replace(cooperative_matrix=coopmat_supported(dev))
-    base = dev.limits
-    lim = _limits.get(base)
-    if lim is None:
-        ok = coopmat_supported(dev)  # reads the effective shared memory: False within small profiles
-        lim = _limits[base] = base.replace(cooperative_matrix=ok, coopmat_verified=ok and coopmat_verified(dev),
-                                           coopmat_split_verified=ok and split_verified(dev))
-    return lim
-
-
-def self_check(dev, split: bool = False) -> bool:
-    """Run small problems through both coopmat variants in a batch of their own; compare with the oracle.
-    split=True checks the split-K variants instead."""
-    from .. import reference  # noqa: PLC0415
-    from ..runtime import Batch  # noqa: PLC0415
-    from ..runtime.execute import execute  # noqa: PLC0415
-
-    rng = np.random.default_rng(1234)
-    ok = True
-    cases = [(np.uint8, np.int8, True, c) for c in AUTO_CONFIGS] + [(np.int8, np.int8, False, AUTO_CONFIGS[0]),
-                                                                     (np.uint8, np.uint8, True, AUTO_CONFIGS[0])]
-    if COOPMAT_CONFIG != "auto":
-        cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
-    cases = [c + (1,) for c in cases] + [(np.int8, np.int8, False, DIRECT_CONFIG, 1)]  # B read directly
-    if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
-        cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2), (np.int8, np.int8, False, "32x64x128_2x2", 3),
-                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4), (np.int8, np.int8, False, DIRECT_CONFIG, 3)]
-    for a_dt, b_dt, zps, config, sk in cases:
-        M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
-        if config == DIRECT_CONFIG:  # M <= 16 takes the direct variant; K a multiple of TILE_K; N of 16 not TILE_N
-            M, N, K = (13, 144, 384)
-        a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (2, 1, M, K)).astype(a_dt)
-        b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
-        sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
-        sb = rng.uniform(0.01, 0.03, (1, 1, 1, N)).astype(np.float32)
-        so = np.full((1, 1, 1, 1), 2.0, np.float32)
-        za = rng.integers(0, 100, (1, 1, M, 1)).astype(a_dt) if zps else None
-        zb = rng.integers(0, 100, (1, 1, 1, N)).astype(b_dt) if zps else None
-        zo = np.full((1, 1, 1, 1), 7, np.int8)
-        want = reference.quantized_linear_matmul(a, sa, za, b, sb, zb, so, zo)
-        ts = [None if x is None else dev.tensor(x) for x in (a, sa, za, b, sb, zb, so, zo)]
-        desc = QuantizedLinearMatMulDesc(*[None if t is None else t.desc for t in ts],
-                                         TensorDesc(np.int8, want.shape)).validate()
-        out = dev.empty(desc.output)
-        batch = Batch(dev)
-        p = plan(desc, device_limits(dev, verified=False), kernel="coopmat", config=config, split_k=sk)
-        execute(p, batch, [t for t in ts if t is not None], [out])
-        batch.run()
-        got = out.numpy()
-        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
-        ok &= bool(diff.max() <= 1 and (diff == 0).mean() >= 0.99)
-    return ok
-
-
 def choose_kernel(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kernel: str = "auto") -> str:
     aligned = (desc.k % 16 == 0 and desc.n % 16 == 0 and a_st[3] == 1 and b_st[3] == 1
                and all(s % 16 == 0 for s in a_st[:3]) and all(s % 16 == 0 for s in b_st[:3]))
@@ -319,7 +150,7 @@ def choose_kernel(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kern
         return "portable"
     if kernel == "coopmat":
         if not lim.cooperative_matrix:
-            raise DeviceLimitError(f"kernel='coopmat' needs VK_KHR_cooperative_matrix with shape {COOPMAT_SHAPE} "
+            raise DeviceLimitError(f"kernel='coopmat' needs VK_KHR_cooperative_matrix with shape {cm.COOPMAT_SHAPE} "
                                    f"and 32-lane subgroups; {lim.name} does not offer them")
         if not aligned:
             raise ValidationError(f"kernel='coopmat' needs K and N multiples of 16 and 16-element aligned strides; "
@@ -403,19 +234,19 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                                    f"{lim.name} allows {lim.max_workgroup_invocations}")
         kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
     else:
-        config = config or COOPMAT_CONFIG
+        config = config or cm.COOPMAT_CONFIG
         za_known, zb_known = zero_points if zero_points is not None else (None, None)
         free = (_zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)
                 and _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known))
         # B read straight into cooperative matrices (no shared staging): one 16-row tile, signed B (no
         # offset flip), no zero-point sums, whole K chunks.
-        direct_ok = COOPMAT_DIRECT and M <= 16 and free and desc.b.data_type.is_signed
+        direct_ok = cm.COOPMAT_DIRECT and M <= 16 and free and desc.b.data_type.is_signed
         if config == "auto":
-            config = auto_config(M, N, Bo * Co)
-            if direct_ok and K % COOPMAT_CONFIGS[DIRECT_CONFIG][2] == 0:
-                config = DIRECT_CONFIG
-        tm, tn, tk, sw, sh = check_config(config)
-        gm = COOPMAT_GROUP_M if group_m is None else int(group_m)
+            config = cm.auto_config(M, N, Bo * Co)
+            if direct_ok and K % cm.COOPMAT_CONFIGS[cm.DIRECT_CONFIG][2] == 0:
+                config = cm.DIRECT_CONFIG
+        tm, tn, tk, sw, sh = cm.check_config(config)
+        gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
         kname = "qlmm_coopmat" if free else "qlmm_coopmat_zp"
         if direct_ok and tm == 16 and K % tk == 0:
@@ -425,11 +256,11 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     if which == "coopmat":
         tiles = groups[0] * groups[1] * groups[2]
         nchunks = -(-K // tk)
-        sk = COOPMAT_SPLIT_K if split_k is None else split_k
+        sk = cm.COOPMAT_SPLIT_K if split_k is None else split_k
         if sk == "auto":
             # direct B: more splits (a quarter of the chunks, up to 16) keep more loads in flight
-            sk = min(SPLIT_MAX, max(1, nchunks // 4)) if kname.startswith("qlmm_coopmat_direct") else \
-                auto_split(tiles, nchunks)
+            sk = min(cm.SPLIT_MAX, max(1, nchunks // 4)) if kname.startswith("qlmm_coopmat_direct") else \
+                cm.auto_split(tiles, nchunks)
             sk = sk if sk > 1 and lim.coopmat_split_verified else 1
         else:
             sk = max(1, min(int(sk), nchunks))
@@ -581,13 +412,13 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm",) + freeze(
         output_dtype is None, str(out_dt), kernel, tuple(x is None for x in raw),
-        COOPMAT_CONFIG, COOPMAT_SPLIT_K, COOPMAT_GROUP_M, *(k for k in known if k is not None))
+        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.DIRECT_CONFIG, *(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
         if call.plan is None:
             descs = iter(call.descs)
             d = [None if x is None else next(descs) for x in raw]
             desc = QuantizedLinearMatMulDesc(*d[:8], out_desc).validate()
-            call.plan = plan(desc, device_limits(call.device), kernel=kernel, zero_points=known)
+            call.plan = plan(desc, cm.device_limits(call.device), kernel=kernel, zero_points=known)
     res = call.result()
     shape = (batch_sizes + (M, N))[4 - rank:]
     return res.reshape(shape)

@@ -1,0 +1,185 @@
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY on cooperative matrices: the tile configurations and split-K rules
+the lowering in ops/qlmm.py picks from, which devices qualify, and the self-check (remembered across
+processes) that must pass before the kernels are trusted. Module-level knobs are read at planning time,
+so benchmarks may set them."""
+from __future__ import annotations
+
+import threading
+from typing import Dict, Tuple
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..limits import Limits
+from ..tensor import TensorDesc
+
+# Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
+COOPMAT_CONFIGS = {
+    "128x128x64_2x2": (128, 128, 64, 2, 2),
+    "128x256x64_4x2": (128, 256, 64, 4, 2),
+    "256x128x64_2x4": (256, 128, 64, 2, 4),
+    "128x128x32_2x2": (128, 128, 32, 2, 2),
+    "64x64x64_2x2": (64, 64, 64, 2, 2),
+    "32x64x128_2x2": (32, 64, 128, 2, 2),
+    "32x64x256_2x2": (32, 64, 256, 2, 2),
+    "32x32x256_1x2": (32, 32, 256, 1, 2),
+    # one 16-row tile: decoding-sized M, where B streams once and A is tiny
+    "16x64x256_4x1": (16, 64, 256, 4, 1),
+    "16x128x256_8x1": (16, 128, 256, 8, 1),
+    "16x32x512_2x1": (16, 32, 512, 2, 1),
+    "16x64x128_4x1": (16, 64, 128, 4, 1),
+    "16x128x128_4x1": (16, 128, 128, 4, 1),
+    "16x128x256_4x1": (16, 128, 256, 4, 1),
+}
+# M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
+# matrices (kernels/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
+# H100 (bench_qlmm.py --skinny): 16 x 8192^2 0.061 ms with 16x64x128_4x1 split-K 16 vs 0.080 for the staged
+# 32x64x128 tile; 16 x 4096^2 0.022 (split 8) vs 0.023. Wider tiles (16x128) and split 32 were slower.
+DIRECT_CONFIG = "16x64x128_4x1"
+COOPMAT_DIRECT = True
+# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp).
+COOPMAT_GROUP_M = 1
+# Split-K for few output tiles (small M, N and batch): "auto" picks a factor so that about
+# SPLIT_TARGET_GROUPS workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks; an int forces it.
+COOPMAT_SPLIT_K = "auto"
+SPLIT_TARGET_GROUPS = 256  # H200, 32x4096x4096: split 4 (256 groups) 37 TOPS, split 8 33, none 23
+SPLIT_MIN_CHUNKS = 4
+SPLIT_MAX = 16
+
+
+def auto_split(tiles: int, nchunks: int) -> int:
+    if tiles >= AUTO_MIN_GROUPS // 2:
+        return 1
+    s = min(SPLIT_MAX, max(1, SPLIT_TARGET_GROUPS // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
+    return s if s >= 2 else 1
+
+
+# "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
+COOPMAT_CONFIG = "auto"
+AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2")
+AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
+
+
+def auto_config(M: int, N: int, batch: int) -> str:
+    if M <= 32:
+        return "32x64x128_2x2"
+    tm, tn = COOPMAT_CONFIGS[AUTO_CONFIGS[0]][:2]
+    if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
+        return AUTO_CONFIGS[0]
+    return "64x64x64_2x2"
+
+
+def check_config(name: str) -> Tuple[int, int, int, int, int]:
+    tm, tn, tk, sw, sh = cfg = COOPMAT_CONFIGS[name]
+    inv = 32 * sw * sh
+    ok = (tk % 32 == 0 and tm % (16 * sh) == 0 and tn % (16 * sw) == 0 and inv % (tk // 16) == 0
+          and tm % (inv // (tk // 16)) == 0 and inv % (tn // 16) == 0 and tk % (inv // (tn // 16)) == 0)
+    if not ok:
+        raise ValidationError(f"cooperative-matrix config {name} {cfg} does not tile evenly")
+    return cfg
+
+
+COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
+def coopmat_supported(dev) -> bool:
+    """The device offers the s8 16x16x32 shape at subgroup scope, with 32-lane subgroups, and the
+    features the kernel's SPIR-V declares (cooperativeMatrix, shaderInt8, vulkanMemoryModel) are enabled."""
+    info = dev.info
+    return (dev.cooperative_matrix and COOPMAT_SHAPE in tuple(info.cooperative_matrix_shapes)
+            and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024
+            and all(dev.supports(k) for k in _COOPMAT_KERNELS))  # features the SPIR-V declares, enabled
+
+
+_COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
+                    "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk")
+_verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
+_verdict_lock = threading.Lock()
+
+
+def _verdict(dev, split: bool) -> bool:
+    with _verdict_lock:
+        key = (dev.index, split)
+        if key not in _verdicts:
+            def check():
+                try:
+                    return self_check(dev, split=split)
+                except Exception:  # noqa: BLE001 - a kernel that cannot run is a failed check
+                    return False
+
+            # Kept across processes (keyed by driver and SPIR-V), so a new process starts in ~1 ms.
+            kernels = [n for n in _COOPMAT_KERNELS if n.endswith("_sk") == split]
+            _verdicts[key] = dev._pipelines.remembered(f"qlmm-self-check-split{int(split)}", kernels, check)
+        return _verdicts[key]
+
+
+def coopmat_verified(dev) -> bool:
+    """Supported, and a self-check on first use matched the NumPy oracle (cached per device)."""
+    return coopmat_supported(dev) and _verdict(dev, False)
+
+
+def split_verified(dev) -> bool:
+    """The split-K variants passed their own self-check (cached per device); auto split-K needs it."""
+    return coopmat_verified(dev) and _verdict(dev, True)
+
+
+_limits: Dict[Limits, Limits] = {}  # by the device's limits
+
+
+def device_limits(dev, verified: bool = True) -> Limits:
+    """`dev.limits` with what this operator learns by trying the device: whether the cooperative-matrix
+    kernels are offered and (verified=True) passed their self-checks."""
+    if not verified:
+        return dev.limits.replace(cooperative_matrix=coopmat_supported(dev))
+    base = dev.limits
+    lim = _limits.get(base)
+    if lim is None:
+        ok = coopmat_supported(dev)  # reads the effective shared memory: False within small profiles
+        lim = _limits[base] = base.replace(cooperative_matrix=ok, coopmat_verified=ok and coopmat_verified(dev),
+                                           coopmat_split_verified=ok and split_verified(dev))
+    return lim
+
+
+def self_check(dev, split: bool = False) -> bool:
+    """Run small problems through both coopmat variants in a batch of their own; compare with the oracle.
+    split=True checks the split-K variants instead."""
+    from .. import reference  # noqa: PLC0415
+    from .qlmm import QuantizedLinearMatMulDesc, plan  # noqa: PLC0415
+    from ..runtime import Batch  # noqa: PLC0415
+    from ..runtime.execute import execute  # noqa: PLC0415
+
+    rng = np.random.default_rng(1234)
+    ok = True
+    cases = [(np.uint8, np.int8, True, c) for c in AUTO_CONFIGS] + [(np.int8, np.int8, False, AUTO_CONFIGS[0]),
+                                                                     (np.uint8, np.uint8, True, AUTO_CONFIGS[0])]
+    if COOPMAT_CONFIG != "auto":
+        cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
+    cases = [c + (1,) for c in cases] + [(np.int8, np.int8, False, DIRECT_CONFIG, 1)]  # B read directly
+    if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
+        cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2), (np.int8, np.int8, False, "32x64x128_2x2", 3),
+                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4), (np.int8, np.int8, False, DIRECT_CONFIG, 3)]
+    for a_dt, b_dt, zps, config, sk in cases:
+        M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
+        if config == DIRECT_CONFIG:  # M <= 16 takes the direct variant; K a multiple of TILE_K; N of 16 not TILE_N
+            M, N, K = (13, 144, 384)
+        a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (2, 1, M, K)).astype(a_dt)
+        b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
+        sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
+        sb = rng.uniform(0.01, 0.03, (1, 1, 1, N)).astype(np.float32)
+        so = np.full((1, 1, 1, 1), 2.0, np.float32)
+        za = rng.integers(0, 100, (1, 1, M, 1)).astype(a_dt) if zps else None
+        zb = rng.integers(0, 100, (1, 1, 1, N)).astype(b_dt) if zps else None
+        zo = np.full((1, 1, 1, 1), 7, np.int8)
+        want = reference.quantized_linear_matmul(a, sa, za, b, sb, zb, so, zo)
+        ts = [None if x is None else dev.tensor(x) for x in (a, sa, za, b, sb, zb, so, zo)]
+        desc = QuantizedLinearMatMulDesc(*[None if t is None else t.desc for t in ts],
+                                         TensorDesc(np.int8, want.shape)).validate()
+        out = dev.empty(desc.output)
+        batch = Batch(dev)
+        p = plan(desc, device_limits(dev, verified=False), kernel="coopmat", config=config, split_k=sk)
+        execute(p, batch, [t for t in ts if t is not None], [out])
+        batch.run()
+        got = out.numpy()
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        ok &= bool(diff.max() <= 1 and (diff == 0).mean() >= 0.99)
+    return ok
+
+
