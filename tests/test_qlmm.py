@@ -183,7 +183,7 @@ def test_kernel_selection(dev, rng, monkeypatch):
         assert QC.self_check(dev)
         assert QC.self_check(dev, split=True)
         for sk in (2, 3):  # split-K, forced: K = 320 in 128-chunks (32x64x128 for M = 24), partial last
-            monkeypatch.setattr(qmod, "COOPMAT_SPLIT_K", sk)
+            monkeypatch.setattr(QC, "COOPMAT_SPLIT_K", sk)
             for zps in ("none", "axis"):
                 args2 = problem(rng, U8, I8, I8, 24, 80, 320, "axis", zps)
                 got = vkops.quantized_linear_matmul(*args2, kernel="coopmat")
