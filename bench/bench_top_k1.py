@@ -86,9 +86,12 @@ def main():
     ap.add_argument("--dtypes", default=None, help="dtypes to run, e.g. float32")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--grid", default="default", choices=["default", "llm"])
+    ap.add_argument("--workgroup", type=int, default=None, help="TOP_K1's wanted workgroup size (default 512)")
     ap.add_argument("--sweep-chunks", default=None, help="e.g. 2,4,8,16: GPU ms per forced chunk count")
     args = ap.parse_args()
     dev = vkops.Device()
+    if args.workgroup:
+        topk_mod.WORKGROUP = args.workgroup  # read at planning time; this process plans every call with it
     small = args.small or dev.device_type == "cpu"
     torch = cuda_torch()
     rows = []
