@@ -87,6 +87,7 @@ def main():
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--grid", default="default", choices=["default", "llm"])
     ap.add_argument("--workgroup", type=int, default=None, help="TOP_K1's wanted workgroup size (default 512)")
+    ap.add_argument("--force", default=None, choices=["filter", "radix", "seg", "sort"], help="with --sweep-chunks")
     ap.add_argument("--sweep-chunks", default=None, help="e.g. 2,4,8,16: GPU ms per forced chunk count")
     args = ap.parse_args()
     dev = vkops.Device()
@@ -121,8 +122,8 @@ def main():
                 row["vk batch wall ms"] = vk_batch_wall_ms(lambda r: vkops.top_k(x, k, out=outs[r]), args.reps, dev)
             if args.sweep_chunks and p.path == "filter":
                 for c in map(int, args.sweep_chunks.split(",")):
-                    row[f"c{c}"] = vk_gpu_ms(lambda r, c=c: vkops.top_k(x, k, out=outs[r], _chunks=c), args.reps, dev,
-                                             warm_s=0.1)
+                    row[f"c{c}"] = vk_gpu_ms(lambda r, c=c: vkops.top_k(x, k, out=outs[r], _chunks=c, _force=args.force),
+                                             args.reps, dev, warm_s=0.1)
             if torch is not None:
                 tt = tx if tx.dtype != torch.uint8 else tx  # torch.topk supports uint8 on CUDA
                 try:
