@@ -4,9 +4,11 @@ Descriptors validate without a device; `vkops.runtime` is the only module that i
 """
 from .dtypes import DataType
 from .errors import DeviceLimitError, DeviceMemoryError, ValidationError
+from .limits import Limits
 from .ops.qlmm import QuantizedLinearMatMulDesc, quantized_linear_matmul
 from .ops.slice1 import Slice1Desc, slice
 from .ops.top_k1 import AxisDirection, TopK1Desc, top_k
+from .plan import Plan
 from .runtime import Batch, Device, DeviceTensor, devices, to_device
 from .tensor import TensorDesc
 
@@ -15,4 +17,4 @@ __version__ = "0.1.0"
 __all__ = ["DataType", "DeviceLimitError", "DeviceMemoryError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
            "QuantizedLinearMatMulDesc", "quantized_linear_matmul",
            "AxisDirection", "TopK1Desc", "top_k",
-           "Batch", "Device", "DeviceTensor", "devices", "to_device"]
+           "Batch", "Device", "DeviceTensor", "devices", "to_device", "Limits", "Plan"]
