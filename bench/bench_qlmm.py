@@ -82,7 +82,9 @@ def main():
     torch = cuda_torch()
 
     if args.skinny:
-        # 32 x 4096^2 first: the first shape after the uploads ran 2-4x slow on an H100 (see README)
+        # 32 x 4096^2 first, as a sacrifice: on the lent H100 the whole first shape of a process measured
+        # 2-4x slow, torch's calls too (16x4096^2 _int_mm 0.037 ms first, 0.023 later), and a 3 s warm-up
+        # first did not help
         shapes = [("32x4096x4096", 1, 32, 4096, 4096), ("16x4096x4096", 1, 16, 4096, 4096),
                   ("16x8192x8192", 1, 16, 8192, 8192), ("128x4096x4096", 1, 128, 4096, 4096)]
     elif args.small:
