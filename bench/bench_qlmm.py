@@ -183,8 +183,9 @@ def main():
         if coop:
             extra = []
             if args.skinny and M <= 16:  # B read directly (int8 x int8), against the staged kernel's auto tile
-                extra = [dict(config="16x64x128_4x1", split_k=sk) for sk in (8, 16, 32)]
-                extra += [dict(config=c) for c in ("16x64x256_4x1", "16x128x128_4x1", "32x64x128_2x2")]
+                extra = [dict(config="16x64x128_4x1", split_k=sk) for sk in (4, 8, 16)]
+                extra += [dict(config="16x64x256_4x1", split_k=sk) for sk in (2, 4, 8)]
+                extra += [dict(config=c) for c in ("16x128x128_4x1", "32x64x128_2x2")]
             elif args.configs == "all" and not args.small and not args.skinny:
                 if i == 0:
                     extra = [dict(config=c) for c in ("128x256x64_4x2", "256x128x64_2x4", "64x64x64_2x2")]

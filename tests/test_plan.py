@@ -207,8 +207,8 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m():
         p = qlmm.plan(d, lim, **kw)
         return p.dispatches[0].kernel, p.note("config"), p.note("split_k")
 
-    assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 8)
-    assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 16)
+    assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 4)
+    assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 8)
     assert kernel(desc(17, 4096, 4096))[0] == "qlmm_coopmat_sk"                   # two row tiles
     assert kernel(desc(16, 4096, 4096, b="uint8"))[0] == "qlmm_coopmat_zp_sk"     # B needs the offset flip
     assert kernel(desc(16, 4096, 4096, a="uint8", zp=True))[0] == "qlmm_coopmat_zp_sk"  # row/column sums

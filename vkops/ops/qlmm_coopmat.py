@@ -33,9 +33,10 @@ COOPMAT_CONFIGS = {
 }
 # M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
 # matrices (kernels/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
-# H100 (bench_qlmm.py --skinny): 16 x 8192^2 0.061 ms with 16x64x128_4x1 split-K 16 vs 0.080 for the staged
-# 32x64x128 tile; 16 x 4096^2 0.022 (split 8) vs 0.023. Wider tiles (16x128) and split 32 were slower.
-DIRECT_CONFIG = "16x64x128_4x1"
+# H100 (bench_qlmm.py --skinny, one run): 16 x 8192^2 0.054 ms with 16x64x256_4x1 split-K 8 (16x64x128:
+# 0.061; the staged 32x64x128 tile 0.080); 16 x 4096^2 0.020 with split 4 (16x64x128 0.022, staged 0.023).
+# Wider tiles (16x128) and split 32 were slower.
+DIRECT_CONFIG = "16x64x256_4x1"
 COOPMAT_DIRECT = True
 # Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp).
 COOPMAT_GROUP_M = 1
@@ -159,7 +160,7 @@ def self_check(dev, split: bool = False) -> bool:
     for a_dt, b_dt, zps, config, sk in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         if config == DIRECT_CONFIG:  # M <= 16 takes the direct variant; K a multiple of TILE_K; N of 16 not TILE_N
-            M, N, K = (13, 144, 384)
+            M, N, K = (13, 144, 2 * COOPMAT_CONFIGS[DIRECT_CONFIG][2])
         a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (2, 1, M, K)).astype(a_dt)
         b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
         sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
