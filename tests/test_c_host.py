@@ -14,6 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's vkops, not whichever one the venv installed
+from vkops.dtypes import words_for  # noqa: E402
 from vkops.limits import Limits  # noqa: E402
 from vkops.ops import slice1 as S  # noqa: E402
 from vkops.tensor import TensorDesc  # noqa: E402
@@ -57,9 +58,7 @@ def slice_desc(x_shape, x_strides, offs, sizes, strides, dtype="float32"):
 
 
 def tensor_buffer(name, role, desc, extra_bytes=0):
-    span = desc.element_count if desc.strides is None else \
-        1 + sum((n - 1) * s for n, s in zip(desc.sizes, desc.strides))
-    nbytes = -(-span * desc.data_type.bits // 32) * 4 + extra_bytes
+    nbytes = 4 * words_for(desc.span, desc.data_type) + extra_bytes
     return {"name": name, "role": role, "bytes": nbytes,
             "tensor": {"data_type": desc.data_type.value, "sizes": list(desc.sizes),
                        "strides": None if desc.strides is None else list(desc.strides)}}

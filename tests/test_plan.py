@@ -13,7 +13,7 @@ from vkops.limits import Limits
 from vkops.ops import qlmm, slice1, top_k1
 from vkops.plan import Plan, barriers
 from vkops.runtime import Batch
-from vkops.runtime.execute import execute
+from vkops.runtime.execute import run_plan as run_json_plan
 from vkops.tensor import TensorDesc
 from vkops.ops import qlmm_coopmat as QC
 
@@ -122,13 +122,8 @@ def test_planning_needs_no_device():
 
 def run_plan(dev, plan, arrays):
     """A plan, after a JSON round trip, run by hand: the path a plan from elsewhere takes."""
-    plan = Plan.from_json(plan.to_json())
-    ins = [dev.tensor(a) for a in arrays]
-    outs = [dev.empty(b.tensor) for b in plan.outputs]
     batch = Batch(dev)
-    execute(plan, batch, ins, outs)
-    batch.run()
-    return [o.numpy() for o in outs], batch
+    return run_json_plan(Plan.from_json(plan.to_json()), arrays, batch=batch), batch
 
 
 def test_runtime_runs_exactly_the_plan(dev, rng):

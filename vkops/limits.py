@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
-from .errors import ValidationError
+from .errors import DeviceLimitError, ValidationError
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,6 @@ class Limits:
 
     def grid(self, n_groups: int, what: str = "workgroups") -> Tuple[int, int, int]:
         """`n_groups` workgroups as a 2-D grid (kernels read linear_group() = x + X * y)."""
-        from .errors import DeviceLimitError  # noqa: PLC0415
-
         mx, my = self.max_workgroup_count[:2]
         x = max(1, min(n_groups, mx))
         y = -(-n_groups // x)

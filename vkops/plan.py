@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .dtypes import DataType, words_for
+from .dtypes import DataType, pack, words_for
 from .errors import DeviceLimitError, ValidationError
 from .limits import Limits
 from .tensor import TensorDesc
@@ -163,27 +163,39 @@ class Plan:
         return self
 
 
+class Hazards:
+    """The barrier rule, one step at a time: a step that reads what was written, or writes what was read
+    or written, since the last barrier gets one over every buffer written since then (and those read
+    that it writes), and tracking restarts there. `reads`/`writes` map a buffer's key to what the
+    caller needs back (plan buffer ids here, device buffers in runtime/submit.py's Batch)."""
+
+    def __init__(self):
+        self.written: Dict = {}
+        self.read: Dict = {}
+
+    def step(self, reads: Dict, writes: Dict) -> Optional[Dict]:
+        """What a barrier before this step must cover (None: no barrier), then note its accesses."""
+        cover = None
+        if any(k in self.written for k in reads) or any(k in self.written or k in self.read for k in writes):
+            cover = dict(self.written)
+            cover.update((k, v) for k, v in self.read.items() if k in writes)
+            self.clear()
+        self.written.update(writes)
+        self.read.update(reads)
+        return cover
+
+    def clear(self) -> None:
+        self.written.clear()
+        self.read.clear()
+
+
 def barriers(steps: Sequence[Tuple[Sequence[int], Sequence[int]]]) -> List[Tuple[int, ...]]:
-    """For each (bindings, writes) step, the buffers a barrier before it must cover (empty: none).
-    A step that reads what was written, or writes what was read or written, since the last barrier
-    gets one over every buffer written since then (and those read that it writes). Batch applies the
-    same rule across calls (runtime/submit.py)."""
-    written: Dict[int, None] = {}
-    read: Dict[int, None] = {}
-    out = []
+    """For each (bindings, writes) step, the buffer ids a barrier before it must cover (empty: none)."""
+    h, out = Hazards(), []
     for bindings, writes in steps:
         wr = dict.fromkeys(bindings[i] for i in writes)
-        rd = dict.fromkeys(b for b in bindings if b not in wr)
-        if any(b in written for b in rd) or any(b in written or b in read for b in wr):
-            cover = dict(written)
-            cover.update((b, None) for b in read if b in wr)
-            out.append(tuple(cover))
-            written.clear()
-            read.clear()
-        else:
-            out.append(())
-        written.update(wr)
-        read.update(rd)
+        cover = h.step(dict.fromkeys(b for b in bindings if b not in wr), wr)
+        out.append(tuple(cover or ()))
     return out
 
 
@@ -251,8 +263,6 @@ class Builder:
 
     def constant(self, array: np.ndarray, name: str) -> Ref:
         """A small read-only buffer with these contents (one per distinct content)."""
-        from .dtypes import pack  # noqa: PLC0415
-
         array = np.ascontiguousarray(array)
         words = tuple(int(w) for w in pack(array))
         key = (array.dtype.str, array.shape, words)

@@ -95,18 +95,12 @@ def run_host(host, plan, arrays, work: Path, name: str, device: int):
 def run_python(plan, arrays, device: int):
     """The same plan through vkops' runtime (None without kp)."""
     try:
-        from vkops.runtime import Batch, Device  # noqa: PLC0415
-        from vkops.runtime.execute import execute  # noqa: PLC0415
+        from vkops.runtime import Device  # noqa: PLC0415
+        from vkops.runtime.execute import run_plan  # noqa: PLC0415
 
-        dev = Device(device)
-        ins = [dev.tensor(a) for a in arrays]
+        return run_plan(plan, arrays, Device(device))
     except ImportError:
         return None
-    outs = [dev.empty(b.tensor) for b in plan.outputs]
-    batch = Batch(dev)
-    execute(plan, batch, ins, outs)
-    batch.run()
-    return [o.numpy() for o in outs]
 
 
 def main(argv=None) -> int:

@@ -2,7 +2,7 @@
 recorded in order. The one path every operator call takes."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import List, Sequence
 
 import numpy as np
 
@@ -43,4 +43,18 @@ def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence
             batch.hold(t)
             bufs[i] = t._buffer
     for d, push in zip(plan.dispatches, plan._push):
-        batch.dispatch_buffers(d.kernel, [bufs[j] for j in d.bindings], d.writes, d.groups, push, d.spec)
+        batch.dispatch(d.kernel, [bufs[j] for j in d.bindings], d.writes, d.groups, push, d.spec)
+
+
+def run_plan(plan: Plan, arrays: Sequence[np.ndarray], device=None, batch=None) -> List[np.ndarray]:
+    """Run `plan` (e.g. Plan.from_json of a file) on NumPy inputs, in its input order; returns its
+    outputs as NumPy arrays. Runs in `batch` when given (run here), else a batch of its own."""
+    from .device import Device  # noqa: PLC0415
+    from .submit import Batch  # noqa: PLC0415
+
+    dev = batch.device if batch is not None else device or Device()
+    outs = [dev.empty(b.tensor) for b in plan.outputs]
+    batch = batch or Batch(dev)
+    execute(plan, batch, [dev.tensor(a) for a in arrays], outs)
+    batch.run()
+    return [o.numpy() for o in outs]

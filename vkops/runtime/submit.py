@@ -16,6 +16,7 @@ import numpy as np
 
 from ..dtypes import words_for
 from ..errors import ValidationError
+from ..plan import Hazards
 from ..tensor import TensorDesc
 from . import _kp as K
 from .memory import DeviceTensor, host_layout
@@ -105,8 +106,7 @@ class Batch:
         self.device = device
         self.timestamps = timestamps
         self._ops: List[Tuple[str, object]] = []  # ("dispatch" | "op", kp op)
-        self._written: Dict[int, object] = {}  # serial -> buffer, written since the last barrier
-        self._read: Dict[int, object] = {}
+        self._hazards = Hazards()  # serial -> buffer, accessed since the last barrier
         self._touched: set = set()
         self._refs: List = []  # every buffer the batch uses, alive until it has run
         self._downloads: List[Tuple[object, object, int]] = []  # (buffer, host buffer, words)
@@ -173,14 +173,10 @@ class Batch:
         self._refs.append(buf)
         return buf
 
-    def dispatch(self, kernel: str, tensors: Sequence[DeviceTensor], writes: Iterable[int],
-                 groups: Tuple[int, int, int], push: np.ndarray, spec: Sequence[int] = ()):
-        """Record one dispatch. `tensors` bind in order; `writes` are the indices it writes."""
-        self.dispatch_buffers(kernel, [t._buffer for t in tensors], writes, groups, push, spec)
-
-    def dispatch_buffers(self, kernel: str, bufs: Sequence, writes: Iterable[int], groups: Tuple[int, int, int],
-                         push: np.ndarray, spec: Sequence[int] = ()):
-        """dispatch() with the device buffers themselves."""
+    def dispatch(self, kernel: str, bufs: Sequence, writes: Iterable[int], groups: Tuple[int, int, int],
+                 push: np.ndarray, spec: Sequence[int] = ()):
+        """Record one dispatch (runtime/execute.py runs plans through it). `bufs`, device buffers, bind
+        in order; `writes` are the indices it writes."""
         self._check_open()
         wr = {bufs[i].serial: bufs[i] for i in writes}
         rd = {b.serial: b for b in bufs if b.serial not in wr}
@@ -190,8 +186,6 @@ class Batch:
         self._refs.extend(bufs)
         self._ops.append(("dispatch", K.kp().OpAlgoDispatch(algo, push)))
         self._touched.update(b.serial for b in bufs)
-        self._written.update(wr)
-        self._read.update(rd)
         self._pending_dispatches += 1
         if self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
             self._flush()
@@ -209,18 +203,12 @@ class Batch:
         self._pending_dispatches = 0
 
     def _order(self, reads: dict, writes: dict):
-        """A barrier before this op when it conflicts with an op since the last barrier. It covers every
-        buffer written (and read, for write-after-read) since then, so all tracking can restart."""
-        conflict = any(s in self._written for s in reads) or any(
-            s in self._written or s in self._read for s in writes)
-        if not conflict:
-            return
-        bufs = dict(self._written)
-        bufs.update((s, b) for s, b in self._read.items() if s in writes)
-        self._ops.append(("op", barrier(bufs.values())))
-        self.barriers += 1
-        self._written.clear()
-        self._read.clear()
+        """A barrier before this op when it conflicts with an op since the last barrier (plan.Hazards:
+        the rule plans derive their barriers with), over the buffers that rule names."""
+        cover = self._hazards.step(reads, writes)
+        if cover:
+            self._ops.append(("op", barrier(cover.values())))
+            self.barriers += 1
 
     def copy(self, src: DeviceTensor, dst: DeviceTensor):
         """Record a device-to-device copy of src's packed bytes into dst (vkCmdCopyBuffer)."""
@@ -233,8 +221,6 @@ class Batch:
         self._ops.append(("dispatch", K.kp().OpBufferCopy(s.kp, d.kp, nbytes)))
         self._refs += [s, d]
         self._touched |= {s.serial, d.serial}
-        self._written[d.serial] = d
-        self._read[s.serial] = s
 
     def download(self, tensor: DeviceTensor):
         """Bring `tensor`'s words to host memory as the batch's last step; `host_words(tensor)` reads
@@ -299,8 +285,7 @@ class Batch:
         self._ops.clear()
         self._touched.clear()
         self._refs.clear()
-        self._written.clear()
-        self._read.clear()
+        self._hazards.clear()
         if not keep_downloads:
             self._downloads.clear()
 
