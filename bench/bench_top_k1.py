@@ -3,7 +3,8 @@
 The grid of issue 4: fp32 4096x32768, 64x2^20, 1x2^26, 32768x1024, 1x1024 with K in {1, 8, 64, 256,
 1024}, plus one uint8 and one fp16 shape. Each row also checks the result against torch (values equal,
 indices point at those values; exact index equality where torch's tie order agrees) or NumPy.
-`--grid llm`: sampling over LLM vocabularies (1, 8, 64, 256 rows x 32000, 128256, 151936; K 1, 50,
+`--grid rows`: many short rows, ROWS (one subgroup per row) against the workgroup paths, with
+`--sweep-chunks` sweeping ROWS' candidate cap. `--grid llm`: sampling over LLM vocabularies (1, 8, 64, 256 rows x 32000, 128256, 151936; K 1, 50,
 256, 1024; fp32 and fp16), with the wall of a 10-call batch. `--sweep-chunks` times forced chunk counts.
 Usage: python bench/bench_top_k1.py [--small] [--grid default|llm] [--reps 10] [--only 4096x32768]
 """
@@ -28,6 +29,11 @@ LLM_ROWS, LLM_VOCABS, LLM_KS = (1, 8, 64, 256), (32000, 128256, 151936), (1, 50,
 
 
 def grid(small: bool, which: str = "default"):
+    if which == "rows":  # many short rows: ROWS (one subgroup per row) against the workgroup paths
+        return [("float32", (32768, 1024), KS), ("float32", (16384, 2048), KS), ("float32", (4096, 4096), KS),
+                ("float32", (2048, 8192), (8, 64, 256)), ("float32", (256, 4096), (8, 64, 256)),
+                ("float32", (512, 16384), (8, 64, 256)), ("float16", (32768, 1024), (8, 256)),
+                ("uint8", (32768, 1024), (8, 256))]
     if which == "llm":
         rows = LLM_ROWS[:2] if small else LLM_ROWS
         vocabs = LLM_VOCABS[:1] if small else LLM_VOCABS
@@ -85,10 +91,10 @@ def main():
     ap.add_argument("--only", default=None, help="shapes to run, e.g. 1x151936,8x32000")
     ap.add_argument("--dtypes", default=None, help="dtypes to run, e.g. float32")
     ap.add_argument("--no-check", action="store_true")
-    ap.add_argument("--grid", default="default", choices=["default", "llm"])
+    ap.add_argument("--grid", default="default", choices=["default", "llm", "rows"])
     ap.add_argument("--workgroup", type=int, default=None, help="TOP_K1's wanted workgroup size (default 512)")
     ap.add_argument("--force", default=None, choices=["filter", "radix", "seg", "sort"], help="with --sweep-chunks")
-    ap.add_argument("--sweep-chunks", default=None, help="e.g. 2,4,8,16: GPU ms per forced chunk count")
+    ap.add_argument("--sweep-chunks", default=None, help="e.g. 2,4,8,16: GPU ms per forced chunk count (--grid rows: per ROWS candidate cap)")
     args = ap.parse_args()
     dev = vkops.Device()
     if args.workgroup:
@@ -120,7 +126,20 @@ def main():
                    else p.path, "vk gpu ms": gpu, "vk GB/s": host.nbytes / gpu / 1e6, "vk wall ms": wall}
             if args.grid == "llm":
                 row["vk batch wall ms"] = vk_batch_wall_ms(lambda r: vkops.top_k(x, k, out=outs[r]), args.reps, dev)
-            if args.sweep_chunks and p.path == "filter":
+            if args.grid == "rows":  # A/B: ROWS forced, and the path ROWS replaced (or would replace)
+                n_min, topk_mod.ROWS_MIN_SEQ = topk_mod.ROWS_MIN_SEQ, 2**31
+                old = topk_mod.device_path(dev.limits, n_seq, shape[-1], k)
+                topk_mod.ROWS_MIN_SEQ = n_min
+                force = "radix" if old.radix else old.path
+                row["old"] = force
+                row["old gpu ms"] = vk_gpu_ms(lambda r: vkops.top_k(x, k, out=outs[r], _force=force), args.reps, dev)
+                if k <= 256:
+                    row["rows gpu ms"] = vk_gpu_ms(lambda r: vkops.top_k(x, k, out=outs[r], _force="rows"),
+                                                   args.reps, dev)
+                    for c in map(int, (args.sweep_chunks or "").split(",") if args.sweep_chunks else ()):
+                        row[f"cap{c}"] = vk_gpu_ms(lambda r, c=c: vkops.top_k(x, k, out=outs[r], _force="rows",
+                                                                               _chunks=c), args.reps, dev, warm_s=0.1)
+            if args.sweep_chunks and p.path == "filter" and args.grid != "rows":
                 for c in map(int, args.sweep_chunks.split(",")):
                     row[f"c{c}"] = vk_gpu_ms(lambda r, c=c: vkops.top_k(x, k, out=outs[r], _chunks=c, _force=args.force),
                                              args.reps, dev, warm_s=0.1)
@@ -149,7 +168,9 @@ def main():
     if args.grid == "llm":
         cols[7:7] = ["vk batch wall ms"]
         cols.insert(-2, "torch batch wall ms")
-    if args.sweep_chunks:
+    if args.grid == "rows":
+        cols += ["old", "old gpu ms", "rows gpu ms"] + [f"cap{c}" for c in (args.sweep_chunks or "").split(",") if c]
+    elif args.sweep_chunks:
         cols += [f"c{c}" for c in args.sweep_chunks.split(",")]
     print(table(rows, cols))
     print("results:", write_results("top_k1", rows))

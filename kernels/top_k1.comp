@@ -16,9 +16,20 @@
 //          candidates the same way and writes the outputs: one dispatch, input read once.
 //          With RADIX (large K) a chunk is instead reduced by radix select (radix_topk): a few
 //          reads of the chunk and one sort, instead of compacting the buffer again and again.
+//   ROWS   (ROWS variants only) many short rows: one subgroup per sequence (top_k1_rows.glsl).
 //   SORT_* K too large for the buffer: a global bitonic sort of (key, index) rows in `cand`
 //          (tile sort, global compare-exchange steps, shared-memory merges), output from the last.
 #extension GL_GOOGLE_include_directive : require
+#ifndef ROWS
+#define ROWS 0
+#endif
+#if ROWS
+// ROWS variants (top_k1_rows_*): one subgroup per sequence, see top_k1_rows.glsl. Separate modules, so
+// the other variants need no subgroup operations beyond Vulkan 1.1's guaranteed basic ones.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -503,6 +514,10 @@ void radix_topk(uint base, uint start, uint end) {
     compact(c);
 }
 
+#if ROWS
+#include "top_k1_rows.glsl"
+#endif
+
 // ---- modes -------------------------------------------------------------------------------------
 void run_seg(uint g) {
     uint tid = gl_LocalInvocationID.x;
@@ -620,6 +635,10 @@ void run_sort_global(uint g) {
 void main() {
     uint g = linear_group();
     if (g >= pc.n_groups) return;
+#if ROWS
+    run_rows(g);
+    return;
+#endif
     if (MODE == MODE_SEG) run_seg(g);
     else if (MODE == MODE_FILTER) run_filter(g);
     else if (MODE == MODE_SORT_GLOBAL) run_sort_global(g);

@@ -24,7 +24,10 @@ sys.path.pop(0)
 
 PAPER = Limits(name="paper", device_type="discrete", subgroup_size=32, max_workgroup_invocations=1024,
                max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152, max_storage_buffer_range=2**32 - 1)
-LIMITS = {"minimum": PROFILES["minimum"], "v3dv": PROFILES["raspberry-pi-v3dv"], "paper": PAPER}
+# The same with subgroup ballot + arithmetic (NVIDIA's set): TOP_K1 ROWS (128 invocations) becomes possible.
+PAPER_SG = PAPER.replace(name="paper+subgroups", subgroup_operations=0xFF, min_subgroup_size=32, max_subgroup_size=32)
+LIMITS = {"minimum": PROFILES["minimum"], "v3dv": PROFILES["raspberry-pi-v3dv"], "paper": PAPER,
+          "paper+subgroups": PAPER_SG}
 
 
 def topk(shape, k, dtype="float32", axis=-1):
@@ -54,6 +57,7 @@ def plans(lim):
     yield top_k1.plan(topk((2, 300000), 400, "uint8"), lim)          # radix chunks
     yield top_k1.plan(topk((2, 5000), 3000, "int16"), lim)           # bitonic sort
     yield top_k1.plan(topk((7, 5, 33), 4, axis=1), lim)              # strided axis
+    yield top_k1.plan(topk((600, 1000), 50), lim)                    # many short rows: ROWS if subgroups
     yield slice1.plan(slc((6, 7, 9), (1, 0, 2), (4, 7, 6), (2, -3, 1)), lim)
     yield slice1.plan(slc((4, 100000), (0, 0), (4, 100000), (1, 1), "uint8"), lim)
     yield qlmm.plan(qd(2, 70, 96, 40), lim)
@@ -81,6 +85,8 @@ def test_plans_fit_their_limits(name):
         assert seen == {("top_k1", 128), ("slice1", 128), ("qlmm", 128)}
     if name == "paper":  # where the device allows, the sizes the kernels were tuned with
         assert seen == {("top_k1", 512), ("slice1", 256), ("qlmm", 256)}
+    if name == "paper+subgroups":
+        assert seen == {("top_k1", 512), ("top_k1", 128), ("slice1", 256), ("qlmm", 256)}
 
 
 def test_shared_memory_mirror_matches_the_spirv():
@@ -88,6 +94,9 @@ def test_shared_memory_mirror_matches_the_spirv():
     for wg, B in ((512, 2048), (128, 1024), (256, 512), (64, 256)):
         for mode in range(5):
             assert shared_memory_bytes(spv, {0: wg, 1: B, 2: mode}) == top_k1.shared_bytes(B, wg)
+    rows = (SPV / "top_k1_rows_f32.spv").read_bytes()  # ROWS uses a part of the same arrays
+    for wg, B in ((128, 2048), (32, 2048), (16, 1024)):
+        assert 0 < shared_memory_bytes(rows, {0: wg, 1: B}) <= top_k1.shared_bytes(B, wg)
     q = (SPV / "qlmm.spv").read_bytes()
     assert shared_memory_bytes(q, {0: 256}) == 8192 and shared_memory_bytes(q, {0: 128}) == 6144
 

@@ -318,3 +318,62 @@ def test_top_k_argument_errors():
     with pytest.raises(vkops.ValidationError, match="data_type must be one of"):
         vkops.top_k(np.zeros(3, np.float64), 1)
     assert tk.TOPK_PUSH.itemsize <= 128
+
+
+# ---- ROWS: one subgroup per sequence ------------------------------------------------------------
+def rows_or_skip(dev, n, L, k):
+    p = tk.rows_path(dev.limits, n, L, k, force=True)
+    assert p is not None, f"{dev.limits.name} should run ROWS (subgroup ops {dev.limits.subgroup_operations:#x})"
+    return p
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["random", "ties", "const", "special"])
+def test_rows_path(dev, rng, dtype, kind):
+    """Rows around the subgroup's step (S lanes x 1 or 16-byte vectors), K around the radix stop
+    (the candidate cap) and pow2 bounds, row counts around a workgroup's share."""
+    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
+        pytest.skip("device without subgroup ballot/arithmetic: ROWS is never planned (test_rows_choice)")
+    S = dev.limits.subgroup_size
+    ev = 16 // np.dtype(dtype).itemsize
+    p = rows_or_skip(dev, 8, 100, 4)
+    for n, L, ks in ((4 * p.G - 1, S - 1, (1, 2, S - 1)), (p.G + 1, S * ev + 1, (1, 3, 17)),
+                     (p.G, S * ev, (2, 64, S * ev)), (2 * p.G + 1, 700, (1, 5, 128, 129, 256))):
+        x = radix_data(rng, dtype, (n, L), kind)
+        for k in sorted({min(k, L, 256) for k in ks}):
+            for direction in DIRS:
+                check(x, k, -1, direction, _force="rows")
+    check(radix_data(rng, dtype, (300, 5), kind), 3, 0, "increasing", _force="rows")  # strided axis
+
+
+def test_rows_forced_ties_pick_lowest_indices(dev, rng):
+    """All-equal rows: the radix select resolves every digit and takes the first K by position, across
+    lanes and vector elements."""
+    rows_or_skip(dev, 4, 1000, 200)
+    x = np.zeros((5, 1001), np.float32)
+    x[:, ::7] = 1.0
+    for k in (1, 100, 143, 144, 200):
+        v, i = check(x, k, 1, "decreasing", _force="rows")
+    np.testing.assert_array_equal(i[0, :143], np.arange(0, 1001, 7))
+    check(np.full((3, 64), 7, np.int8), 50, 1, "increasing", _force="rows")
+    # the candidate cap (bench knob): a cap of pow2(K) resolves every digit; a large one sorts by network
+    for cap in (32, 512):
+        check(x, 30, 1, "decreasing", _force="rows", _chunks=cap)
+        check(x, 140, 1, "increasing", _force="rows", _chunks=cap)
+
+
+def test_rows_choice(dev):
+    """ROWS for many short rows with pow2(K) <= 256 where the device has subgroup ballot + arithmetic;
+    never within the Vulkan 1.1 minimum (which guarantees only basic subgroup operations)."""
+    lim = dev.limits
+    if lim.has_subgroup("basic", "ballot", "arithmetic"):
+        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, 1024, 64).path == "rows"
+        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, tk.ROWS_MAX_L, 256).path == "rows"
+        assert tk.device_path(lim, tk.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
+        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, tk.ROWS_MAX_L + 1, 64).path != "rows"
+        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, 1024, 257).path != "rows"
+    minimum = lim.within("minimum")
+    assert not minimum.has_subgroup("ballot")
+    assert tk.device_path(minimum, tk.ROWS_MIN_SEQ, 1024, 64).path != "rows"
+    with pytest.raises(vkops.ValidationError, match="rows path needs subgroup ballot"):
+        tk.device_path(minimum, 8, 1024, 64, force="rows")

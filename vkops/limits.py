@@ -28,6 +28,8 @@ class Limits:
     shared_memory_bytes: int = 16384
     max_push_constants_bytes: int = 128
     max_storage_buffer_range: int = 2**27
+    # VkSubgroupFeatureFlags the compute stage supports (Vulkan 1.1 guarantees only BASIC).
+    subgroup_operations: int = 0x1
     cooperative_matrix: bool = False
     coopmat_verified: bool = False
     coopmat_split_verified: bool = False
@@ -44,7 +46,8 @@ class Limits:
                    max_workgroup_count=tuple(info.max_workgroup_count),
                    shared_memory_bytes=info.shared_memory_bytes,
                    max_push_constants_bytes=info.max_push_constants_bytes,
-                   max_storage_buffer_range=info.max_storage_buffer_range)
+                   max_storage_buffer_range=info.max_storage_buffer_range,
+                   subgroup_operations=info.subgroup_operations)
 
     def workgroup(self, want: int) -> int:
         """The largest power of two <= `want` that a 1-D workgroup may have here."""
@@ -61,6 +64,10 @@ class Limits:
                                    f"{self.max_workgroup_count[0]} x {self.max_workgroup_count[1]}")
         return (x, y, 1)
 
+    def has_subgroup(self, *ops: str) -> bool:
+        """Whether the compute stage supports these subgroup operation classes ("ballot", ...)."""
+        return all(self.subgroup_operations & SUBGROUP_OPS[o] for o in ops)
+
     def replace(self, **changes) -> "Limits":
         return dataclasses.replace(self, **changes)
 
@@ -73,7 +80,8 @@ class Limits:
         name, p = resolve(profile)
         small = {f: min(getattr(self, f), getattr(p, f)) for f in _SCALAR_LIMITS}
         small.update({f: tuple(min(a, b) for a, b in zip(getattr(self, f), getattr(p, f))) for f in _VECTOR_LIMITS})
-        return self.replace(**small, cooperative_matrix=self.cooperative_matrix and p.cooperative_matrix,
+        return self.replace(**small, subgroup_operations=self.subgroup_operations & p.subgroup_operations,
+                            cooperative_matrix=self.cooperative_matrix and p.cooperative_matrix,
                             coopmat_verified=self.coopmat_verified and p.cooperative_matrix,
                             coopmat_split_verified=self.coopmat_split_verified and p.cooperative_matrix,
                             profile=name)
@@ -91,6 +99,9 @@ class Limits:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
 
+# VkSubgroupFeatureFlagBits
+SUBGROUP_OPS = {"basic": 0x1, "vote": 0x2, "arithmetic": 0x4, "ballot": 0x8, "shuffle": 0x10,
+                "shuffle_relative": 0x20, "clustered": 0x40, "quad": 0x80}
 _SCALAR_LIMITS = ("max_workgroup_invocations", "shared_memory_bytes", "max_push_constants_bytes",
                   "max_storage_buffer_range")
 _VECTOR_LIMITS = ("max_workgroup_size", "max_workgroup_count")
@@ -98,7 +109,7 @@ _BIG = 2**31
 # A profile given as a dict limits only the fields it names.
 _UNLIMITED = Limits(max_workgroup_invocations=_BIG, max_workgroup_size=(_BIG,) * 3, max_workgroup_count=(_BIG,) * 3,
                     shared_memory_bytes=_BIG, max_push_constants_bytes=_BIG, max_storage_buffer_range=2**64,
-                    cooperative_matrix=True)
+                    subgroup_operations=0xFF, cooperative_matrix=True)
 
 PROFILES = {
     # Vulkan 1.1's required minimums (the spec's "Required Limits" table).

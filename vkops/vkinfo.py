@@ -70,6 +70,9 @@ class Properties2(C.Structure):
     _fields_ = [("sType", u32), ("pNext", vp), ("properties", Properties)]
 
 
+STAGE_COMPUTE_BIT = 0x20  # VkShaderStageFlagBits
+
+
 class SubgroupProperties(C.Structure):
     _fields_ = [("sType", u32), ("pNext", vp), ("subgroupSize", u32), ("supportedStages", u32),
                 ("supportedOperations", u32), ("quadOperationsInAllStages", u32)]
@@ -132,6 +135,8 @@ class DeviceInfo:
     # VK_EXT_subgroup_size_control's range (both = subgroup_size where the device does not report one).
     min_subgroup_size: int = field(repr=False, default=0)
     max_subgroup_size: int = field(repr=False, default=0)
+    # VkSubgroupFeatureFlags usable in compute shaders (0 where the compute stage has no subgroups).
+    subgroup_operations: int = field(repr=False, default=0x1)
 
     @property
     def cooperative_matrix(self) -> bool:
@@ -238,4 +243,5 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
         timestamp_period_ns=lim.timestampPeriod,
         device_local_bytes=local, extensions=extensions, cooperative_matrix_shapes=shapes,
         device_id=p.deviceID, driver_version=p.driverVersion, pipeline_cache_uuid=bytes(p.pipelineCacheUUID),
-        min_subgroup_size=ssc.minSubgroupSize or sub.subgroupSize, max_subgroup_size=ssc.maxSubgroupSize or sub.subgroupSize)
+        min_subgroup_size=ssc.minSubgroupSize or sub.subgroupSize, max_subgroup_size=ssc.maxSubgroupSize or sub.subgroupSize,
+        subgroup_operations=sub.supportedOperations if sub.supportedStages & STAGE_COMPUTE_BIT else 0)

@@ -1,6 +1,9 @@
 """DML_TOP_K1: descriptor and rules (pure), lowering to the top_k1 kernel, and the NumPy face.
 
 Lowering (see kernels/top_k1.comp), chosen per call by `plan()`:
+  rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic:
+          one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
+          (kernels/top_k1_rows.glsl; rows of <= 32 keys per lane stay in registers).
   seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch
           (rows of more than B/2 only for K = 1 or pow2(K) > B/2; see below).
   filter  longer rows with pow2(K) <= B/2: each workgroup streams a chunk once, keeping only elements
@@ -40,6 +43,13 @@ SENT_IDX = 0xFFFFFFFF
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
 MODE_SEG, MODE_FILTER, MODE_SORT_INIT, MODE_SORT_GLOBAL, MODE_SORT_LOCAL = range(5)
+# ROWS (one subgroup per sequence, top_k1_rows_* kernels) for rows of at most ROWS_MAX_L elements,
+# pow2(K) <= ROWS_MAX_KP, and at least ROWS_MIN_SEQ of them (fewer leave most of a GPU idle). On an H100
+# (bench_top_k1.py --grid rows) it beat SEG and radix select 1.1-11x on 32768 x 1024, 16384 x 2048 and
+# 4096 x 4096 for K <= 256, and lost to radix select on 2048 x 8192 (0.168 vs 0.102 ms at K=8).
+ROWS_MAX_L = 4096
+ROWS_MAX_KP = 256
+ROWS_MIN_SEQ = 512
 
 
 class AxisDirection(enum.IntEnum):
@@ -124,14 +134,14 @@ def _pow2(x: int) -> int:
 
 @dataclass(frozen=True)
 class Path:
-    path: str            # "seg", "filter" or "sort"
+    path: str            # "seg", "filter", "sort" or "rows"
     B: int               # shared buffer entries
     Kp: int
-    G: int = 1           # seg: rows per workgroup
+    G: int = 1           # seg, rows: rows per workgroup
     P: int = 1           # seg: slot per row; sort: padded row length
     chunks: int = 1      # filter: workgroups per row
     chunk_len: int = 0
-    cap: int = 0         # filter: entries buffered before a compaction
+    cap: int = 0         # filter: entries buffered before a compaction; rows: candidate buffer
     radix: bool = False  # filter: chunks by radix select instead of the running threshold
     workgroup: int = WORKGROUP
 
@@ -210,9 +220,46 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
     raise ValueError(force)
 
 
+def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False,
+              cap: Optional[int] = None) -> Optional[Path]:
+    """The ROWS lowering (one subgroup per sequence) where it applies, else None. Subgroup g of a workgroup
+    owns B / (subgroups) shared entries: a 256-bin histogram, then the candidates; the workgroup is at most
+    4 subgroups of the smallest size the device may run, so each owns >= B/4."""
+    Kp = _pow2(k)
+    if not limits.has_subgroup("basic", "ballot", "arithmetic") or Kp > ROWS_MAX_KP:
+        return None
+    if not force and (length > ROWS_MAX_L or n_seq < ROWS_MIN_SEQ):
+        return None
+    smin, smax = limits.min_subgroup_size, limits.max_subgroup_size
+    wg = limits.workgroup(min(128, 4 * smin))
+    if wg < smax:
+        return None
+    # Stop resolving digits once the keys at or above the prefix fit `cap`. On an H100 (32768 x 1024,
+    # 16384 x 2048) 2 pow2(K) within [128, 256] was best: K=64 0.449 ms (cap 32: 0.473), K=256 0.685 (cap
+    # 512: 0.934, a longer sort).
+    cap = max(Kp, cap or min(256, max(128, 2 * Kp)))
+    # Each subgroup's region holds the histogram, then the candidates; no more shared memory than that
+    # (what is left over serves as L1 cache for the re-read rows).
+    nsub = wg // smin
+    B = max(MIN_B, _pow2(nsub * max(NBINS, cap)))
+    if shared_bytes(B, wg) > limits.shared_memory_bytes:
+        return None
+    cap = min(cap, B // nsub)
+    return Path("rows", B, Kp, G=max(1, wg // limits.subgroup_size), cap=cap, workgroup=wg)
+
+
 def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
     """choose_path() with the device's shared memory and workgroup target (a CPU device gets far fewer
-    chunks)."""
+    chunks); ROWS where it applies. `force="rows"` takes ROWS wherever the device can run it, and then
+    `chunks`, if given, is its candidate cap (a knob for bench sweeps)."""
+    force, chunks = kw.get("force"), kw.get("chunks")
+    if force == "rows" or (force is None and chunks is None):
+        p = rows_path(limits, n_seq, length, k, force=force == "rows", cap=chunks if force == "rows" else None)
+        if p is not None:
+            return p
+        if force == "rows":
+            raise ValidationError(f"rows path needs subgroup ballot + arithmetic and pow2(K) <= {ROWS_MAX_KP}; "
+                                  f"got K={k} on {limits.name}")
     return choose_path(n_seq, length, k, limits.shared_memory_bytes,
                        target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
                        short_chunks=limits.device_type != "cpu",
@@ -259,7 +306,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     pc["axis_stride"], pc["inner"], pc["n_other"] = strides[axis], inner, len(other)
     for i, (s, t) in enumerate(other):
         pc["o_sizes"][i], pc["o_strides"][i] = s, t
-    kernel = f"top_k1_{_KERNELS[inp.data_type]}"
+    kernel = f"top_k1_{'rows_' if p.path == 'rows' else ''}{_KERNELS[inp.data_type]}"
     ev = 128 // bits
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
@@ -273,7 +320,9 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         b.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=lim.grid(n_groups, "TOP_K1"),
                    push=pc.reshape(1).view(np.uint32), spec=spec + (mode, int(p.radix)))
 
-    if p.path == "seg":
+    if p.path == "rows":
+        dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G)
+    elif p.path == "seg":
         dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G, P=p.P)
     elif p.path == "filter":
         if p.chunks == 1:
