@@ -19,7 +19,7 @@ from ..errors import DeviceLimitError, ValidationError
 from ..inputs import is_python
 from ..tensor import TensorDesc, validate_fields
 from ..limits import Limits
-from ..plan import Builder, Plan
+from ..plan import Builder, Plan, Ref
 from . import qlmm_coopmat as cm
 from .slice1 import lower_packed
 
@@ -30,6 +30,9 @@ QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 # (32 x 64) where a workgroup may have only 128 invocations.
 PORTABLE_BN = 64
 PORTABLE_WG = 256
+# Fold a's batch dimensions into M when b and the parameters are shared (see foldable); False plans one
+# GEMM per batch, as before issue 15 (bench/bench_qlmm_nd.py compares them). Part of the plan key.
+FOLD = True
 
 
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
@@ -178,6 +181,31 @@ def _zero_point_free(zp, signed: bool, known) -> bool:
     return bool(np.all(np.asarray(known).astype(np.int32) == offset))
 
 
+def foldable(desc: QuantizedLinearMatMulDesc, a_st, b_st, lim: Limits) -> int:
+    """How many GEMMs fold into one (1: none). They fold when b is shared by every batch (its batch
+    strides are 0: sizes 1 or a broadcast view), a has the output's batch sizes, and a's rows are
+    evenly spaced across its batch dimensions (row r of batch z at (z*M + r) * a_sm), so the batches
+    are one {Bo*Co*M, K} matrix. Scales and zero points are never per batch in DML."""
+    Bo, Co = desc.output.sizes[:2]
+    M = desc.m
+    if not FOLD or Bo * Co == 1 or b_st[0] != 0 or b_st[1] != 0 or desc.a.sizes[:2] != (Bo, Co):
+        return 1
+    if (Co > 1 and a_st[1] != M * a_st[2]) or (Bo > 1 and a_st[0] != Co * M * a_st[2]):
+        return 1
+    if -(-(Bo * Co * M) // 16) > lim.max_workgroup_count[1]:  # M tiles of the smallest kernel tile
+        return 1
+    return Bo * Co
+
+
+def _tile_rows(b: Builder, t: Optional[Ref], rows: int) -> Optional[Ref]:
+    """A per-row parameter {1,1,M,1} repeated `rows` times into a packed scratch (an identity SLICE1
+    of a stride-0 view); per-tensor parameters and None pass through."""
+    if t is None or t.desc.element_count == 1:
+        return t
+    m = t.desc.element_count
+    return lower_packed(b, Ref(t.id, TensorDesc(t.desc.data_type, (rows, m), (0, 1))))
+
+
 _INPUTS = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale", "output_zero_point")
 
 
@@ -212,6 +240,14 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     a_st, b_st = _strides(a.desc), _strides(b.desc)
     a_st = a_st[:3] + (1,)
     b_st = b_st[:3] + (1,)
+    rows = foldable(desc, a_st, b_st, lim)
+    if rows > 1:
+        # One GEMM of rows*M rows instead of rows GEMMs of M: the packed output {Bo,Co,M,N} is the same
+        # memory as {Bo*Co*M, N}. Per-row parameters ({1,1,M,1}) repeat for every folded batch.
+        M, Bo, Co = rows * M, 1, 1
+        a_st = (0, 0, a_st[2], 1)
+        a_scale, a_zp, o_scale, o_zp = (_tile_rows(batch, t, rows) for t in (a_scale, a_zp, o_scale, o_zp))
+        batch.notes["folded"] = rows
     which = choose_kernel(lim, desc, a_st, b_st, kernel)
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
@@ -441,7 +477,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm",) + freeze(
         output_dtype is None, str(out_dt), kernel, tuple(x is None for x in raw),
-        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.DIRECT_CONFIG, *(k for k in known if k is not None))
+        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.DIRECT_CONFIG, FOLD, *(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
         if call.plan is None:
             descs = iter(call.descs)
