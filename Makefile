@@ -43,7 +43,7 @@ kp-wheel: $(KP_SRC)/.patched
 	@$(KP_VENV)/bin/python -m pip wheel -q --no-deps -w $(abspath $(OUT)) ./$(KP_SRC)
 
 # The venv's kp: the patched one (kp.OpBufferCopy exists only there), rebuilt when the patch changes.
-$(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH)
+$(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH) $(KP_PREPARE)
 	@$(VPY) -m pip install -q --upgrade pip numpy
 	@$(MAKE) -s kp-wheel PY=$(CURDIR)/$(VPY) OUT=$(KP_BUILD)/wheel
 	@$(VPY) -m pip install -q --force-reinstall --no-deps $(KP_BUILD)/wheel/kp-0.9.0-*.whl
