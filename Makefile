@@ -6,14 +6,11 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 APT_PKGS := mesa-vulkan-drivers libvulkan-dev libfmt-dev cmake g++ vulkan-validationlayers \
             glslang-tools spirv-tools python3-venv python3-dev
-# kp's setup.py drops PYTHON_EXECUTABLE, so CMake takes the first python on PATH: the venv's, no pyenv shims.
-BUILD_PATH := $(CURDIR)/$(VENV)/bin:$(shell printf %s "$$PATH" | tr : '\n' | grep -v pyenv/shims | paste -sd:)
-KP_ENV := KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF KOMPUTE_OPT_USE_BUILT_IN_FMT=OFF \
-          KOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF KOMPUTE_OPT_DISABLE_VULKAN_VERSION_CHECK=ON
 
 .PHONY: setup spv demo test bench bench-gpu wheel clean kp-wheel kp-src provider-test
 # kp 0.9.0's sdist with vkops' patch (patches/kp-0.9.0/README.md says what each hunk does).
 KP_PATCH := patches/kp-0.9.0/kp.patch
+KP_PREPARE := patches/kp-0.9.0/kp_build.py
 KP_BUILD := build/kp
 KP_SRC := $(KP_BUILD)/kp-0.9.0
 setup: $(VENV)/.vkops-ready spv
@@ -25,33 +22,28 @@ $(VENV)/.apt-ready:
 	@[ -x $(VPY) ] || $(PY) -m venv $(VENV)
 	@touch $@
 
-$(KP_SRC)/.patched: $(KP_PATCH)
+# Downloads the sdist (pip), checks its sha256 and applies the patch, strictly (kp_build.py; the same
+# code is the build backend of `pip install ./patches/kp-0.9.0`).
+$(KP_SRC)/.patched: $(KP_PATCH) $(KP_PREPARE)
 	@rm -rf $(KP_BUILD) && mkdir -p $(KP_BUILD)
-	@$(PY) -m pip download -q --no-deps --no-binary :all: --no-build-isolation -d $(KP_BUILD) kp==0.9.0 2>/dev/null || \
-	  $(PY) -m pip download -q --no-deps --no-binary :all: -d $(KP_BUILD) kp==0.9.0
-	@tar -xzf $(KP_BUILD)/kp-0.9.0.tar.gz -C $(KP_BUILD)
-	@patch -d $(KP_SRC) -p1 --dry-run --batch -s < $(KP_PATCH) >/dev/null || \
-	  { echo "error: $(KP_PATCH) does not apply to the kp 0.9.0 sdist (see patches/kp-0.9.0/README.md)" >&2; exit 1; }
-	@patch -d $(KP_SRC) -p1 --batch -s < $(KP_PATCH)
+	@$(PY) $(KP_PREPARE) prepare $(KP_BUILD) >/dev/null
 	@touch $@
 kp-src: $(KP_SRC)/.patched
 
-# The patched kp as a wheel for any installed CPython: make kp-wheel PY=python3.12 OUT=dir.
-# pybind11 >= 2.12: built against an older one, kp silently reads numpy 2 arrays as zeros.
-# kp's setup.py drops PYTHON_EXECUTABLE, so the build venv's python must come first on PATH.
+# The patched kp as a wheel for any installed CPython: make kp-wheel PY=python3.12 OUT=dir. The patched
+# tree has a pyproject.toml: pip builds it in an isolated environment with pybind11 >= 2.12 (built
+# against an older one, kp silently reads numpy 2 arrays as zeros); the patched setup.py passes that
+# python and pybind11 to CMake and uses the system's Vulkan headers and fmt.
 OUT ?= dist
 KP_VENV = $(KP_BUILD)/venv-$(notdir $(PY))
 kp-wheel: $(KP_SRC)/.patched
 	@[ -x $(KP_VENV)/bin/python ] || $(PY) -m venv $(KP_VENV)
-	@$(KP_VENV)/bin/python -m pip install -q 'pybind11>=2.12' setuptools wheel
 	@mkdir -p $(OUT)
 	@echo "building the patched kp 0.9.0 for $$($(KP_VENV)/bin/python -V) (about a minute)"
-	@PATH="$(CURDIR)/$(KP_VENV)/bin:$$(printf %s "$$PATH" | tr : '\n' | grep -v pyenv/shims | paste -sd:)" \
-	  pybind11_DIR=$$($(KP_VENV)/bin/python -m pybind11 --cmakedir) $(KP_ENV) \
-	  $(KP_VENV)/bin/python -m pip wheel -q --no-build-isolation --no-deps --no-cache-dir -w $(abspath $(OUT)) ./$(KP_SRC)
+	@$(KP_VENV)/bin/python -m pip wheel -q --no-deps -w $(abspath $(OUT)) ./$(KP_SRC)
 
 # The venv's kp: the patched one (kp.OpBufferCopy exists only there), rebuilt when the patch changes.
-$(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH)
+$(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH) $(KP_PREPARE)
 	@$(VPY) -m pip install -q --upgrade pip numpy
 	@$(MAKE) -s kp-wheel PY=$(CURDIR)/$(VPY) OUT=$(KP_BUILD)/wheel
 	@$(VPY) -m pip install -q --force-reinstall --no-deps $(KP_BUILD)/wheel/kp-0.9.0-*.whl

@@ -141,7 +141,7 @@ def main():
                                                                                _chunks=c), args.reps, dev, warm_s=0.1)
             if args.sweep_chunks and p.path == "filter" and args.grid != "rows":
                 for c in map(int, args.sweep_chunks.split(",")):
-                    row[f"c{c}"] = vk_gpu_ms(lambda r, c=c: vkops.top_k(x, k, out=outs[r], _chunks=c, _force=args.force),
+                    row[f"c{c}"] = vk_gpu_ms(lambda r, c=c: topk_mod._top_k(x, k, out=outs[r], chunks=c, force=args.force),
                                              args.reps, dev, warm_s=0.1)
             if torch is not None:
                 tt = tx if tx.dtype != torch.uint8 else tx  # torch.topk supports uint8 on CUDA

@@ -254,3 +254,71 @@ def test_bad_calls(dev, rng):
         vkops.quantized_linear_matmul(a.astype(np.float32), 0.1, None, b, 0.1, None, 0.1, None)
     with pytest.raises(vkops.ValidationError, match=r"a must have 2 to 4 dimensions; got 1"):
         vkops.quantized_linear_matmul(a[0], 0.1, None, b, 0.1, None, 0.1, None)
+
+
+# N-D a with a shared b (issue 15): the leading dimensions fold into M, one GEMM.
+def _gemms(plan):
+    return [d for d in plan.dispatches if d.kernel.startswith("qlmm")]
+
+
+@pytest.mark.parametrize("scales, zps", [("tensor", "none"), ("tensor", "tensor"), ("axis", "axis")])
+@pytest.mark.parametrize("lead", [(5,), (2, 3)])
+def test_nd_a_with_shared_b_folds_into_one_gemm(dev, rng, lead, scales, zps):
+    M, K, N = 7, 40, 20
+    _, sa, za, b, sb, zb, so, zo = problem(rng, U8, I8, I8, M, K, N, scales, zps)
+    a = rand_q(rng, lead + (M, K), U8)
+    b = b.reshape(K, N)
+    flat = lambda p: None if p is None else p.reshape(-1) if p.size > 1 else p.reshape(())  # noqa: E731
+    sa, za, sb, zb, so, zo = map(flat, (sa, za, sb, zb, so, zo))  # ONNX style: scalars and 1-D vectors
+    got = vkops.quantized_linear_matmul(a, sa, za, b, sb, zb, so, zo, output_dtype=I8)
+    assert got.shape == lead + (M, N)
+    # the same data as one 2-D call, per-row parameters repeated for every leading index
+    reps = int(np.prod(lead))
+    tile = lambda p: p if p is None or p.ndim == 0 else np.tile(p, reps)  # noqa: E731
+    two_d = vkops.quantized_linear_matmul(a.reshape(reps * M, K), tile(sa), tile(za), b, sb, zb, tile(so), tile(zo),
+                                          output_dtype=I8)
+    assert np.array_equal(got.reshape(reps * M, N), two_d)
+    col = lambda p: p if p is None or p.ndim == 0 else p.reshape(M, 1)  # noqa: E731
+    close(got, reference.quantized_linear_matmul(a, col(sa), col(za), b, sb, zb, col(so), col(zo), output_dtype=I8))
+
+
+def _plan(a_sizes, b_sizes, a_strides=None, b_strides=None, per_row=False):
+    M, N = a_sizes[2], b_sizes[3]
+    row = (1, 1, M, 1) if per_row else (1, 1, 1, 1)
+    t = TensorDesc
+    out = (max(a_sizes[0], b_sizes[0]), max(a_sizes[1], b_sizes[1]), M, N)
+    d = vkops.QuantizedLinearMatMulDesc(t(I8, a_sizes, a_strides), t(np.float32, row), t(I8, row), t(I8, b_sizes, b_strides),
+                                        t(np.float32, (1, 1, 1, 1)), None, t(np.float32, row), t(I8, row),
+                                        t(I8, out)).validate()
+    return qmod.plan(d, vkops.Limits(), kernel="portable")
+
+
+def test_fold_mechanism_plans_one_gemm():
+    push = lambda d: np.array(d.push, np.uint32).view(qmod.QLMM_PUSH)[0]  # noqa: E731
+    # a {1, 8, 32, 256} x shared b {1, 1, 256, 1024}: one GEMM of 256 rows, no batch grid
+    p = _plan((1, 8, 32, 256), (1, 1, 256, 1024))
+    (g,) = _gemms(p)
+    assert len(p.dispatches) == 1 and g.groups[2] == 1 and push(g)["M"] == 256 and p.note("folded") == 8
+    # per-row parameters: tiled once each (three SLICE1 copies), still one GEMM
+    p = _plan((2, 4, 32, 256), (1, 1, 256, 64), per_row=True)
+    (g,) = _gemms(p)
+    assert g.groups[2] == 1 and push(g)["M"] == 256 and len(p.dispatches) == 1 + 4
+    # a broadcast b (batch stride 0) is shared too
+    p = _plan((1, 8, 32, 256), (1, 8, 256, 64), b_strides=(0, 0, 64, 1))
+    assert _gemms(p)[0].groups[2] == 1
+    # an unshared b, or a's batches not evenly spaced: one GEMM dispatch over an 8-deep grid, as before
+    for p in (_plan((1, 8, 32, 256), (1, 8, 256, 64)),
+              _plan((1, 8, 32, 256), (1, 1, 256, 64), a_strides=(0, 256 * 40, 256, 1))):
+        (g,) = _gemms(p)
+        assert g.groups[2] == 8 and push(g)["M"] == 32 and p.note("folded") is None
+
+
+def test_unshared_b_and_gapped_a_still_correct(dev, rng):
+    M, K, N = 5, 24, 9
+    a = rand_q(rng, (4, M, K), I8)
+    b = rand_q(rng, (4, K, N), I8)
+    y = vkops.quantized_linear_matmul(a, 0.02, None, b, 0.03, None, 0.1, None)
+    close(y, reference.quantized_linear_matmul(a, 0.02, None, b, 0.03, None, 0.1, None))
+    big = rand_q(rng, (4, M + 2, K), I8)  # batches 7 rows apart, M = 5 used: not one matrix
+    y = vkops.quantized_linear_matmul(big[:, :M], 0.02, None, b[0], 0.03, None, 0.1, None)
+    close(y, reference.quantized_linear_matmul(big[:, :M], 0.02, None, b[0], 0.03, None, 0.1, None))

@@ -12,7 +12,7 @@ DIRS = ["decreasing", "increasing"]
 
 
 def check(x, k, axis=-1, direction="decreasing", **kw):
-    v, i = vkops.top_k(x, k, axis, direction, **kw)
+    v, i = tk._top_k(x, k, axis, direction, **kw) if kw else vkops.top_k(x, k, axis, direction)
     rv, ri = reference.top_k1(np.asarray(x), k, axis, direction)
     assert v.dtype == np.asarray(x).dtype and i.dtype == np.uint32
     np.testing.assert_array_equal(i, ri)
@@ -126,7 +126,7 @@ def test_forced_ties_at_tile_boundaries(dev, rng, direction):
         check(x, 7, 1, direction)
         check(x, B // 2, 1, direction)
         if n <= B:  # whole-row SEG (one row per workgroup), which short rows leave for radix select
-            check(x, 7, 1, direction, _force="seg")
+            check(x, 7, 1, direction, force="seg")
     const = np.full((2, 2 * B + 3), 4, np.int16)
     v, i = check(const, 9, 1, direction)
     np.testing.assert_array_equal(i, np.tile(np.arange(9), (2, 1)))
@@ -198,12 +198,12 @@ def test_strided_inputs(dev, rng):
 @pytest.mark.parametrize("direction", DIRS)
 def test_multi_chunk_merge(dev, rng, direction):
     x = rng.integers(0, 50, size=(3, 5000)).astype(np.float32)
-    check(x, 9, 1, direction, _force="filter", _chunks=4)
-    check(x.astype(np.uint8), 64, 1, direction, _force="filter", _chunks=3)   # scalar (unaligned) path
-    check(random(rng, "float16", (2, 4096)), 100, 1, direction, _force="filter", _chunks=5)
+    check(x, 9, 1, direction, force="filter", chunks=4)
+    check(x.astype(np.uint8), 64, 1, direction, force="filter", chunks=3)   # scalar (unaligned) path
+    check(random(rng, "float16", (2, 4096)), 100, 1, direction, force="filter", chunks=5)
     # a last chunk of 3 entries under K=50: its threshold seed has fewer entries than K
     check(rng.integers(0, 9, size=(2, 2 * tk.WORKGROUP * tk.EPI + 3)).astype(np.int16), 50, 1, direction,
-          _force="filter", _chunks=2)
+          force="filter", chunks=2)
 
 
 def radix_data(rng, dtype, shape, kind):
@@ -235,8 +235,8 @@ def test_radix_select_path(dev, rng, dtype, kind):
         x = radix_data(rng, dtype, shape, kind)
         for direction in DIRS:
             for chunks in (None, 3):
-                check(x, k, -1, direction, _force="radix", _chunks=chunks)
-    check(radix_data(rng, dtype, (700, 3), kind), 130, 0, "increasing", _force="radix")  # strided axis
+                check(x, k, -1, direction, force="radix", chunks=chunks)
+    check(radix_data(rng, dtype, (700, 3), kind), 130, 0, "increasing", force="radix")  # strided axis
 
 
 @pytest.mark.parametrize("dtype,kind", [("float32", "random"), ("float32", "ties"), ("uint8", "random"),
@@ -245,8 +245,8 @@ def test_radix_sampled_threshold_on_long_chunks(dev, rng, dtype, kind):
     """Chunks of >= 2^18 keys first try a threshold guessed from a sample (one collecting pass);
     ties and constant rows overflow or undershoot it and fall back to the exact select."""
     x = radix_data(rng, dtype, (1, 1 << 18), kind)
-    check(x, 300, -1, "decreasing", _force="radix", _chunks=1)
-    check(x, big_k(dev), -1, "increasing", _force="radix", _chunks=2)
+    check(x, 300, -1, "decreasing", force="radix", chunks=1)
+    check(x, big_k(dev), -1, "increasing", force="radix", chunks=2)
 
 
 @pytest.mark.parametrize("direction", DIRS)
@@ -255,7 +255,7 @@ def test_sort_path(dev, rng, direction):
     x = rng.integers(0, 100, size=(2, 2 * B + 7)).astype(np.float32)
     check(x, B + 3, 1, direction)                   # K > B/2 on a long row: global bitonic sort
     check(x.astype(np.int8), 2 * B + 7, 1, direction)
-    check(x[:, :300], 5, 1, direction, _force="sort")
+    check(x[:, :300], 5, 1, direction, force="sort")
 
 
 def test_row_of_2_pow_20(dev, rng):

@@ -15,6 +15,8 @@ from .errors import ValidationError
 
 
 class DataType(enum.Enum):
+    """DML_TENSOR_DATA_TYPE: the eight types vkops' operators take, each a NumPy dtype (`.np`)."""
+
     FLOAT32 = "float32"
     FLOAT16 = "float16"
     INT32 = "int32"
@@ -26,23 +28,28 @@ class DataType(enum.Enum):
 
     @property
     def np(self) -> np.dtype:
+        """The NumPy dtype."""
         return np.dtype(self.value)
 
     @property
     def bits(self) -> int:
+        """Bits per element (8, 16 or 32)."""
         return self.np.itemsize * 8
 
     @property
     def is_float(self) -> bool:
+        """FLOAT32 or FLOAT16."""
         return self.np.kind == "f"
 
     @property
     def is_signed(self) -> bool:
+        """Floats and the INT types."""
         return self.np.kind in "fi"
 
     @classmethod
     def of(cls, x, field: str = "data_type") -> "DataType":
-        """Accepts a DataType, a NumPy dtype (or anything np.dtype takes) or an array."""
+        """The DataType of a DataType, a NumPy dtype (or anything np.dtype takes) or an array; raises
+        ValidationError naming `field` for any other type."""
         if isinstance(x, DataType):
             return x
         if hasattr(x, "dtype") and not isinstance(x, (type, np.dtype)):

@@ -69,6 +69,7 @@ class Limits:
         return all(self.subgroup_operations & SUBGROUP_OPS[o] for o in ops)
 
     def replace(self, **changes) -> "Limits":
+        """A copy with the given fields changed."""
         return dataclasses.replace(self, **changes)
 
     def within(self, profile: Union[str, "Limits", dict, None]) -> "Limits":
@@ -87,11 +88,14 @@ class Limits:
                             profile=name)
 
     def to_dict(self) -> dict:
+        """The fields as JSON-ready values (tuples become lists)."""
         return {f.name: list(v) if isinstance(v, tuple) else v
                 for f in dataclasses.fields(self) for v in [getattr(self, f.name)]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Limits":
+        """Limits from to_dict()'s form (missing fields take the defaults); raises ValidationError
+        naming unknown fields."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:

@@ -29,6 +29,8 @@ SUPPORTED = tuple(np.dtype(t) for t in ("float32", "float16", "int32", "int16", 
 # ONNX types vkops lacks -> the type that holds every value exactly when it is in range.
 NARROW = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32),
           np.dtype(np.bool_): np.dtype(np.uint8)}
+__all__ = ["VkopsBackend", "VkopsRep", "prepare", "run_model", "run_node", "supports_device"]
+
 _SUPPORTED_TEXT = ", ".join(t.name for t in SUPPORTED) + "; int64/uint64/bool where values fit 32/8 bits"
 
 
@@ -303,6 +305,9 @@ class VkopsRep(BackendRep):
         self.output_names = [o.name for o in g.output]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple:
+        """Run the graph on `inputs` (a list in the graph's input order, one array, or a dict by name) and
+        return the outputs as a named tuple of NumPy arrays (ONNX dtypes kept). Raises ValidationError
+        for inputs vkops cannot take, NotImplementedError for op types it does not implement."""
         values = dict(self.initializers)
         if isinstance(inputs, dict):
             values.update(inputs)
@@ -323,17 +328,25 @@ class VkopsBackend(Backend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> VkopsRep:
+        """Check `model` with onnx.checker and read its initializers once; returns a VkopsRep to run."""
         super().prepare(model, device, **kwargs)  # onnx.checker.check_model
         return VkopsRep(model)
 
     @classmethod
+    def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple:
+        """prepare(model).run(inputs): the outputs as a named tuple of NumPy arrays."""
+        return super().run_model(model, inputs, device, **kwargs)
+
+    @classmethod
     def run_node(cls, node, inputs, device: str = "CPU", outputs_info=None, **kwargs: Any) -> tuple:
+        """Run one node on `inputs` (NumPy arrays in the node's input order); returns its outputs."""
         super().run_node(node, inputs, device=device, outputs_info=outputs_info, **kwargs)
         values = run_nodes([node], {n: np.asarray(x) for n, x in zip(node.input, inputs) if n})
         return namedtupledict("Outputs", list(node.output))(*(values[o] for o in node.output))
 
     @classmethod
     def supports_device(cls, device: str) -> bool:
+        """True for "CPU": inputs and outputs are host arrays (the kernels run on a Vulkan device)."""
         return onnx.backend.base.Device(device).type == onnx.backend.base.DeviceType.CPU
 
 

@@ -59,6 +59,10 @@ class Dispatch:
 
 @dataclass(frozen=True)
 class Plan:
+    """What one operator call runs, as data: `buffers` (input, output, scratch, constant), the ordered
+    `dispatches` with their barriers, and the `limits` it was made for. Operators' `plan(desc, limits)`
+    make one; `to_json()` / `from_json()` carry it to another host (format "vkops-plan/1")."""
+
     op: str
     buffers: Tuple[Buffer, ...]
     dispatches: Tuple[Dispatch, ...]
@@ -72,25 +76,30 @@ class Plan:
         object.__setattr__(self, "_constants", {})
 
     def ids(self, role: str) -> List[int]:
+        """Ids (positions) of the buffers with this role."""
         return [i for i, b in enumerate(self.buffers) if b.role == role]
 
     @property
     def inputs(self) -> List[Buffer]:
+        """The input buffers, in the order the operator takes its inputs."""
         return [b for b in self.buffers if b.role == "input"]
 
     @property
     def outputs(self) -> List[Buffer]:
+        """The output buffers, in the order the operator returns them."""
         return [b for b in self.buffers if b.role == "output"]
 
     @property
     def barrier_count(self) -> int:
+        """Dispatches that wait for earlier writes (one pipeline barrier each)."""
         return sum(1 for d in self.dispatches if d.barrier)
 
     def note(self, key: str, default=None):
+        """What the lowering recorded under `key` (path, kernel, chunks...), else `default`."""
         return dict(self.notes).get(key, default)
 
-    # -- JSON ----------------------------------------------------------------------------------- #
     def to_dict(self) -> dict:
+        """The plan as JSON-ready data (the "vkops-plan/1" format README describes)."""
         def buf(b: Buffer) -> dict:
             d = {"name": b.name, "role": b.role, "bytes": b.nbytes}
             if b.tensor is not None:
@@ -110,6 +119,7 @@ class Plan:
                                 "barrier": list(d.barrier)} for d in self.dispatches]}
 
     def to_json(self, indent: Optional[int] = None) -> str:
+        """to_dict() as JSON text; with `indent`, lists of numbers stay on one line."""
         text = json.dumps(self.to_dict(), indent=indent)
         if indent is not None:  # lists of numbers on one line: push words and the like stay readable
             text = re.sub(r"\[\s*([-\d.,\s]*?)\s*\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
@@ -117,6 +127,7 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Plan":
+        """A Plan from to_dict()'s form, checked (see check()); raises ValidationError when malformed."""
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise ValidationError(f"plan.format must be {FORMAT!r}; got {d.get('format') if isinstance(d, dict) else d!r}")
         bufs = []
@@ -134,6 +145,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, text: str) -> "Plan":
+        """from_dict() of JSON text."""
         return cls.from_dict(json.loads(text))
 
     def check(self) -> "Plan":

@@ -37,6 +37,10 @@ def _ints(name: str, values) -> Tuple[int, ...]:
 
 @dataclass(frozen=True)
 class TensorDesc:
+    """DML_BUFFER_TENSOR_DESC: a DataType (or NumPy dtype), 1 to 8 sizes >= 1, and optional strides in
+    elements (>= 0; 0 broadcasts; None = packed C order). The constructor validates and raises
+    ValidationError naming `name` (the field the descriptor stands for)."""
+
     data_type: DataType
     sizes: Tuple[int, ...]
     strides: Optional[Tuple[int, ...]] = None
@@ -55,6 +59,7 @@ class TensorDesc:
         self.validate(name)
 
     def validate(self, name: str = "TensorDesc") -> None:
+        """Raise ValidationError (naming `name`) unless the sizes, strides and span are valid."""
         n = len(self.sizes)
         if not 1 <= n <= MAX_DIMS:
             raise ValidationError(f"{name}.sizes must have 1 to {MAX_DIMS} dimensions; got {n} in {self.sizes}")
@@ -74,14 +79,17 @@ class TensorDesc:
 
     @property
     def rank(self) -> int:
+        """DimensionCount: the number of sizes."""
         return len(self.sizes)
 
     @property
     def element_count(self) -> int:
+        """The product of the sizes."""
         return self._count
 
     @property
     def element_strides(self) -> Tuple[int, ...]:
+        """The strides in elements, packed C-order ones when `strides` is None."""
         return self._el
 
     @property
@@ -98,12 +106,15 @@ class TensorDesc:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the span (DML's minimum buffer size, before padding to whole 32-bit words)."""
         return self.span * self.data_type.np.itemsize
 
     def packed(self) -> "TensorDesc":
+        """The same type and sizes, packed."""
         return self if self.strides is None else TensorDesc(self.data_type, self.sizes)
 
     def with_sizes(self, sizes) -> "TensorDesc":
+        """A packed descriptor of the same type with other sizes."""
         return TensorDesc(self.data_type, sizes)
 
     def __repr__(self) -> str:

@@ -10,16 +10,16 @@ may differ from the oracle by 1 where the exact value sits within float32 roundi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Number
 from typing import Optional, Tuple
 
 import numpy as np
 
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, ValidationError
+from ..inputs import is_python
 from ..tensor import TensorDesc, validate_fields
 from ..limits import Limits
-from ..plan import Builder, Plan
+from ..plan import Builder, Plan, Ref
 from . import qlmm_coopmat as cm
 from .slice1 import lower_packed
 
@@ -30,6 +30,9 @@ QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 # (32 x 64) where a workgroup may have only 128 invocations.
 PORTABLE_BN = 64
 PORTABLE_WG = 256
+# Fold a's batch dimensions into M when b and the parameters are shared (see foldable); False plans one
+# GEMM per batch, as before issue 15 (bench/bench_qlmm_nd.py compares them). Part of the plan key.
+FOLD = True
 
 
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
@@ -42,7 +45,9 @@ F_SA_ROW, F_ZA_ROW, F_SB_COL, F_ZB_COL, F_SO_ROW, F_ZO_ROW = 8, 16, 32, 64, 128,
 
 @dataclass(frozen=True)
 class QuantizedLinearMatMulDesc:
-    """DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC; zero-point descs may be None."""
+    """DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC: 4-D TensorDescs a {B,C,M,K} and b {B,C,K,N}
+    (INT8/UINT8), FLOAT32 scales {1,1,1,1} or per row {1,1,M,1} (a, output) / per column {1,1,1,N} (b),
+    zero points shaped like their scale with their tensor's type (or None), output {B,C,M,N} INT8/UINT8."""
 
     a: TensorDesc
     a_scale: TensorDesc
@@ -56,17 +61,22 @@ class QuantizedLinearMatMulDesc:
 
     @property
     def m(self) -> int:
+        """Rows of a and of the output (a.sizes[2])."""
         return self.a.sizes[2]
 
     @property
     def k(self) -> int:
+        """The inner dimension (a.sizes[3] = b.sizes[2])."""
         return self.a.sizes[3]
 
     @property
     def n(self) -> int:
+        """Columns of b and of the output (b.sizes[3])."""
         return self.b.sizes[3]
 
     def validate(self) -> "QuantizedLinearMatMulDesc":
+        """Check every rule of the DML page without a device; returns self, or raises ValidationError
+        naming the field, the rule and the values (DeviceLimitError for K > 33025)."""
         name = "QuantizedLinearMatMulDesc"
         optional = ("a_zero_point", "b_zero_point", "output_zero_point")
         fields = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale",
@@ -171,6 +181,31 @@ def _zero_point_free(zp, signed: bool, known) -> bool:
     return bool(np.all(np.asarray(known).astype(np.int32) == offset))
 
 
+def foldable(desc: QuantizedLinearMatMulDesc, a_st, b_st, lim: Limits) -> int:
+    """How many GEMMs fold into one (1: none). They fold when b is shared by every batch (its batch
+    strides are 0: sizes 1 or a broadcast view), a has the output's batch sizes, and a's rows are
+    evenly spaced across its batch dimensions (row r of batch z at (z*M + r) * a_sm), so the batches
+    are one {Bo*Co*M, K} matrix. Scales and zero points are never per batch in DML."""
+    Bo, Co = desc.output.sizes[:2]
+    M = desc.m
+    if not FOLD or Bo * Co == 1 or b_st[0] != 0 or b_st[1] != 0 or desc.a.sizes[:2] != (Bo, Co):
+        return 1
+    if (Co > 1 and a_st[1] != M * a_st[2]) or (Bo > 1 and a_st[0] != Co * M * a_st[2]):
+        return 1
+    if -(-(Bo * Co * M) // 16) > lim.max_workgroup_count[1]:  # M tiles of the smallest kernel tile
+        return 1
+    return Bo * Co
+
+
+def _tile_rows(b: Builder, t: Optional[Ref], rows: int) -> Optional[Ref]:
+    """A per-row parameter {1,1,M,1} repeated `rows` times into a packed scratch (an identity SLICE1
+    of a stride-0 view); per-tensor parameters and None pass through."""
+    if t is None or t.desc.element_count == 1:
+        return t
+    m = t.desc.element_count
+    return lower_packed(b, Ref(t.id, TensorDesc(t.desc.data_type, (rows, m), (0, 1))))
+
+
 _INPUTS = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale", "output_zero_point")
 
 
@@ -205,6 +240,14 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     a_st, b_st = _strides(a.desc), _strides(b.desc)
     a_st = a_st[:3] + (1,)
     b_st = b_st[:3] + (1,)
+    rows = foldable(desc, a_st, b_st, lim)
+    if rows > 1:
+        # One GEMM of rows*M rows instead of rows GEMMs of M: the packed output {Bo,Co,M,N} is the same
+        # memory as {Bo*Co*M, N}. Per-row parameters ({1,1,M,1}) repeat for every folded batch.
+        M, Bo, Co = rows * M, 1, 1
+        a_st = (0, 0, a_st[2], 1)
+        a_scale, a_zp, o_scale, o_zp = (_tile_rows(batch, t, rows) for t in (a_scale, a_zp, o_scale, o_zp))
+        batch.notes["folded"] = rows
     which = choose_kernel(lim, desc, a_st, b_st, kernel)
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
@@ -302,15 +345,14 @@ def _pad4(x, field: str):
             raise ValidationError(f"quantized_linear_matmul: {field} must have 2 to 4 dimensions; got {nd} ({x.shape})")
         st = x.desc.element_strides
         return x.as_strided((1,) * (4 - nd) + x.shape, (0,) * (4 - nd) + tuple(st)), nd
+    if is_python(x):  # ints could be INT8 or UINT8: the caller must say which
+        raise ValidationError(f"quantized_linear_matmul: {field} must be an INT8 or UINT8 NumPy array or DeviceTensor; "
+                              f"a Python list does not say which: pass np.asarray({field}, np.int8) or np.uint8")
     arr = np.asarray(x)
     if not 2 <= arr.ndim <= 4:
         raise ValidationError(f"quantized_linear_matmul: {field} must have 2 to 4 dimensions; got {arr.ndim} "
                               f"({arr.shape})")
     return arr.reshape((1,) * (4 - arr.ndim) + arr.shape), arr.ndim
-
-
-def _is_python_scalar(x) -> bool:
-    return isinstance(x, Number) and not isinstance(x, np.generic)
 
 
 def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
@@ -330,6 +372,8 @@ def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
                                 (0, 0, 1, 1) if kind == "row" else (0, 0, 0, 1))
         return x.as_strided((1,) * (4 - x.ndim) + x.shape, (0,) * (4 - x.ndim) + x.desc.element_strides)
     if zp_dtype is None:
+        if isinstance(x, bool) or (is_python(x) and np.asarray(x).dtype.kind == "b"):
+            raise ValidationError(f"quantized_linear_matmul: {field} must be a positive number; got {x!r}")
         try:
             arr = np.asarray(x, np.float32)
         except (TypeError, ValueError):
@@ -343,12 +387,17 @@ def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
             where = f" at index {tuple(int(i) for i in np.unravel_index(first, arr.shape))}" if arr.ndim else ""
             raise ValidationError(f"QuantizedLinearMatMulDesc.{field} must be finite and > 0; got "
                                   f"{float(arr.reshape(-1)[first])}{where} ({int(bad.sum())} of {arr.size} values)")
-    elif _is_python_scalar(x):
+    elif is_python(x):  # Python ints take their tensor's dtype, range-checked
         info = np.iinfo(zp_dtype)
-        if int(x) != x or not info.min <= int(x) <= info.max:
+        try:
+            raw = np.asarray(x)
+        except (TypeError, ValueError):
+            raw = np.empty(0, object)
+        if raw.dtype.kind not in "iuf" or raw.size == 0 or np.any(raw.astype(np.float64) % 1 != 0) \
+                or raw.min() < info.min or raw.max() > info.max:
             raise ValidationError(f"quantized_linear_matmul: {field} must be an integer in [{info.min}, {info.max}] "
-                                  f"({np.dtype(zp_dtype).name}); got {x!r}")
-        arr = np.asarray(int(x), zp_dtype)
+                                  f"({np.dtype(zp_dtype).name}) or a list of them; got {x!r:.80}")
+        arr = raw.astype(zp_dtype)
     else:
         arr = np.asarray(x)
     if arr.size == 1:
@@ -369,14 +418,30 @@ def _quant_dtype(x, field: str) -> np.dtype:
 
 def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
                             output_dtype=None, *, out=None, kernel: str = "auto"):
-    """DML QUANTIZED_LINEAR_MATRIX_MULTIPLY (ONNX QLinearMatMul) on NumPy arrays or device tensors.
+    """DML QUANTIZED_LINEAR_MATRIX_MULTIPLY (ONNX QLinearMatMul) on NumPy arrays or device tensors:
+    out = saturate(round_half_to_even(sum_k (a - a_zero_point)(b - b_zero_point) * a_scale * b_scale
+    / output_scale) + output_zero_point), the sum exact in int32.
 
-    a {..., M, K} and b {..., K, N} (2 to 4 dimensions; batch dimensions broadcast where one is 1),
-    INT8/UINT8. Scales: scalars, per-row (length M) for a and the output, per-column (length N) for b,
-    or DML-shaped arrays. Zero points may be None. The output dtype is the output zero point's, else
-    `output_dtype`, else a's. The result has the larger input's rank. NumPy in -> NumPy out; device
-    tensors in -> device tensor out. `kernel`: 'auto' (cooperative matrix where verified), 'portable'
-    or 'coopmat'."""
+    a: {..., M, K} and b: {..., K, N}, 2 to 4 dimensions each, INT8 or UINT8 (any combination) NumPy
+        arrays or DeviceTensors (a Python list is refused: it does not say INT8 or UINT8). Leading
+        (batch) dimensions broadcast where one side has 1; 1 <= K <= 33025 (int32 stays exact).
+    a_scale, output_scale: FLOAT32, per tensor (a Python float, 0-d or one element) or per row (length
+        M, or DML's {1,1,M,1}); b_scale: per tensor or per column (length N, or {1,1,1,N}). Finite and > 0.
+    a_zero_point, b_zero_point, output_zero_point: None (zero), or shaped like the matching scale, of
+        the dtype of a, b and the output (Python ints take that dtype, range-checked).
+    output_dtype: INT8 or UINT8 when output_zero_point does not fix it; default: a's dtype.
+    out: optional packed DeviceTensor of the output's dtype and element count to write into.
+    kernel: "auto" (the cooperative-matrix kernel where the device offers it and it passed its
+        self-check, else the portable one), "portable" or "coopmat".
+
+    Returns the int8/uint8 result {..., M, N} with the larger operand's rank: a NumPy array for NumPy
+    inputs, a DeviceTensor for device tensors. When b and every parameter are shared across a's
+    leading dimensions, those are folded into M and computed as one GEMM.
+
+    Raises ValidationError (a ValueError) naming the field for wrong dtypes, shapes, non-positive or
+    non-finite scales, out-of-range zero points; DeviceLimitError for K > 33025 or beyond the device's
+    limits; nothing is dispatched then.
+    """
     from ..runtime import Call  # noqa: PLC0415
     from ..runtime.plancache import freeze  # noqa: PLC0415
 
@@ -384,7 +449,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     b4, b_nd = _pad4(b, "b")
     M, N = a4.shape[2], b4.shape[3]
     a_dt, b_dt = _quant_dtype(a4, "a"), _quant_dtype(b4, "b")
-    if output_zero_point is not None and not _is_python_scalar(output_zero_point):
+    if output_zero_point is not None and not is_python(output_zero_point):
         out_dt = np.dtype(output_zero_point.dtype if _is_dev(output_zero_point) else np.asarray(output_zero_point).dtype)
     else:
         out_dt = np.dtype(output_dtype) if output_dtype is not None else a_dt
@@ -412,7 +477,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm",) + freeze(
         output_dtype is None, str(out_dt), kernel, tuple(x is None for x in raw),
-        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.DIRECT_CONFIG, *(k for k in known if k is not None))
+        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.DIRECT_CONFIG, FOLD, *(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
         if call.plan is None:
             descs = iter(call.descs)

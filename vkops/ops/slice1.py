@@ -31,9 +31,12 @@ class Slice1Desc:
 
     @property
     def max_copied_elements(self) -> Tuple[int, ...]:
+        """DML's MaxCopiedElements: 1 + (input_window_sizes - 1) // |input_window_strides| per dimension."""
         return tuple(1 + (sz - 1) // abs(st) for sz, st in zip(self.input_window_sizes, self.input_window_strides))
 
     def validate(self) -> "Slice1Desc":
+        """Check every rule of DML_SLICE1_OPERATOR_DESC without a device; returns self, or raises
+        ValidationError naming the field, the rule and the values."""
         name = "Slice1Desc"
         validate_fields(self, ("input", "output"))
         check_like_input(self, "output")
@@ -157,10 +160,25 @@ def lower_packed(b: Builder, x: Ref) -> Ref:
 
 
 def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = None, *, out=None):
-    """DML SLICE1 on a NumPy array or device tensor: `out[i] = x[start + strides * i]` per dimension,
-    starting at the window's end where the stride is negative. `output_sizes` defaults to
-    MaxCopiedElements. NumPy in -> NumPy out; device tensor in -> device tensor out (written into
-    `out` when given, a packed device tensor of the output's sizes)."""
+    """DML SLICE1: `out[o] = x[start + strides * o]` per dimension, where a window of `sizes` elements
+    begins at `offsets` and a negative stride starts at the window's end.
+
+    x: a NumPy array or DeviceTensor of 1 to 8 dimensions and any DML data type (float32, float16,
+        int32, int16, int8, uint32, uint16, uint8), or a Python list (floats -> float32, ints ->
+        int32). Strided, transposed and broadcast views are read in place.
+    offsets, sizes, strides: one integer per dimension: offsets >= 0, sizes >= 1 with
+        offsets + sizes <= x.shape, strides nonzero (negative reverses). Integral floats are integers;
+        0.5 or True is refused, not truncated.
+    output_sizes: default MaxCopiedElements = 1 + (sizes - 1) // |strides|; each in 1..that.
+    out: optional packed DeviceTensor of x's dtype and the output's sizes to write into.
+
+    Returns an array of x's dtype and `output_sizes`, bitwise equal to the NumPy indexing it
+    describes: NumPy (or list) in -> NumPy out; DeviceTensor in -> DeviceTensor out.
+
+    Raises ValidationError (a ValueError) naming the field and the rule for a window outside x, a zero
+    stride, non-integer parameters or a bad input; DeviceLimitError beyond the device's limits;
+    nothing is dispatched then.
+    """
     from ..runtime import Call  # noqa: PLC0415  (keeps this module importable without kp)
     from ..runtime.plancache import freeze  # noqa: PLC0415
 

@@ -61,6 +61,8 @@ class AxisDirection(enum.IntEnum):
 
     @classmethod
     def of(cls, d, field: str = "axis_direction") -> "AxisDirection":
+        """An AxisDirection from itself or its name ("decreasing", "increasing", any case); raises
+        ValidationError naming `field` otherwise."""
         if isinstance(d, AxisDirection):
             return d
         if isinstance(d, str) and d.strip().upper() in cls.__members__:
@@ -70,7 +72,9 @@ class AxisDirection(enum.IntEnum):
 
 @dataclass(frozen=True)
 class TopK1Desc:
-    """DML_TOP_K1_OPERATOR_DESC."""
+    """DML_TOP_K1_OPERATOR_DESC: input (1-8 dimensions, any DML data type), output_value (input's type
+    and sizes with K on `axis`, packed), output_index (UINT32, same sizes, packed), axis, k and
+    axis_direction (an AxisDirection)."""
 
     input: TensorDesc
     output_value: TensorDesc
@@ -80,6 +84,9 @@ class TopK1Desc:
     axis_direction: AxisDirection = AxisDirection.DECREASING
 
     def validate(self) -> "TopK1Desc":
+        """Check every rule of DML_TOP_K1_OPERATOR_DESC without a device (output_value like input with K on
+        `axis`, output_index UINT32, 0 <= axis < DimensionCount, 1 <= k <= input.sizes[axis]); returns
+        self, or raises ValidationError naming the field, the rule and the values."""
         name = "TopK1Desc"
         validate_fields(self, ("input", "output_value", "output_index"))
         inp, val, idx = self.input, self.output_value, self.output_index
@@ -367,16 +374,57 @@ def output_descs(input_desc: TensorDesc, axis: int, k: int) -> Tuple[TensorDesc,
             TensorDesc(DataType.UINT32, sizes, name="TopK1Desc.output_index"))
 
 
-def top_k(x, k: int, axis: int = -1, direction="decreasing", *, out=None, _force=None, _chunks=None):
-    """DML TOP_K1 on a NumPy array or device tensor: the K largest ("decreasing", sorted descending)
-    or smallest ("increasing", sorted ascending) elements of every sequence along `axis`, and their
-    UINT32 indices within the sequence; ties keep ascending indices, NaN ranks above +inf.
-    Returns (values, indices): NumPy in -> NumPy out; device tensors in -> device tensors out (written
-    into `out=(values, indices)` when given)."""
+def top_k(x, k: int, axis: int = -1, direction=None, *, largest: Optional[bool] = None, sorted: bool = True,
+          out=None):
+    """DML TOP_K1: the K largest or smallest elements of every sequence along `axis`, and their indices.
+
+    x: a NumPy array or DeviceTensor of 1 to 8 dimensions and any DML data type (float32, float16,
+        int32, int16, int8, uint32, uint16, uint8), or a Python list (floats -> float32, ints -> int32).
+        Strided views are read in place.
+    k: 1 <= k <= x.shape[axis] (k equal to the length is a full stable sort).
+    axis: the dimension to search; negative counts from the end.
+    direction: "decreasing" (the K largest, sorted descending; the default) or "increasing" (the K
+        smallest, sorted ascending), or an AxisDirection.
+    largest: torch's alias: True is "decreasing", False "increasing". Giving both `largest` and a
+        `direction` that disagrees raises ValidationError.
+    sorted: torch's alias, accepted for compatibility: results are always sorted (True or False).
+    out: optional (values, indices) packed DeviceTensors to write into (device-tensor calls).
+
+    Returns (values, indices): values have x's dtype, indices are UINT32 positions within the sequence;
+    both have x's shape with K on `axis`. Equal values keep ascending indices in both directions,
+    NaN ranks above +inf and -0.0 ties with +0.0. NumPy (or list) in -> NumPy out; DeviceTensor in ->
+    DeviceTensors out.
+
+    Raises ValidationError (a ValueError) naming the field for a bad k, axis, direction or input, and
+    DeviceLimitError when the call exceeds the device's limits; nothing is dispatched then.
+    """
+    return _top_k(x, k, axis, _direction(direction, largest, sorted), out=out)
+
+
+def _direction(direction, largest, sorted_) -> AxisDirection:
+    """The AxisDirection of `direction` and torch's `largest` (None: not given)."""
+    if not isinstance(sorted_, (bool, np.bool_)):
+        raise ValidationError(f"top_k sorted must be True or False (results are always sorted); got {sorted_!r}")
+    d = None if direction is None else AxisDirection.of(direction, "top_k direction")
+    if largest is None:
+        return AxisDirection.DECREASING if d is None else d
+    if not isinstance(largest, (bool, np.bool_)):
+        raise ValidationError(f"top_k largest must be True or False; got {largest!r}")
+    want = AxisDirection.DECREASING if largest else AxisDirection.INCREASING
+    if d is not None and d != want:
+        raise ValidationError(f"top_k direction={direction!r} and largest={largest!r} disagree: largest=True is "
+                              f"'decreasing', largest=False 'increasing'; pass one of them")
+    return want
+
+
+def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[str] = None,
+           chunks: Optional[int] = None):
+    """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix" or
+    "sort") and `chunks` (workgroups per row on the filter path) override choose_path()."""
     from ..runtime import Call  # noqa: PLC0415
     from ..runtime.plancache import freeze  # noqa: PLC0415
 
-    key = ("top_k",) + freeze(k, axis, direction, _force, _chunks)
+    key = ("top_k",) + freeze(k, axis, direction, force, chunks)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
     with Call(x, key=key, outs=outs) as call:
         if call.plan is None:
@@ -394,5 +442,5 @@ def top_k(x, k: int, axis: int = -1, direction="decreasing", *, out=None, _force
             vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
             idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
             desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
-            call.plan = plan(desc, call.device.limits, force=_force, chunks=_chunks)
+            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks)
     return call.result()

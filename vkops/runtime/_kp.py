@@ -2,6 +2,8 @@
 flag values that vkops' patched kp takes as plain integers."""
 from __future__ import annotations
 
+import sys
+
 _kp = None
 
 # VkAccessFlagBits
@@ -11,9 +13,14 @@ HOST_READ = 0x2000
 # VkPipelineStageFlagBits
 STAGE_COMPUTE, STAGE_TRANSFER, STAGE_HOST = 0x800, 0x1000, 0x4000
 
-_HOW_TO_GET = (
-    "vkops needs kp (Kompute) 0.9.0 with vkops' patch (patches/kp-0.9.0/): in a checkout run `make setup`, "
-    "or build a wheel for your Python with `make kp-wheel PY=python3 OUT=dist` and `pip install dist/kp-*.whl`")
+def how_to_get() -> str:
+    """How to install the patched kp for this Python (the ImportError's advice)."""
+    py = sys.executable or "python3"
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    return ("vkops needs kp (Kompute) 0.9.0 built with vkops' patch (patches/kp-0.9.0/ in the vkops repository; "
+            "building it needs libvulkan-dev libfmt-dev cmake g++). From a vkops checkout, either "
+            f"`make kp-wheel PY={py} OUT=dist` and then `{py} -m pip install dist/kp-0.9.0-{tag}-*.whl`, "
+            f"or in one step `{py} -m pip install ./patches/kp-0.9.0` (`make setup` does it for the checkout's .venv)")
 
 
 def kp():
@@ -23,8 +30,8 @@ def kp():
         try:
             import kp as mod  # noqa: PLC0415
         except ImportError as e:
-            raise ImportError(f"{e}. {_HOW_TO_GET}") from e
+            raise ImportError(f"{e}. {how_to_get()}") from e
         if not hasattr(mod, "OpBufferCopy"):
-            raise ImportError(f"the installed kp is not vkops' patched build. {_HOW_TO_GET}")
+            raise ImportError(f"the installed kp is not vkops' patched build. {how_to_get()}")
         _kp = mod
     return _kp

@@ -8,44 +8,13 @@ import numpy as np
 
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, DeviceMemoryError, ValidationError
+from ..inputs import as_array
 from ..plan import Plan
 from ..tensor import TensorDesc
 from .device import CONSTANT_BYTES, Device
 from .execute import execute
 from .memory import DeviceTensor, host_layout
 from .submit import Batch
-
-
-def as_array(x, param: bool = False) -> np.ndarray:
-    """A NumPy-face input as an array of a DML data type. Python lists and scalars are taken where the
-    dtype is unambiguous: floats become float32, ints int32 (when they fit). Operator inputs need 1 to
-    8 dimensions (DML's DimensionCount >= 1): a 0-d array is rejected, not read as shape (1,); `param`
-    inputs (scales, zero points) may be 0-d."""
-    if isinstance(x, (np.ndarray, np.generic)):
-        a = np.asarray(x)
-    else:
-        try:
-            a = np.asarray(x)
-        except (TypeError, ValueError):
-            a = np.asarray(x, dtype=object)
-        if a.dtype.kind == "f":
-            if np.any(np.abs(a[np.isfinite(a)]) > np.finfo(np.float32).max):
-                raise ValidationError("input: Python floats beyond float32's range; pass a NumPy array of a DML "
-                                      "data type (float32, float16)")
-            a = a.astype(np.float32)
-        elif a.dtype.kind == "i":
-            if a.size and (a.min() < -2**31 or a.max() > 2**31 - 1):
-                raise ValidationError("input: Python ints beyond int32's range; pass a NumPy array with an explicit "
-                                      "dtype (int32, uint32, int16, uint16, int8, uint8)")
-            a = a.astype(np.int32)
-        elif a.dtype.kind == "b":
-            raise ValidationError("input: booleans are not a DML data type; pass x.astype(np.uint8)")
-        elif a.dtype.kind not in "u":
-            raise ValidationError(f"input must be a NumPy array, a DeviceTensor, or a list of numbers; got {x!r:.80}")
-    if a.ndim == 0 and not param:
-        raise ValidationError("input must have 1 to 8 dimensions (DML DimensionCount >= 1); got a 0-d value: "
-                              "pass x.reshape(1)")
-    return a
 
 
 class Call:

@@ -36,7 +36,8 @@ _infos_lock = threading.Lock()
 
 
 def devices() -> List[vkinfo.DeviceInfo]:
-    """Every Vulkan device the loader sees, in kp's index order (no device is created)."""
+    """Every Vulkan device the loader sees, in kp's index order, as vkinfo.DeviceInfo records (name,
+    vendor, type, driver, limits, extensions); no device is created and kp is not needed."""
     global _infos
     with _infos_lock:
         if _infos is None:
@@ -89,21 +90,28 @@ class Device:
         # None: as much as the heaps give. $VKOPS_MEMORY_BUDGET sets it (e.g. 512M, 8G).
         self.memory_budget: Optional[int] = parse_bytes(os.environ.get("VKOPS_MEMORY_BUDGET"))
 
-    # -- facts -------------------------------------------------------------------------------- #
-    index = property(lambda self: self.info.index)
-    name = property(lambda self: self.info.name)
-    vendor = property(lambda self: self.info.vendor)
-    device_type = property(lambda self: self.info.device_type)
-    driver = property(lambda self: self.info.driver)
-    subgroup_size = property(lambda self: self.info.subgroup_size)
-    # Effective limits (Device.limits): the device's own unless planned within a profile.
-    shared_memory_bytes = property(lambda self: self._limits.shared_memory_bytes)
-    max_workgroup_count = property(lambda self: self._limits.max_workgroup_count)
-    max_workgroup_size = property(lambda self: self._limits.max_workgroup_size)
-    max_workgroup_invocations = property(lambda self: self._limits.max_workgroup_invocations)
-    max_storage_buffer_range = property(lambda self: self._limits.max_storage_buffer_range)
-    cooperative_matrix = property(lambda self: self.info.cooperative_matrix)
-    timestamp_period_ns = property(lambda self: self.info.timestamp_period_ns)
+    index = property(lambda self: self.info.index, doc="Position in vkops.devices() (kp's device index).")
+    name = property(lambda self: self.info.name, doc="VkPhysicalDeviceProperties.deviceName.")
+    vendor = property(lambda self: self.info.vendor, doc="The vendor's name (from its PCI vendor id).")
+    device_type = property(lambda self: self.info.device_type,
+                           doc='"discrete", "integrated", "virtual", "cpu" (lavapipe) or "other".')
+    driver = property(lambda self: self.info.driver, doc="Driver name and version.")
+    subgroup_size = property(lambda self: self.info.subgroup_size, doc="Default subgroup size (lanes).")
+    # The limits below are the effective ones (Device.limits): the device's own unless planned within a profile.
+    shared_memory_bytes = property(lambda self: self._limits.shared_memory_bytes,
+                                   doc="maxComputeSharedMemorySize plans use (bytes).")
+    max_workgroup_count = property(lambda self: self._limits.max_workgroup_count,
+                                   doc="maxComputeWorkGroupCount (x, y, z) plans use.")
+    max_workgroup_size = property(lambda self: self._limits.max_workgroup_size,
+                                  doc="maxComputeWorkGroupSize (x, y, z) plans use.")
+    max_workgroup_invocations = property(lambda self: self._limits.max_workgroup_invocations,
+                                         doc="maxComputeWorkGroupInvocations plans use.")
+    max_storage_buffer_range = property(lambda self: self._limits.max_storage_buffer_range,
+                                        doc="maxStorageBufferRange plans use (bytes): the largest tensor.")
+    cooperative_matrix = property(lambda self: self.info.cooperative_matrix,
+                                  doc="VK_KHR_cooperative_matrix with the s8 16x16x32 shape is offered.")
+    timestamp_period_ns = property(lambda self: self.info.timestamp_period_ns,
+                                   doc="Nanoseconds per timestamp tick.")
 
     @property
     def limits(self) -> Limits:
@@ -331,5 +339,7 @@ def _gib(n: int) -> str:
 
 
 def to_device(array, device: Optional[Device] = None, data_type=None) -> DeviceTensor:
-    """Upload a NumPy array to `device` (default device when None)."""
+    """Upload `array` (a NumPy array of a DML data type, any layout; 0-d becomes shape (1,)) to `device`
+    (default: Device()) as a new packed DeviceTensor, converted to `data_type` when given. Raises
+    ValidationError for a dtype that is not a DML data type, DeviceMemoryError when it does not fit."""
     return (device or Device()).tensor(array, data_type)

@@ -178,25 +178,29 @@ class DeviceTensor:
     def __init__(self, buffer: _Buffer, desc: TensorDesc, device):
         self._buffer, self.desc, self._device = buffer, desc, device
 
-    # -- description -------------------------------------------------------------------------- #
     @property
     def device(self):
+        """The Device the tensor lives on."""
         return self._device
 
     @property
     def data_type(self) -> DataType:
+        """Its DML data type."""
         return self.desc.data_type
 
     @property
     def dtype(self) -> np.dtype:
+        """Its NumPy dtype."""
         return self.desc.data_type.np
 
     @property
     def shape(self) -> Tuple[int, ...]:
+        """Its sizes."""
         return self.desc.sizes
 
     @property
     def ndim(self) -> int:
+        """Its number of dimensions."""
         return self.desc.rank
 
     def __repr__(self) -> str:
@@ -212,6 +216,8 @@ class DeviceTensor:
         return DeviceTensor(self._buffer, desc, self._device)
 
     def reshape(self, *sizes) -> "DeviceTensor":
+        """A packed view with other sizes of the same element count (`t.reshape(2, 3)` or
+        `t.reshape((2, 3))`); raises ValidationError for a strided view or another element count."""
         sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else tuple(sizes)
         if not self.desc.is_packed:
             raise ValidationError(f"reshape needs a packed tensor; got strides {self.desc.strides}")
@@ -219,7 +225,6 @@ class DeviceTensor:
             raise ValidationError(f"reshape: cannot reshape {self.shape} into {sizes}")
         return DeviceTensor(self._buffer, TensorDesc(self.data_type, sizes), self._device)
 
-    # -- data --------------------------------------------------------------------------------- #
     def numpy(self) -> np.ndarray:
         """Download and return a NumPy array (honours the view's strides)."""
         return self.device._read(self)
@@ -234,7 +239,8 @@ class DeviceTensor:
         return np.ascontiguousarray(view)
 
     def upload(self, array) -> "DeviceTensor":
-        """Overwrite the buffer with `array` (same dtype and element count as this packed tensor)."""
+        """Overwrite the buffer with `array` (same dtype and element count as this packed tensor); returns
+        self. Raises ValidationError otherwise."""
         array = np.asarray(array)
         if DataType.of(array) != self.data_type or array.size != self.desc.element_count:
             raise ValidationError(

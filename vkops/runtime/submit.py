@@ -232,6 +232,7 @@ class Batch:
         self._refs += [buf, host]
 
     def host_words(self, tensor: DeviceTensor) -> np.ndarray:
+        """After run(): the uint32 words download(tensor) brought to the host (KeyError if it was not)."""
         for buf, host, words in self._downloads:
             if buf is tensor._buffer:
                 return host.host()[:words]
