@@ -342,14 +342,14 @@ def test_rows_path(dev, rng, dtype, kind):
         x = radix_data(rng, dtype, (n, L), kind)
         for k in sorted({min(k, L, 256) for k in ks}):
             for direction in DIRS:
-                check(x, k, -1, direction, _force="rows")
-    check(radix_data(rng, dtype, (300, 5), kind), 3, 0, "increasing", _force="rows")  # strided axis
+                check(x, k, -1, direction, force="rows")
+    check(radix_data(rng, dtype, (300, 5), kind), 3, 0, "increasing", force="rows")  # strided axis
     # K close to L (the row is collected whole), and the largest K this device's register sort reaches
     kmax = max(256, min(tk.ROWS_MAX_KP, tk.ROWS_SORT_REGS * dev.limits.min_subgroup_size))
     x = radix_data(rng, dtype, (p.G + 1, kmax + 3), kind)
     for k in (kmax - 1, kmax):
-        check(x, k, -1, "decreasing", _force="rows")
-    check(x[:, :kmax], kmax, -1, "increasing", _force="rows")
+        check(x, k, -1, "decreasing", force="rows")
+    check(x[:, :kmax], kmax, -1, "increasing", force="rows")
 
 
 def test_rows_forced_ties_pick_lowest_indices(dev, rng):
@@ -359,13 +359,13 @@ def test_rows_forced_ties_pick_lowest_indices(dev, rng):
     x = np.zeros((5, 1001), np.float32)
     x[:, ::7] = 1.0
     for k in (1, 100, 143, 144, 200):
-        v, i = check(x, k, 1, "decreasing", _force="rows")
+        v, i = check(x, k, 1, "decreasing", force="rows")
     np.testing.assert_array_equal(i[0, :143], np.arange(0, 1001, 7))
-    check(np.full((3, 64), 7, np.int8), 50, 1, "increasing", _force="rows")
+    check(np.full((3, 64), 7, np.int8), 50, 1, "increasing", force="rows")
     # the candidate cap (bench knob): a cap of pow2(K) resolves every digit; a large one sorts by network
     for cap in (32, 512):
-        check(x, 30, 1, "decreasing", _force="rows", _chunks=cap)
-        check(x, 140, 1, "increasing", _force="rows", _chunks=cap)
+        check(x, 30, 1, "decreasing", force="rows", chunks=cap)
+        check(x, 140, 1, "increasing", force="rows", chunks=cap)
 
 
 def test_rows_choice(dev):

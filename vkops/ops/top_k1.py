@@ -419,8 +419,9 @@ def _direction(direction, largest, sorted_) -> AxisDirection:
 
 def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[str] = None,
            chunks: Optional[int] = None):
-    """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix" or
-    "sort") and `chunks` (workgroups per row on the filter path) override choose_path()."""
+    """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort"
+    or "rows") and `chunks` (workgroups per row on the filter path; ROWS' candidate cap) override the
+    choice of device_path()."""
     from ..runtime import Call  # noqa: PLC0415
     from ..runtime.plancache import freeze  # noqa: PLC0415
 
