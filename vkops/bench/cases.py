@@ -1,0 +1,438 @@
+"""One benchmark case per operator call, and per operator what the sweep needs: inputs, the vkops
+call, the check of any implementation's output against vkops.reference, and the work it does.
+
+A case is (op, shape, dtype, params). Shapes: TOP_K1 and SLICE1 the input's sizes (TOP_K1 along the
+last axis); QLinearMatMul M x K x N, or BATCH x M x K x N. QLinearMatMul dtypes name both operands,
+"int8xint8"; where either is uint8, every implementation gets zero points (a per-tensor one each).
+SLICE1 windows are named (`WINDOWS`) and expand to DML offsets, sizes and strides for the shape.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .. import reference
+
+OPS = ("top_k", "slice", "qlmm")
+TOPK_DTYPES = ("float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8")
+QLMM_DTYPES = ("int8xint8", "uint8xint8", "uint8xuint8", "int8xuint8")
+# SLICE1 windows, after README's table: name -> what it copies (NumPy spelling).
+WINDOWS = {"copy": "x (identity window)", "stride2": "x[..., ::2]", "flip0": "x[::-1]",
+           "crop": "x[R/8:, ..., 64:-64]", "reverse2": "x[::-1, ..., ::-2]"}
+
+
+@dataclass
+class Case:
+    op: str
+    shape: Tuple[int, ...]
+    dtype: str
+    params: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def shape_text(self) -> str:
+        return "x".join(map(str, self.shape))
+
+    def label(self) -> str:
+        return " ".join([self.op, self.dtype, self.shape_text] + [param_text(k, v) for k, v in self.params.items()
+                                                                 if k in LABEL_PARAMS])
+
+
+LABEL_PARAMS = ("k", "window", "zero_points")
+
+
+def param_text(k: str, v) -> str:
+    if k == "k":
+        return f"K={v}"
+    if k == "zero_points":
+        return "zp" if v else "no zp"
+    return str(v)
+
+
+# -- the shape rules each option must satisfy (the CLI names the option in its usage error) ---------- #
+def check_case(case: Case) -> Optional[Tuple[str, str]]:
+    """(option, why) when the case cannot run, else None."""
+    if case.op == "top_k":
+        if case.dtype not in TOPK_DTYPES:
+            return "--dtype", f"top_k takes {', '.join(TOPK_DTYPES)}; got {case.dtype!r}"
+        if not 1 <= case.params["k"] <= case.shape[-1]:
+            return "--k", f"K must be 1..{case.shape[-1]} (the last dimension of {case.shape_text}); got {case.params['k']}"
+    elif case.op == "slice":
+        if case.dtype not in TOPK_DTYPES:
+            return "--dtype", f"slice takes {', '.join(TOPK_DTYPES)}; got {case.dtype!r}"
+        if case.params["window"] not in WINDOWS:
+            return "--window", f"windows are {', '.join(WINDOWS)}; got {case.params['window']!r}"
+    elif case.op == "qlmm":
+        if case.dtype not in QLMM_DTYPES:
+            return "--dtype", f"qlmm takes {', '.join(QLMM_DTYPES)} (a x b); got {case.dtype!r}"
+        if len(case.shape) not in (3, 4):
+            return "--shape", f"qlmm shapes are MxKxN or BATCHxMxKxN; got {case.shape_text}"
+    if any(s < 1 for s in case.shape):
+        return "--shape", f"sizes must be >= 1; got {case.shape_text}"
+    return None
+
+
+def top_k_case(shape, dtype, k) -> Case:
+    return Case("top_k", tuple(shape), dtype, {"k": int(k)})
+
+
+def slice_case(shape, dtype, window) -> Case:
+    offsets, sizes, strides = slice_window(tuple(shape), window) if window in WINDOWS else ((), (), ())
+    return Case("slice", tuple(shape), dtype, {"window": window, "offsets": list(offsets), "sizes": list(sizes),
+                                               "strides": list(strides)})
+
+
+def qlmm_case(shape, dtype) -> Case:
+    return Case("qlmm", tuple(shape), dtype, {"zero_points": "uint8" in dtype})
+
+
+def slice_window(shape: Tuple[int, ...], window: str):
+    """DML (offsets, sizes, strides) of a named window on `shape`."""
+    n = len(shape)
+    offsets, sizes, strides = [0] * n, list(shape), [1] * n
+    if window == "stride2":
+        strides[-1] = 2
+    elif window == "flip0":
+        strides[0] = -1
+    elif window == "crop":
+        offsets[0], sizes[0] = shape[0] // 8, shape[0] - shape[0] // 8
+        trim = min(64, (shape[-1] - 1) // 2)
+        offsets[-1], sizes[-1] = trim, shape[-1] - 2 * trim
+    elif window == "reverse2":
+        strides = [-1] * n
+        strides[-1] = -2
+    return tuple(offsets), tuple(sizes), tuple(strides)
+
+
+def slice_output_sizes(params) -> Tuple[int, ...]:
+    return tuple(1 + (sz - 1) // abs(st) for sz, st in zip(params["sizes"], params["strides"]))
+
+
+def numpy_index(params) -> Tuple[slice, ...]:
+    """The NumPy basic index that copies what the DML window copies (negative strides start at the
+    window's end)."""
+    idx = []
+    for off, sz, st in zip(params["offsets"], params["sizes"], params["strides"]):
+        if st > 0:
+            idx.append(slice(off, off + sz, st))
+        else:
+            idx.append(slice(off + sz - 1, off - 1 if off > 0 else None, st))
+    return tuple(idx)
+
+
+# -- inputs and results ------------------------------------------------------------------------------- #
+def last_plan(dev):
+    """The plan of the device's most recent operator call (the plan cache keeps them in use order)."""
+    return next(reversed(dev._plans._entries.values()), None)
+
+
+class Problem:
+    """A case's host inputs (shared by the cases with the same `input_key`) and cached reference data."""
+
+    def __init__(self, inputs: Dict[str, Any]):
+        self.inputs = inputs
+        self._ref: Dict[Any, Any] = {}
+
+    def cached(self, key, make):
+        if key not in self._ref:
+            self._ref[key] = make()
+        return self._ref[key]
+
+
+def random_array(rng, shape, dtype) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float32).astype(dt, copy=False)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dt)
+
+
+class TopK:
+    name, unit = "top_k", "GB/s"
+    device_inputs = ("x",)
+
+    @staticmethod
+    def input_key(case):
+        return case.op, case.shape, case.dtype
+
+    @staticmethod
+    def make(case, rng) -> Problem:
+        return Problem({"x": random_array(rng, case.shape, case.dtype)})
+
+    @staticmethod
+    def work(case) -> float:  # bytes read
+        return math.prod(case.shape) * np.dtype(case.dtype).itemsize
+
+    @staticmethod
+    def out_bytes(case) -> int:
+        return math.prod(case.shape[:-1]) * case.params["k"] * (np.dtype(case.dtype).itemsize + 4)
+
+    @staticmethod
+    def extras(case, dev, dev_inputs):
+        return {}
+
+    @staticmethod
+    def outputs(case, dev, n):
+        import vkops  # noqa: PLC0415
+
+        sizes = case.shape[:-1] + (case.params["k"],)
+        return [(dev.empty(vkops.TensorDesc(case.dtype, sizes)), dev.empty(vkops.TensorDesc("uint32", sizes)))
+                for _ in range(n)]
+
+    @staticmethod
+    def call(case, dev_inputs, out, **variant):
+        import vkops  # noqa: PLC0415
+
+        return vkops.top_k(dev_inputs["x"], case.params["k"], out=out, **variant)
+
+    @staticmethod
+    def variant(**kw):  # top_k's research knobs (_chunks, _force) are call arguments
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def read(out):
+        return out[0].numpy(), out[1].numpy()
+
+    @staticmethod
+    def note(case, dev) -> str:
+        p = last_plan(dev)
+        chunks = p.note("chunks", 1) if p is not None else 1
+        return "" if p is None else f"path {p.note('path')}" + (f", {chunks} chunks" if chunks > 1 else "")
+
+    @staticmethod
+    def check(case, problem, result, strict: bool) -> Tuple[bool, str]:
+        """Values must equal the stable oracle's. Indices: with `strict`, equal to the oracle's (the
+        spec's rule: among equal values indices ascend); else each must address its value, once."""
+        x, k = problem.inputs["x"], case.params["k"]
+        rv, ri = problem.cached("top_k", lambda: reference.top_k1(x, x.shape[-1], -1))
+        rv, ri = rv[..., :k], ri[..., :k]
+        v, i = result
+        if v.shape != rv.shape or not np.array_equal(v.astype(x.dtype), rv, equal_nan=x.dtype.kind == "f"):
+            return False, "values differ from vkops.reference"
+        if np.array_equal(i.astype(np.int64), ri.astype(np.int64)):
+            return True, "exact"
+        if strict:
+            return False, "indices differ from vkops.reference (ties must keep ascending indices)"
+        i64 = i.astype(np.int64)
+        if i64.min() < 0 or i64.max() >= x.shape[-1]:
+            return False, "index out of range"
+        if not np.array_equal(np.take_along_axis(x, i64, -1), v.astype(x.dtype)):
+            return False, "indices do not address their values"
+        srt = np.sort(i64, axis=-1)
+        if np.any(srt[..., 1:] == srt[..., :-1]):
+            return False, "an index appears twice"
+        return True, "values exact; tie order differs"
+
+
+class Slice:
+    name, unit = "slice", "GB/s"
+    device_inputs = ("x",)
+
+    @staticmethod
+    def input_key(case):
+        return case.op, case.shape, case.dtype
+
+    @staticmethod
+    def make(case, rng) -> Problem:
+        return Problem({"x": random_array(rng, case.shape, case.dtype)})
+
+    @staticmethod
+    def work(case) -> float:  # bytes read + written
+        return 2 * math.prod(slice_output_sizes(case.params)) * np.dtype(case.dtype).itemsize
+
+    @staticmethod
+    def out_bytes(case) -> int:
+        return math.prod(slice_output_sizes(case.params)) * np.dtype(case.dtype).itemsize
+
+    @staticmethod
+    def extras(case, dev, dev_inputs):
+        """The identity window beside a plain device-to-device copy of the same bytes (the ceiling)."""
+        if case.params["window"] != "copy":
+            return {}
+
+        def copy(out):
+            b = dev._active_batch()
+            if b is not None:
+                return b.copy(dev_inputs["x"], out)
+            with dev.batch() as b:
+                b.copy(dev_inputs["x"], out)
+
+        return {"vkCmdCopyBuffer": copy}
+
+    @staticmethod
+    def outputs(case, dev, n):
+        import vkops  # noqa: PLC0415
+
+        return [dev.empty(vkops.TensorDesc(case.dtype, slice_output_sizes(case.params))) for _ in range(n)]
+
+    @staticmethod
+    def call(case, dev_inputs, out, **variant):
+        import vkops  # noqa: PLC0415
+
+        p = case.params
+        return vkops.slice(dev_inputs["x"], p["offsets"], p["sizes"], p["strides"], out=out, **variant)
+
+    @staticmethod
+    def variant(**kw):
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def read(out):
+        return out.numpy()
+
+    @staticmethod
+    def note(case, dev) -> str:
+        return WINDOWS[case.params["window"]]
+
+    @staticmethod
+    def check(case, problem, result, strict: bool) -> Tuple[bool, str]:
+        p = case.params
+        want = problem.cached(("slice", case.params["window"]),
+                              lambda: reference.slice1(problem.inputs["x"], p["offsets"], p["sizes"], p["strides"]))
+        ok = (result.dtype == want.dtype and result.shape == want.shape
+              and np.array_equal(np.ascontiguousarray(result).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)))
+        return (True, "exact") if ok else (False, "differs from vkops.reference")
+
+
+class QLinearMatMul:
+    """a int8/uint8 (B, M, K) x b (B, K, N), per-tensor scales, output dtype a's. Zero points where an
+    operand is uint8: 128 for uint8 operands, 3 for int8 ones; the output's 128 (uint8) or 0."""
+    name, unit = "qlmm", "TOPS"
+    device_inputs = ("a", "b")
+
+    @staticmethod
+    def dims(case):
+        s = case.shape
+        return (1,) + tuple(s) if len(s) == 3 else tuple(s)  # B, M, K, N
+
+    @staticmethod
+    def input_key(case):
+        return case.op, case.shape, case.dtype
+
+    @classmethod
+    def make(cls, case, rng) -> Problem:
+        B, M, K, N = cls.dims(case)
+        adt, bdt = (np.dtype(t) for t in case.dtype.split("x"))
+        zp = case.params["zero_points"]
+        a, b = random_array(rng, (B, M, K), adt), random_array(rng, (B, K, N), bdt)
+        # The output's spread is about 40 steps: neither saturated nor all zero.
+        so = np.float32(0.02 * 0.02 * math.sqrt(K) * 74 * 74 / 40)
+
+        def zero(dt, v):
+            return dt.type(v if dt.kind == "u" else 3) if zp else None
+
+        return Problem({"a": a, "a_scale": np.float32(0.02), "a_zero_point": zero(adt, 128),
+                        "b": b, "b_scale": np.float32(0.02), "b_zero_point": zero(bdt, 128),
+                        "output_scale": so, "output_zero_point": (adt.type(128 if adt.kind == "u" else 0) if zp else None),
+                        "output_dtype": adt, "rows": np.sort(rng.choice(M, min(M, 16), replace=False))})
+
+    @classmethod
+    def work(cls, case) -> float:  # int8 operations: a multiply and an add per term
+        B, M, K, N = cls.dims(case)
+        return 2.0 * B * M * K * N
+
+    @classmethod
+    def out_bytes(cls, case) -> int:
+        B, M, K, N = cls.dims(case)
+        return B * M * N
+
+    @staticmethod
+    def extras(case, dev, dev_inputs):
+        return {}
+
+    @classmethod
+    def outputs(cls, case, dev, n):
+        import vkops  # noqa: PLC0415
+
+        B, M, K, N = cls.dims(case)
+        return [dev.empty(vkops.TensorDesc(case.dtype.split("x")[0], (B, M, N))) for _ in range(n)]
+
+    @staticmethod
+    def call(case, dev_inputs, out, kernel="auto", **_):  # config, split_k: see variant()
+        import vkops  # noqa: PLC0415
+
+        d = dev_inputs
+        return vkops.quantized_linear_matmul(d["a"], d["a_scale"], d["a_zero_point"], d["b"], d["b_scale"],
+                                             d["b_zero_point"], d["output_scale"], d["output_zero_point"],
+                                             output_dtype=d["output_dtype"], out=out, kernel=kernel)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def variant(config=None, split_k=None, **_):
+        """The cooperative-matrix tile and split-K (module knobs, part of every plan key) for a variant."""
+        from ..ops import qlmm_coopmat as QC  # noqa: PLC0415
+
+        old = QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K
+        QC.COOPMAT_CONFIG = config or "auto"
+        QC.COOPMAT_SPLIT_K = "auto" if split_k is None else split_k
+        try:
+            yield
+        finally:
+            QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K = old
+
+    @staticmethod
+    def read(out):
+        return out.numpy()
+
+    @staticmethod
+    def note(case, dev) -> str:
+        p = last_plan(dev)
+        if p is None:
+            return ""
+        cfg, sk = p.note("config", None), p.note("split_k", None)
+        return f"kernel {p.dispatches[-1].kernel}" + (f" {cfg}" if cfg else "") + (f", split-K {sk}" if sk and sk > 1 else "")
+
+    @staticmethod
+    def check(case, problem, result, strict: bool) -> Tuple[bool, str]:
+        """On up to 16 sampled rows of a: requantized outputs within 1 of the float64 oracle and equal
+        on >= 99% (the float32 scale product, README); ("accumulator", int32) results (torch._int_mm)
+        equal to the exact sum."""
+        p, rows = problem.inputs, problem.inputs["rows"]
+        a = p["a"][:, rows, :]
+        if isinstance(result, tuple) and result[0] == "accumulator":
+            want = np.matmul(a.astype(np.int64), p["b"].astype(np.int64))
+            got = result[1][:, rows, :].astype(np.int64)
+            ok = got.shape == want.shape and np.array_equal(got, want)
+            return (True, "int32 sums exact (no requantization)") if ok else (False, "int32 sums differ")
+        want = reference.quantized_linear_matmul(a, p["a_scale"], p["a_zero_point"], p["b"], p["b_scale"],
+                                                 p["b_zero_point"], p["output_scale"], p["output_zero_point"],
+                                                 p["output_dtype"])
+        got = np.asarray(result).reshape(want.shape[0], -1, want.shape[-1])[:, rows, :]
+        d = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        exact = float((d == 0).mean())
+        if d.max() > 1 or exact < 0.99:
+            return False, f"max |diff| {int(d.max())}, {exact:.1%} exact on {len(rows)} rows"
+        return True, "exact" if exact == 1.0 else f"{exact:.2%} exact, max |diff| 1 ({len(rows)} rows)"
+
+
+SPECS = {"top_k": TopK, "slice": Slice, "qlmm": QLinearMatMul}
+
+
+def throughput(case, ms: Optional[float]) -> Tuple[Optional[float], Optional[float]]:
+    """(GB/s, TOPS) of one call taking `ms`; the one that does not apply is None."""
+    if not ms:
+        return None, None
+    spec = SPECS[case.op]
+    v = spec.work(case) / ms / (1e6 if spec.unit == "GB/s" else 1e9)
+    return (v, None) if spec.unit == "GB/s" else (None, v)
+
+
+def case_from_row(row: dict) -> Case:
+    return Case(row["op"], tuple(row["shape"]), row["dtype"], dict(row.get("params") or {}))
+
+
+def cases_for(op: str, shapes: List[Tuple[int, ...]], dtypes: List[str], ks: List[int], windows: List[str]):
+    """The cross product of the CLI's --shape, --dtype, --k (top_k) and --window (slice)."""
+    out = []
+    for shape in shapes:
+        for dt in dtypes:
+            if op == "top_k":
+                out += [top_k_case(shape, dt, k) for k in ks]
+            elif op == "slice":
+                out += [slice_case(shape, dt, w) for w in windows]
+            else:
+                out.append(qlmm_case(shape, dt))
+    return out
