@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, List
 
+from .cases import OPS
+
 FORMAT = "vkops-bench/1"
 
 _num = {"type": ["number", "null"], "minimum": 0}
@@ -33,7 +35,7 @@ ROW = {
                  "gb_per_s", "tops", "throughput_from", "verified", "check", "note"],
     "additionalProperties": False,
     "properties": {
-        "op": {"enum": ["top_k", "slice", "qlmm"]},
+        "op": {"enum": list(OPS)},
         "shape": _shape,
         "dtype": _str,
         "params": {"type": "object"},
@@ -51,7 +53,7 @@ SKIPPED = {
     "type": "object",
     "required": ["op", "shape", "dtype", "params", "implementation", "reason"],
     "additionalProperties": False,
-    "properties": {"op": _str, "shape": _shape, "dtype": _str, "params": {"type": "object"}, "implementation": _str,
+    "properties": {"op": {"enum": list(OPS)}, "shape": _shape, "dtype": _str, "params": {"type": "object"}, "implementation": _str,
                    "reason": _str},
 }
 
