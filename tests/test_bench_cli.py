@@ -124,6 +124,18 @@ def test_top_k_check_follows_the_tie_rule():
     assert C.TopK.check(case, prob, (np.array([[7, 7, 3]], np.uint8), np.array([[1, 2, 0]])), strict=False)[0] is False
 
 
+def test_top_k_check_samples_the_rows_of_a_tall_input():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 40)).astype(np.float32)
+    case, prob = C.top_k_case(x.shape, "float32", 4), C.Problem({"x": x})
+    v, i = vkops.reference.top_k1(x, 4, -1)
+    assert C.TopK.check(case, prob, (v, i), strict=True) == (True, "exact (64 of 300 rows)")
+    for row in (0, 299, int(prob.cached("rows", None)[7])):  # first, last, one sampled between
+        bad = v.copy()
+        bad[row, 0] += 1
+        assert C.TopK.check(case, prob, (bad, i), strict=True)[0] is False, row
+
+
 def test_ctrl_c_keeps_the_rows_measured(tmp_path, capsys, monkeypatch):
     real, seen = runner.Sweep.add, []
 

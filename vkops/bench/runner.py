@@ -26,7 +26,7 @@ from .timing import (DEFAULT, DESCRIPTION, Method, cpu_wall_ms, cuda_torch, torc
 
 # Each timed call gets its own outputs (so the calls of a round are independent) while they fit this;
 # beyond it the calls share one output and run with barriers between them.
-OUTPUT_BYTES = 256 << 20
+OUTPUT_BYTES = 1 << 30
 
 
 @dataclass
