@@ -9,6 +9,7 @@ against vkops' eager device-resident call).
 """
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from .schema import errors
 
 DPI = 100
 HEIGHT_IN = 4.0
+MANY = 24  # cases in one plot beyond which labels stand upright (and the figure grows to hold them)
 PREFERRED_BASELINES = ("torch", "onnxruntime", "numpy")
 
 
@@ -128,8 +130,9 @@ def choose_baseline(rows: Sequence[dict], wanted: Optional[str]) -> Optional[str
 
 # -- plots ------------------------------------------------------------------------------------------- #
 def fig_size(n_cases: int) -> Tuple[float, float]:
-    """Inches: half an inch a case, 6 to 16 wide, HEIGHT_IN high; at DPI whole pixels."""
-    return min(16.0, max(6.0, 2.0 + 0.5 * n_cases)), HEIGHT_IN
+    """Inches: half an inch a case, 6 to 16 wide, HEIGHT_IN high (one more beyond MANY cases); at DPI,
+    whole pixels."""
+    return min(16.0, max(6.0, 2.0 + 0.5 * n_cases)), HEIGHT_IN + (n_cases > MANY)
 
 
 def _pyplot():
@@ -157,17 +160,33 @@ def _bars(plt, path: Path, labels: List[str], series: Dict[str, List[Optional[fl
     if hline is not None:
         ax.axhline(hline, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=35 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center",
-                       fontsize=7)
+    many = len(labels) > MANY
+    ax.set_xticklabels(labels, rotation=90 if many else 35 if len(labels) > 4 else 0,
+                       ha="center" if many or len(labels) <= 4 else "right", fontsize=5 if many else 7)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     if n > 1:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=DPI, format="png")
     plt.close(fig)
+    _small_png(buf, path)
     return path
+
+
+def _small_png(buf: io.BytesIO, path: Path) -> None:
+    """A 256-colour palette PNG (a fifth of the RGBA file: small enough to commit), when Pillow is
+    there (matplotlib depends on it); else the PNG as drawn."""
+    try:
+        from PIL import Image  # noqa: PLC0415
+    except ImportError:
+        path.write_bytes(buf.getvalue())
+        return
+    buf.seek(0)
+    Image.open(buf).convert("RGB").quantize(colors=256).save(path, optimize=True)
 
 
 # -- the report ---------------------------------------------------------------------------------------- #
