@@ -264,6 +264,8 @@ def _op_section(op, rows, baseline, plt, out, prefix, pngs) -> List[str]:
     md = [f"### {op}", "", "ms: GPU time for vkops and torch, wall time for CPU baselines"
           + (f"; vs {base}: {base}'s time / vkops' (GPU against GPU, else wall against wall)" if base else "") + ".",
           "", table(table_rows, cols, heads), ""]
+    if op == "top_k" and base:
+        md += _k_grid(cases, base)
     if plt is not None:
         series = {n: [throughput(impls.get(n)) for impls in cases.values()] for n in names}
         p = _bars(plt, out / f"{prefix}{op}_throughput.png", labels, series, u, f"{op}: throughput ({u}, higher is better)")
@@ -275,6 +277,24 @@ def _op_section(op, rows, baseline, plt, out, prefix, pngs) -> List[str]:
             pngs.append(p)
             md += [f"![{op} speedup]({p.name})", ""]
     return md
+
+
+def _k_grid(cases, base) -> List[str]:
+    """TOP_K1 as README's tables: a row per dtype and shape, a column per K, "vkops / base (speedup)"."""
+    grid: Dict[Tuple, Dict[int, str]] = {}
+    for impls in cases.values():
+        mine, theirs = impls.get("vkops"), impls.get(base)
+        if mine is None or theirs is None:
+            continue
+        a, b = compare_ms(mine, theirs)
+        if a and b:
+            grid.setdefault((mine["dtype"], "x".join(map(str, mine["shape"]))), {})[mine["params"]["k"]] = \
+                f"{a:.3f} / {b:.3f} ({b / a:.2f}x)"
+    ks = sorted({k for row in grid.values() for k in row})
+    if len(ks) < 2:
+        return []
+    rows = [{"dtype": dt, "shape": shape, **{f"K={k}": cells.get(k) for k in ks}} for (dt, shape), cells in grid.items()]
+    return [f"ms vkops / {base} (speedup), by K:", "", table(rows, ["dtype", "shape"] + [f"K={k}" for k in ks]), ""]
 
 
 def _across(docs, plt, out, pngs) -> List[str]:
