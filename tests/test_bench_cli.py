@@ -16,7 +16,7 @@ import pytest
 
 import vkops
 from vkops import cli
-from vkops.bench import baselines, cases as C, report, runner, schema
+from vkops.bench import baselines, cases as C, report, runner, schema, specs as S
 from vkops.bench.timing import QUICK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +89,7 @@ def test_bench_each_op_against_numpy_and_onnxruntime(tmp_path, capsys, op, args,
         elif r["device"] == "cpu":
             assert r["gpu_ms"] is None and r["batch_wall_ms"] is None and r["throughput_from"] == "wall_ms"
         ms = r["gpu_ms"] or r["wall_ms"]
-        gbs, tops = C.throughput(case, ms)
+        gbs, tops = S.throughput(case, ms)
         assert (r["gb_per_s"], r["tops"]) == (gbs, tops)
         assert (gbs is None) == (op == "qlmm")
     if not torch_rows():
@@ -98,13 +98,13 @@ def test_bench_each_op_against_numpy_and_onnxruntime(tmp_path, capsys, op, args,
 
 
 def test_a_wrong_output_fails_its_check(tmp_path, capsys, monkeypatch):
-    real = C.TopK.read
+    real = S.TopK.read
 
     def corrupt(out):
         v, i = real(out)
         return v, i[..., ::-1].copy()  # right values set, wrong order of indices
 
-    monkeypatch.setattr(C.TopK, "read", staticmethod(corrupt))
+    monkeypatch.setattr(S.TopK, "read", staticmethod(corrupt))
     rc, doc, out, err = bench(tmp_path, capsys, "--op", "top_k", "--shape", "3x50", "--k", "4", "--against", "numpy")
     ours = [r for r in doc["rows"] if r["implementation"] == "vkops"]
     assert rc == 1 and [r["verified"] for r in ours] == [False] and "FAILED" in err
@@ -113,27 +113,27 @@ def test_a_wrong_output_fails_its_check(tmp_path, capsys, monkeypatch):
 
 def test_top_k_check_follows_the_tie_rule():
     x = np.array([[3, 7, 7, 1, 7]], np.uint8)
-    case, prob = C.top_k_case(x.shape, "uint8", 3), C.Problem({"x": x})
+    case, prob = C.top_k_case(x.shape, "uint8", 3), S.Problem({"x": x})
     v = np.array([[7, 7, 7]], np.uint8)
-    assert C.TopK.check(case, prob, (v, np.array([[1, 2, 4]])), strict=True) == (True, "exact")
+    assert S.TopK.check(case, prob, (v, np.array([[1, 2, 4]])), strict=True) == (True, "exact")
     swapped = (v, np.array([[4, 1, 2]]))
-    assert C.TopK.check(case, prob, swapped, strict=True)[0] is False        # vkops: the spec's order
-    assert C.TopK.check(case, prob, swapped, strict=False) == (True, "values exact; tie order differs")
-    assert C.TopK.check(case, prob, (v, np.array([[1, 1, 2]])), strict=False)[0] is False  # one twice
-    assert C.TopK.check(case, prob, (v, np.array([[0, 1, 2]])), strict=False)[0] is False  # 3 is not 7
-    assert C.TopK.check(case, prob, (np.array([[7, 7, 3]], np.uint8), np.array([[1, 2, 0]])), strict=False)[0] is False
+    assert S.TopK.check(case, prob, swapped, strict=True)[0] is False        # vkops: the spec's order
+    assert S.TopK.check(case, prob, swapped, strict=False) == (True, "values exact; tie order differs")
+    assert S.TopK.check(case, prob, (v, np.array([[1, 1, 2]])), strict=False)[0] is False  # one twice
+    assert S.TopK.check(case, prob, (v, np.array([[0, 1, 2]])), strict=False)[0] is False  # 3 is not 7
+    assert S.TopK.check(case, prob, (np.array([[7, 7, 3]], np.uint8), np.array([[1, 2, 0]])), strict=False)[0] is False
 
 
 def test_top_k_check_samples_the_rows_of_a_tall_input():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((300, 40)).astype(np.float32)
-    case, prob = C.top_k_case(x.shape, "float32", 4), C.Problem({"x": x})
+    case, prob = C.top_k_case(x.shape, "float32", 4), S.Problem({"x": x})
     v, i = vkops.reference.top_k1(x, 4, -1)
-    assert C.TopK.check(case, prob, (v, i), strict=True) == (True, "exact (64 of 300 rows)")
+    assert S.TopK.check(case, prob, (v, i), strict=True) == (True, "exact (64 of 300 rows)")
     for row in (0, 299, int(prob.cached("rows", None)[7])):  # first, last, one sampled between
         bad = v.copy()
         bad[row, 0] += 1
-        assert C.TopK.check(case, prob, (bad, i), strict=True)[0] is False, row
+        assert S.TopK.check(case, prob, (bad, i), strict=True)[0] is False, row
 
 
 def test_ctrl_c_keeps_the_rows_measured(tmp_path, capsys, monkeypatch):

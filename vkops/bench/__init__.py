@@ -1,7 +1,8 @@
 """Benchmarks as a package: `python -m vkops bench`, `report` and `info` (vkops/cli.py dispatches).
 
 - `timing`    the one timing method: Vulkan timestamps after a clock warm-up, rounds until two agree
-- `cases`     per operator: inputs, the vkops call, the check against vkops.reference, throughput
+- `cases`     a case (op, shape, dtype, params) and the rules its options follow
+- `specs`     per operator: inputs, the vkops call, the check against vkops.reference, work done
 - `baselines` torch (CUDA), NumPy and ONNX Runtime (CPU) doing the same operator call
 - `presets`   the shape sweeps: small (a CPU driver), paper (README's tables), llm
 - `runner`    the sweep: progress on stderr, Ctrl-C keeps the rows, one JSON document per run

@@ -1,7 +1,7 @@
 """What vkops is compared with, in the same run: torch on CUDA, NumPy and ONNX Runtime on the CPU.
 
 A baseline turns a case and its host inputs into one or more `Impl`s: a call to time and a way to
-hand its result to the case's check (vkops/bench/cases.py). A baseline that is not installed says
+hand its result to the case's check (vkops/bench/specs.py). A baseline that is not installed says
 why (`missing`); one that cannot run a case raises `Unsupported` with the reason. Both end up in the
 result document, never as a crash.
 """
@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from . import cases as C
+from .specs import QLinearMatMul
 from .timing import cuda_torch
 
 NAMES = ("torch", "numpy", "onnxruntime")
@@ -86,7 +87,7 @@ class Torch:
         # qlmm: torch._int_mm (int8 x int8 -> int32, no requantization), the cross-API anchor
         if case.dtype != "int8xint8":
             raise Unsupported("torch._int_mm multiplies int8 x int8 only")
-        B, M, K, N = C.QLinearMatMul.dims(case)
+        B, M, K, N = QLinearMatMul.dims(case)
         if K % 8 or N % 8:
             raise Unsupported(f"torch._int_mm needs K and N multiples of 8; got K={K}, N={N}")
         Mp = max(M, 32)  # _int_mm needs more than 16 rows: A padded with zero rows (TOPS count M)

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .cases import SPECS, case_from_row
+from .cases import case_from_row
+from .specs import SPECS
 from .schema import errors
 
 DPI = 100

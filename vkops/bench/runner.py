@@ -20,7 +20,8 @@ import numpy as np
 
 from . import baselines as B
 from . import info, report, schema
-from .cases import SPECS, Case, throughput
+from .cases import Case
+from .specs import SPECS, throughput
 from .timing import (DEFAULT, DESCRIPTION, Method, cpu_wall_ms, cuda_torch, torch_batch_wall_ms, torch_ms,
                      vk_batch_wall_ms, vk_gpu_ms, wall_ms)
 
