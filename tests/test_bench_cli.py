@@ -269,6 +269,7 @@ def test_report_without_matplotlib_writes_markdown(tmp_path, capsys, monkeypatch
     (["bench", "--device", "99"], "--device"),
     (["bench", "--preset", "large"], "--preset"),
     (["bench", "--preset", "small", "--dtype", "bfloat16"], "--dtype"),
+    (["bench", "--preset", "llm", "--op", "slice"], "--op"),
     (["report", "--out", "x", "/nonexistent.json"], "results"),
 ])
 def test_bad_arguments_are_usage_errors_naming_the_option(capsys, args, option):

@@ -91,6 +91,8 @@ def bench_cases(args, ap):
         if windows:
             ap.error("argument --window: applies to --shape (presets bring their own windows)")
         cases = preset_cases(args.preset or "small", ops)
+        if not cases:
+            ap.error(f"argument --op: preset {args.preset} has no {args.op} cases")
         cases = [c for c in cases if (not dtypes or c.dtype in dtypes) and
                  (not ks or c.op != "top_k" or c.params["k"] in ks)]
         if not cases:
