@@ -12,6 +12,7 @@ import numpy as np
 from .. import reference
 from .cases import WINDOWS, slice_output_sizes
 
+
 def last_plan(dev):
     """The plan of the device's most recent operator call (the plan cache keeps them in use order)."""
     return next(reversed(dev._plans._entries.values()), None)
