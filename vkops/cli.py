@@ -1,5 +1,6 @@
-"""`python -m vkops <command>`. `plan` writes the dispatch plan of one operator call as JSON: what a
-host without Python runs with the kernel manifest (examples/c_host/)."""
+"""`python -m vkops <command>`: `plan` writes the dispatch plan of one operator call as JSON (what a
+host without Python runs with the kernel manifest, examples/c_host/); `bench`, `report` and `info`
+are vkops/bench/commands.py."""
 from __future__ import annotations
 
 import argparse
@@ -124,12 +125,23 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--per-axis", action="store_true", help="per-row a and per-column b scales (default scalars)")
     q.add_argument("--kernel", default="auto", choices=["auto", "portable", "coopmat"])
     q.set_defaults(make=plan_qlmm)
+    pl.set_defaults(func=run_plan)
+    from .bench import commands  # noqa: PLC0415  (argparse only: nothing optional is imported here)
+
+    commands.add_bench(sub)
+    commands.add_report(sub)
+    commands.add_info(sub)
     return ap
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    return args.func(args, getattr(args, "parser", ap))
+
+
+def run_plan(args, ap) -> int:
     if args.op == "qlmm" and len(args.batch) != 2:
         ap.error(f"--batch takes BatchCount,ChannelCount; got {args.batch}")
     try:
