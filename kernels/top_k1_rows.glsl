@@ -69,61 +69,10 @@ void rows_cas(uint h0, uint i, uint j, bool desc) {
     }
 }
 
-// Bitonic sort of N = pow2(cnt) <= RK * S candidates in registers: entry j = q * S + lane sits in
-// register q of its lane. Strides >= S compare two registers of a lane, smaller ones two lanes
-// (shuffles): no shared memory and no synchronisation after loading. Then the best K are written.
-const uint SK = 32u;  // registers per lane (N <= SK * subgroup size: 1024 on 32-wide subgroups)
-
-void rows_sort_regs(uint s, uint base, uint h0, uint cnt) {
-    uint S = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
-    uint N = pow2_at_least(cnt), Nq = max(1u, N / S);
-    uint k[SK], x[SK];
-    [[unroll]] for (uint q = 0u; q < SK; ++q) {
-        uint j = q * S + lane;
-        k[q] = j < cnt ? skey[h0 + j] : 0u;
-        x[q] = j < cnt ? sidx[h0 + j] : SENT_IDX;
-    }
-    for (uint size = 2u; size <= N; size <<= 1) {
-        // strides >= S: registers q and q + qb of the same lane
-        [[unroll]] for (uint qb = SK / 2u; qb >= 1u; qb >>= 1) {
-            if (qb * S < size) {
-                [[unroll]] for (uint q = 0u; q < SK; ++q) {
-                    if ((q & qb) == 0u && q < Nq) {
-                        bool desc = ((q * S + lane) & size) == 0u;
-                        if (better(k[q + qb], x[q + qb], k[q], x[q]) == desc) {
-                            uint tk = k[q]; k[q] = k[q + qb]; k[q + qb] = tk;
-                            uint tx = x[q]; x[q] = x[q + qb]; x[q + qb] = tx;
-                        }
-                    }
-                }
-            }
-        }
-        // strides < S: lanes lane and lane ^ stride, same register
-        for (uint stride = min(size, S) >> 1; stride > 0u; stride >>= 1) {
-            bool lower = (lane & stride) == 0u;
-            [[unroll]] for (uint q = 0u; q < SK; ++q) {
-                if (q < Nq) {
-                    uint pk = subgroupShuffleXor(k[q], stride), px = subgroupShuffleXor(x[q], stride);
-                    bool desc = ((q * S + lane) & size) == 0u;
-                    // the lower position keeps the better entry when descending
-                    bool take = better(pk, px, k[q], x[q]) == (lower == desc);
-                    if (take) { k[q] = pk; x[q] = px; }
-                }
-            }
-        }
-    }
-    [[unroll]] for (uint q = 0u; q < SK; ++q) {
-        uint j = q * S + lane;
-        if (q < Nq && j < pc.K) write_out(s, j, x[q], base);
-    }
-}
-
 // Rank the `cnt` collected candidates and write the best K of them.
 void rows_finish(uint s, uint base, uint h0, uint cnt) {
     sg_sync();
-    if (cnt > RANK_MAX && r_n == gl_SubgroupSize && pow2_at_least(cnt) <= SK * gl_SubgroupSize) {
-        rows_sort_regs(s, base, h0, cnt);
-    } else if (cnt <= RANK_MAX) {
+    if (cnt <= RANK_MAX) {
         // Few candidates: each one's rank is the number that beat it; the top K go straight to their
         // output slots. cnt^2 / lanes broadcast reads, one synchronisation, instead of a sorting network.
         for (uint c = r_lane; c < cnt; c += r_n) {
@@ -174,8 +123,7 @@ void rows_one(uint s, uint h0, uint cap) {
     // Radix select: resolve the K-th key's digits until the keys at or above the prefix fit `cap`.
     uint need = pc.K, prefix = 0u, above = 0u;
     bool resolved = false;
-    // A row that fits the candidates (K close to L) is collected whole: prefix 0 takes every key.
-    for (int sh = int(ELEM_BITS) - 8; pc.L > cap; sh -= 8) {
+    for (int sh = int(ELEM_BITS) - 8; ; sh -= 8) {
         for (uint b = r_lane; b < NBINS; b += r_n) skey[h0 + b] = 0u;
         sg_sync();
         uint hmask = sh + 8 >= 32 ? 0u : (KEY_BITS_MASK << uint(sh + 8)) & KEY_BITS_MASK;
@@ -263,8 +211,7 @@ void rows_one_regs(uint s, uint h0, uint cap) {
     }
     uint need = pc.K, prefix = 0u, above = 0u;
     bool resolved = false;
-    // A row that fits the candidates (K close to L) is collected whole: prefix 0 takes every key.
-    for (int sh = int(ELEM_BITS) - 8; pc.L > cap; sh -= 8) {
+    for (int sh = int(ELEM_BITS) - 8; ; sh -= 8) {
         for (uint b = r_lane; b < NBINS; b += r_n) skey[h0 + b] = 0u;
         sg_sync();
         uint hmask = sh + 8 >= 32 ? 0u : (KEY_BITS_MASK << uint(sh + 8)) & KEY_BITS_MASK;

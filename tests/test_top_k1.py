@@ -332,7 +332,7 @@ def rows_or_skip(dev, n, L, k):
 def test_rows_path(dev, rng, dtype, kind):
     """Rows around the subgroup's step (S lanes x 1 or 16-byte vectors), K around the radix stop
     (the candidate cap) and pow2 bounds, row counts around a workgroup's share."""
-    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic", "shuffle"):
+    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
         pytest.skip("device without subgroup ballot/arithmetic: ROWS is never planned (test_rows_choice)")
     S = dev.limits.subgroup_size
     ev = 16 // np.dtype(dtype).itemsize
@@ -344,12 +344,11 @@ def test_rows_path(dev, rng, dtype, kind):
             for direction in DIRS:
                 check(x, k, -1, direction, force="rows")
     check(radix_data(rng, dtype, (300, 5), kind), 3, 0, "increasing", force="rows")  # strided axis
-    # K close to L (the row is collected whole), and the largest K this device's register sort reaches
-    kmax = max(256, min(tk.ROWS_MAX_KP, tk.ROWS_SORT_REGS * dev.limits.min_subgroup_size))
-    x = radix_data(rng, dtype, (p.G + 1, kmax + 3), kind)
-    for k in (kmax - 1, kmax):
+    # K close to L, up to ROWS' largest
+    x = radix_data(rng, dtype, (p.G + 1, tk.ROWS_MAX_KP + 3), kind)
+    for k in (tk.ROWS_MAX_KP - 1, tk.ROWS_MAX_KP):
         check(x, k, -1, "decreasing", force="rows")
-    check(x[:, :kmax], kmax, -1, "increasing", force="rows")
+    check(x[:, :tk.ROWS_MAX_KP], tk.ROWS_MAX_KP, -1, "increasing", force="rows")
 
 
 def test_rows_forced_ties_pick_lowest_indices(dev, rng):
@@ -369,17 +368,15 @@ def test_rows_forced_ties_pick_lowest_indices(dev, rng):
 
 
 def test_rows_choice(dev):
-    """ROWS for many short rows with pow2(K) <= 256 (up to 1024 with 32-wide subgroups: the register
-    sort's reach) where the device has subgroup ballot, arithmetic and shuffle; never within the Vulkan
-    1.1 minimum (which guarantees only basic subgroup operations)."""
+    """ROWS for many short rows with pow2(K) <= 256 where the device has subgroup ballot + arithmetic;
+    never within the Vulkan 1.1 minimum (which guarantees only basic subgroup operations)."""
     lim = dev.limits
-    if lim.has_subgroup("basic", "ballot", "arithmetic", "shuffle"):
-        max_kp = max(256, min(tk.ROWS_MAX_KP, tk.ROWS_SORT_REGS * lim.min_subgroup_size))
+    if lim.has_subgroup("basic", "ballot", "arithmetic"):
         assert tk.device_path(lim, tk.ROWS_MIN_SEQ, 1024, 64).path == "rows"
-        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, tk.ROWS_MAX_L, max_kp).path == "rows"
+        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, tk.ROWS_MAX_L, 256).path == "rows"
         assert tk.device_path(lim, tk.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
         assert tk.device_path(lim, tk.ROWS_MIN_SEQ, tk.ROWS_MAX_L + 1, 64).path != "rows"
-        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, 2 * max_kp, max_kp + 1).path != "rows"
+        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, 1024, 257).path != "rows"
     minimum = lim.within("minimum")
     assert not minimum.has_subgroup("ballot")
     assert tk.device_path(minimum, tk.ROWS_MIN_SEQ, 1024, 64).path != "rows"

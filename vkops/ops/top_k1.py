@@ -48,8 +48,7 @@ MODE_SEG, MODE_FILTER, MODE_SORT_INIT, MODE_SORT_GLOBAL, MODE_SORT_LOCAL = range
 # (bench_top_k1.py --grid rows) it beat SEG and radix select 1.1-11x on 32768 x 1024, 16384 x 2048 and
 # 4096 x 4096 for K <= 256, and lost to radix select on 2048 x 8192 (0.168 vs 0.102 ms at K=8).
 ROWS_MAX_L = 4096
-ROWS_MAX_KP = 1024  # and pow2(K) <= ROWS_SORT_REGS x the smallest subgroup (the register sort's reach)
-ROWS_SORT_REGS = 32  # SK in top_k1_rows.glsl
+ROWS_MAX_KP = 256
 ROWS_MIN_SEQ = 512
 
 
@@ -234,15 +233,12 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
     owns B / (subgroups) shared entries: a 256-bin histogram, then the candidates; the workgroup is at most
     4 subgroups of the smallest size the device may run, so each owns >= B/4."""
     Kp = _pow2(k)
-    smin, smax = limits.min_subgroup_size, limits.max_subgroup_size
-    if not limits.has_subgroup("basic", "ballot", "arithmetic", "shuffle") or Kp > ROWS_MAX_KP:
-        return None
-    if Kp > max(256, ROWS_SORT_REGS * smin):
+    if not limits.has_subgroup("basic", "ballot", "arithmetic") or Kp > ROWS_MAX_KP:
         return None
     if not force and (length > ROWS_MAX_L or n_seq < ROWS_MIN_SEQ):
         return None
-    # Four subgroups per workgroup, fewer for large K (each needs pow2(K) shared entries).
-    wg = limits.workgroup(min(128, max(1, 4 * 256 // max(256, Kp)) * smin))
+    smin, smax = limits.min_subgroup_size, limits.max_subgroup_size
+    wg = limits.workgroup(min(128, 4 * smin))
     if wg < smax:
         return None
     # Stop resolving digits once the keys at or above the prefix fit `cap`. On an H100 (32768 x 1024,
@@ -269,9 +265,8 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
         if p is not None:
             return p
         if force == "rows":
-            raise ValidationError(f"rows path needs subgroup ballot, arithmetic and shuffle, pow2(K) <= 256 (or <= "
-                                  f"{ROWS_SORT_REGS} x the subgroup size, up to {ROWS_MAX_KP}) and the shared "
-                                  f"memory; got K={k} on {limits.name}")
+            raise ValidationError(f"rows path needs subgroup ballot + arithmetic and pow2(K) <= {ROWS_MAX_KP}; "
+                                  f"got K={k} on {limits.name}")
     return choose_path(n_seq, length, k, limits.shared_memory_bytes,
                        target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
                        short_chunks=limits.device_type != "cpu",
