@@ -10,12 +10,16 @@ import argparse
 import statistics
 import time
 
+import sys
+from pathlib import Path
+
 import numpy as np
 
-from common import table  # (common puts the repository on sys.path)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import vkops
-from vkops.ops import qlmm
+import vkops  # noqa: E402
+from vkops.bench.report import table  # noqa: E402
+from vkops.ops import qlmm  # noqa: E402
 
 
 def main():
