@@ -20,7 +20,7 @@ from variants import VARIANTS  # noqa: E402
 sys.path.pop(0)
 
 # module-name prefix -> (host mirror of its push block, buffers the operator binds)
-HOST = {"slice1_": (SLICE_PUSH, 2), "top_k1_": (TOPK_PUSH, 5), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLMM_PUSH, 9)}
+HOST = {"slice1_": (SLICE_PUSH, 2), "top_k1_rows_": (TOPK_PUSH, 3), "top_k1_": (TOPK_PUSH, 5), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLMM_PUSH, 9)}
 
 
 @pytest.fixture(scope="module")

@@ -318,6 +318,11 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
     spec = (p.workgroup, p.B)
+    if p.path == "rows":  # the ROWS modules bind the input and the outputs only
+        pc["n_groups"], pc["G"] = -(-n_seq // p.G), p.G
+        b.dispatch(kernel, [x, values, indices], writes=[1, 2], groups=lim.grid(int(pc["n_groups"]), "TOP_K1"),
+                   push=pc.reshape(1).view(np.uint32), spec=spec)
+        return p
     ctr = b.counters(1)  # bound but unused unless several chunks share a row
 
     def dispatch(n_groups, cand, writes, mode, **fields):
@@ -327,9 +332,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         b.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=lim.grid(n_groups, "TOP_K1"),
                    push=pc.reshape(1).view(np.uint32), spec=spec + (mode, int(p.radix)))
 
-    if p.path == "rows":
-        dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G)
-    elif p.path == "seg":
+    if p.path == "seg":
         dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G, P=p.P)
     elif p.path == "filter":
         if p.chunks == 1:
