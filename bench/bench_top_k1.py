@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import vkops  # noqa: E402
 from vkops.bench import cases, commands, presets, runner, timing  # noqa: E402
-from vkops.ops import top_k1  # noqa: E402
+from vkops.ops import top_k1_paths  # noqa: E402
 
 
 # Many short rows (ROWS, one subgroup per row, against SEG and radix select); 2048 x 8192 is past ROWS_MAX_L.
@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.workgroup:
-        top_k1.WORKGROUP = args.workgroup  # this process plans every call with it
+        top_k1_paths.WORKGROUP = args.workgroup  # this process plans every call with it
     small = args.small or vkops.Device().device_type == "cpu"
     preset = "small" if small else ("llm" if args.grid == "llm" else "paper")
     grid = ROWS_GRID if args.grid == "rows" else presets.top_k(preset)

@@ -1,6 +1,5 @@
-"""DML_TOP_K1: descriptor and rules (pure), lowering to the top_k1 kernel, and the NumPy face.
-
-Lowering (see kernels/top_k1.comp), chosen per call by `plan()`:
+"""DML_TOP_K1: descriptor (pure), lowering to the top_k1 kernels, and the NumPy face. Which path a call
+takes is decided by the rules in top_k1_paths.py (pure):
   rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic:
           one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
           (kernels/top_k1_rows.glsl; rows of <= 32 keys per lane stay in registers).
@@ -29,27 +28,17 @@ from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
 from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from .slice1 import lower_packed
+# The path rules, re-exported for tests and benches (set knobs such as WORKGROUP on top_k1_paths itself).
+from .top_k1_paths import (EPI, MIN_B, NBINS, RADIX_MIN_KP, ROWS_MAX_KP, ROWS_MAX_L, ROWS_MIN_SEQ,  # noqa: F401
+                           SHORT_ROW_RADIX_MIN_K, TARGET_GROUPS, WORKGROUP, Path, buffer_entries, choose_path,
+                           device_path, rows_path, shared_bytes)
 
-# Wanted workgroup size; Limits.workgroup() gives what the device allows (128 at Vulkan's minimum). On an
-# H200 the filter path ran 10-20% faster with 512 than with 256, and 1024 was slower.
-WORKGROUP = 512
 MAX_AXIS_LENGTH = 2**31 - 1
-# filter: split rows into chunks until about this many workgroups run. On an H100 (132 SMs) 256 beat
-# 1024 by 1.2-1.5x on 64 x 2^20 and 1 x 2^26 rows (longer chunks amortize the seed and the sort, and
-# fewer candidates are merged), and beat 128 and 64 too.
-TARGET_GROUPS = 256
 SENT_IDX = 0xFFFFFFFF
 
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
 MODE_SEG, MODE_FILTER, MODE_SORT_INIT, MODE_SORT_GLOBAL, MODE_SORT_LOCAL = range(5)
-# ROWS (one subgroup per sequence, top_k1_rows_* kernels) for rows of at most ROWS_MAX_L elements,
-# pow2(K) <= ROWS_MAX_KP, and at least ROWS_MIN_SEQ of them (fewer leave most of a GPU idle). On an H100
-# (bench_top_k1.py --grid rows) it beat SEG and radix select 1.1-11x on 32768 x 1024, 16384 x 2048 and
-# 4096 x 4096 for K <= 256, and lost to radix select on 2048 x 8192 (0.168 vs 0.102 ms at K=8).
-ROWS_MAX_L = 4096
-ROWS_MAX_KP = 256
-ROWS_MIN_SEQ = 512
 
 
 class AxisDirection(enum.IntEnum):
@@ -129,149 +118,6 @@ TOPK_PUSH = np.dtype([(f, "<u4") for f in ("n_seq", "L", "K", "Kp", "chunks", "c
                                            "axis_stride", "inner", "G", "P", "size", "stride", "n_other",
                                            "n_groups", "vec", "cap")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
 MAX_OTHER_DIMS = 6
-EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
-# pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024, and lost at K=64.
-RADIX_MIN_KP = 128
-SHORT_ROW_RADIX_MIN_K = 2
-
-
-def _pow2(x: int) -> int:
-    return 1 << max(0, int(x) - 1).bit_length()
-
-
-@dataclass(frozen=True)
-class Path:
-    path: str            # "seg", "filter", "sort" or "rows"
-    B: int               # shared buffer entries
-    Kp: int
-    G: int = 1           # seg, rows: rows per workgroup
-    P: int = 1           # seg: slot per row; sort: padded row length
-    chunks: int = 1      # filter: workgroups per row
-    chunk_len: int = 0
-    cap: int = 0         # filter: entries buffered before a compaction; rows: candidate buffer
-    radix: bool = False  # filter: chunks by radix select instead of the running threshold
-    workgroup: int = WORKGROUP
-
-
-
-NBINS = 256  # radix histogram bins (NBINS in top_k1.comp)
-MIN_B = 256
-
-
-def shared_bytes(B: int, workgroup: int) -> int:
-    """Shared memory top_k1.comp declares: skey/sidx[B], s_base[WG], hist[NBINS], s_grp[NBINS/32] and 8
-    scalars (tests/test_portability.py checks this against the SPIR-V)."""
-    return 4 * (2 * B + workgroup + NBINS + NBINS // 32 + 8)
-
-
-def buffer_entries(shared: int, workgroup: int = WORKGROUP) -> int:
-    """Largest power of two B <= 2048 (and >= the workgroup: a filter step buffers one entry per thread)
-    whose shared arrays fit. 2048 also under NVIDIA's 48 KiB: on an H200, B=2048 (16 KiB, more
-    workgroups per SM) streamed 1.5-2x faster than B=4096 on every filter shape of bench_top_k1.py."""
-    b = 2048
-    while b > max(MIN_B, workgroup) and shared_bytes(b, workgroup) > shared:
-        b //= 2
-    if shared_bytes(b, workgroup) > shared:
-        raise DeviceLimitError(f"TOP_K1 needs {shared_bytes(b, workgroup)} bytes of shared memory (B={b} entries, "
-                               f"workgroup {workgroup}); maxComputeSharedMemorySize is {shared}")
-    return b
-
-
-def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: int = 1024,
-                force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = WORKGROUP,
-                short_chunks: bool = False) -> Path:
-    """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
-    WG = workgroup
-    B = buffer_entries(shared, WG)
-    Kp = _pow2(k)
-    P = _pow2(length)
-    # Short rows (B/2 < L <= 4B, one chunk each) go to radix select from K = 2: it reads the row a few
-    # times but sorts about K entries. On an H100 (16384 x 2048, 4096 x 4096, 8192 x 1500) it beat
-    # SEG's whole-row sort 1.1-1.9x at K = 2..1024 and the threshold filter 1.2-1.6x at K = 8 and 64;
-    # at K=1 both of those won. Rows of <= B/2 stay in SEG, several per workgroup (it won there).
-    short_radix = B // 2 < P and length <= 4 * B and SHORT_ROW_RADIX_MIN_K <= k and Kp <= B // 2
-    path = force or ("seg" if P <= B and not short_radix else "filter" if Kp <= B // 2 else "sort")
-    # Large K: a threshold filter compacts its buffer again and again; a radix select reads the
-    # chunk a few times and sorts once.
-    radix = path == "radix" or (force is None and path == "filter" and (Kp >= RADIX_MIN_KP or short_radix))
-    if path == "radix":
-        path = "filter"
-    if path == "seg":
-        if P > B:
-            raise ValidationError(f"seg path needs pow2(L) <= {B}; got L={length}")
-        return Path("seg", B, Kp, G=max(1, min(B // P, WG, n_seq)), P=P, workgroup=WG)
-    if path == "filter":
-        if Kp > B // 2:
-            raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
-        step = WG * EPI
-        if chunks is None:
-            # Few rows (LLM sampling: 1-64 x 32000-151936) need many chunks to fill a GPU. On an H100,
-            # 1 x 151936 ran K=1 in 0.014 ms with 32 chunks vs 0.024 with 3, K=50 0.033 vs 0.045; but each
-            # chunk hands K candidates to the merge, so large K wants fewer (K=1024: 4 chunks 0.101 ms,
-            # 32: 0.154): chunks of >= 64 * pow2(K) elements. Rows under 8 steps stay whole (the merge
-            # costs more than it saves: 1 x 32000 K=50 0.025 ms in one chunk, 0.030 in 4). A CPU
-            # (short_chunks False) keeps long chunks.
-            short = short_chunks and length >= 8 * step
-            min_chunk = max(step, 64 * Kp) if short else max(4 * B, 8 * step)
-            want = -(-target_groups // n_seq)
-            chunks = max(1, min(want, -(-length // min_chunk), max(1, 65536 // k)))
-        chunk_len = -(-length // chunks)
-        chunk_len = -(-chunk_len // step) * step
-        chunks = -(-length // chunk_len)
-        # Compact early for small K: the threshold rises after fewer buffered elements, and each
-        # compaction sorts fewer entries.
-        cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
-        return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix, workgroup=WG)
-    if path == "sort":
-        return Path("sort", B, Kp, P=max(P, 2 * B), workgroup=WG)
-    raise ValueError(force)
-
-
-def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False,
-              cap: Optional[int] = None) -> Optional[Path]:
-    """The ROWS lowering (one subgroup per sequence) where it applies, else None. Subgroup g of a workgroup
-    owns B / (subgroups) shared entries: a 256-bin histogram, then the candidates; the workgroup is at most
-    4 subgroups of the smallest size the device may run, so each owns >= B/4."""
-    Kp = _pow2(k)
-    if not limits.has_subgroup("basic", "ballot", "arithmetic") or Kp > ROWS_MAX_KP:
-        return None
-    if not force and (length > ROWS_MAX_L or n_seq < ROWS_MIN_SEQ):
-        return None
-    smin, smax = limits.min_subgroup_size, limits.max_subgroup_size
-    wg = limits.workgroup(min(128, 4 * smin))
-    if wg < smax:
-        return None
-    # Stop resolving digits once the keys at or above the prefix fit `cap`. On an H100 (32768 x 1024,
-    # 16384 x 2048) 2 pow2(K) within [128, 256] was best: K=64 0.449 ms (cap 32: 0.473), K=256 0.685 (cap
-    # 512: 0.934, a longer sort).
-    cap = max(Kp, cap or min(256, max(128, 2 * Kp)))
-    # Each subgroup's region holds the histogram, then the candidates; no more shared memory than that
-    # (what is left over serves as L1 cache for the re-read rows).
-    nsub = wg // smin
-    B = max(MIN_B, _pow2(nsub * max(NBINS, cap)))
-    if shared_bytes(B, wg) > limits.shared_memory_bytes:
-        return None
-    cap = min(cap, B // nsub)
-    return Path("rows", B, Kp, G=max(1, wg // limits.subgroup_size), cap=cap, workgroup=wg)
-
-
-def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
-    """choose_path() with the device's shared memory and workgroup target (a CPU device gets far fewer
-    chunks); ROWS where it applies. `force="rows"` takes ROWS wherever the device can run it, and then
-    `chunks`, if given, is its candidate cap (a knob for bench sweeps)."""
-    force, chunks = kw.get("force"), kw.get("chunks")
-    if force == "rows" or (force is None and chunks is None):
-        p = rows_path(limits, n_seq, length, k, force=force == "rows", cap=chunks if force == "rows" else None)
-        if p is not None:
-            return p
-        if force == "rows":
-            raise ValidationError(f"rows path needs subgroup ballot + arithmetic and pow2(K) <= {ROWS_MAX_KP}; "
-                                  f"got K={k} on {limits.name}")
-    return choose_path(n_seq, length, k, limits.shared_memory_bytes,
-                       target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
-                       short_chunks=limits.device_type != "cpu",
-                       workgroup=limits.workgroup(WORKGROUP), **kw)
-
 
 def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
     """The dispatches of a validated TOP_K1 (pure: no device). `force` / `chunks` pick a path for tests."""
