@@ -21,6 +21,7 @@ from ..tensor import TensorDesc, validate_fields
 from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from . import qlmm_coopmat as cm
+from .qlmm_args import is_dev, pad4, param, quant_dtype
 from .slice1 import lower_packed
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
@@ -329,93 +330,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
 
 
 # ---------------------------------------------------------------------------------------------- #
-# NumPy face
+# NumPy face (its argument normalisation: qlmm_args.py)
 # ---------------------------------------------------------------------------------------------- #
-def _is_dev(x) -> bool:
-    from ..runtime import DeviceTensor  # noqa: PLC0415
-
-    return isinstance(x, DeviceTensor)
-
-
-def _pad4(x, field: str):
-    """Left-pad a 2- to 4-D matrix operand to 4-D (NumPy array or device tensor)."""
-    if _is_dev(x):
-        nd = x.ndim
-        if not 2 <= nd <= 4:
-            raise ValidationError(f"quantized_linear_matmul: {field} must have 2 to 4 dimensions; got {nd} ({x.shape})")
-        st = x.desc.element_strides
-        return x.as_strided((1,) * (4 - nd) + x.shape, (0,) * (4 - nd) + tuple(st)), nd
-    if is_python(x):  # ints could be INT8 or UINT8: the caller must say which
-        raise ValidationError(f"quantized_linear_matmul: {field} must be an INT8 or UINT8 NumPy array or DeviceTensor; "
-                              f"a Python list does not say which: pass np.asarray({field}, np.int8) or np.uint8")
-    arr = np.asarray(x)
-    if not 2 <= arr.ndim <= 4:
-        raise ValidationError(f"quantized_linear_matmul: {field} must have 2 to 4 dimensions; got {arr.ndim} "
-                              f"({arr.shape})")
-    return arr.reshape((1,) * (4 - arr.ndim) + arr.shape), arr.ndim
-
-
-def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
-    """A scale (zp_dtype None) or zero point in DML shape: scalars and 1-element arrays -> {1,1,1,1};
-    1-D of length M (rows) or N (columns) -> {1,1,M,1} / {1,1,1,N}; other ranks left-padded to 4-D.
-    NumPy scales become float32; Python-int zero points take their tensor's dtype (range-checked);
-    typed zero points keep their dtype, so a mismatch is reported by validate()."""
-    if x is None:
-        return None
-    if _is_dev(x):
-        if x.ndim == 4:
-            return x
-        if x.desc.element_count == 1:
-            return x.as_strided((1, 1, 1, 1), (0, 0, 0, 0))
-        if x.ndim == 1:
-            return x.as_strided((1, 1, count, 1) if kind == "row" else (1, 1, 1, count),
-                                (0, 0, 1, 1) if kind == "row" else (0, 0, 0, 1))
-        return x.as_strided((1,) * (4 - x.ndim) + x.shape, (0,) * (4 - x.ndim) + x.desc.element_strides)
-    if zp_dtype is None:
-        if isinstance(x, bool) or (is_python(x) and np.asarray(x).dtype.kind == "b"):
-            raise ValidationError(f"quantized_linear_matmul: {field} must be a positive number; got {x!r}")
-        try:
-            arr = np.asarray(x, np.float32)
-        except (TypeError, ValueError):
-            raise ValidationError(f"quantized_linear_matmul: {field} must be a number or an array of numbers; "
-                                  f"got {x!r}") from None
-        # Quantization scales are positive and finite: NaN, infinities, zero (output_scale divides)
-        # and negative values are rejected where the host knows them.
-        bad = ~(np.isfinite(arr) & (arr > 0))
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            where = f" at index {tuple(int(i) for i in np.unravel_index(first, arr.shape))}" if arr.ndim else ""
-            raise ValidationError(f"QuantizedLinearMatMulDesc.{field} must be finite and > 0; got "
-                                  f"{float(arr.reshape(-1)[first])}{where} ({int(bad.sum())} of {arr.size} values)")
-    elif is_python(x):  # Python ints take their tensor's dtype, range-checked
-        info = np.iinfo(zp_dtype)
-        try:
-            raw = np.asarray(x)
-        except (TypeError, ValueError):
-            raw = np.empty(0, object)
-        if raw.dtype.kind not in "iuf" or raw.size == 0 or np.any(raw.astype(np.float64) % 1 != 0) \
-                or raw.min() < info.min or raw.max() > info.max:
-            raise ValidationError(f"quantized_linear_matmul: {field} must be an integer in [{info.min}, {info.max}] "
-                                  f"({np.dtype(zp_dtype).name}) or a list of them; got {x!r:.80}")
-        arr = raw.astype(zp_dtype)
-    else:
-        arr = np.asarray(x)
-    if arr.size == 1:
-        return arr.reshape(1, 1, 1, 1)
-    if arr.ndim == 1:
-        return arr.reshape((1, 1, arr.size, 1) if kind == "row" else (1, 1, 1, arr.size))
-    if arr.ndim > 4:
-        raise ValidationError(f"quantized_linear_matmul: {field} must have at most 4 dimensions; got {arr.shape}")
-    return arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
-
-
-def _quant_dtype(x, field: str) -> np.dtype:
-    dt = x.dtype if _is_dev(x) else np.asarray(x).dtype
-    if dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
-        raise ValidationError(f"QuantizedLinearMatMulDesc.{field}.data_type must be INT8 or UINT8; got {dt}")
-    return np.dtype(dt)
-
-
 def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
                             output_dtype=None, *, out=None, kernel: str = "auto"):
     """DML QUANTIZED_LINEAR_MATRIX_MULTIPLY (ONNX QLinearMatMul) on NumPy arrays or device tensors:
@@ -445,22 +361,22 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     from ..runtime import Call  # noqa: PLC0415
     from ..runtime.plancache import freeze  # noqa: PLC0415
 
-    a4, a_nd = _pad4(a, "a")
-    b4, b_nd = _pad4(b, "b")
+    a4, a_nd = pad4(a, "a")
+    b4, b_nd = pad4(b, "b")
     M, N = a4.shape[2], b4.shape[3]
-    a_dt, b_dt = _quant_dtype(a4, "a"), _quant_dtype(b4, "b")
+    a_dt, b_dt = quant_dtype(a4, "a"), quant_dtype(b4, "b")
     if output_zero_point is not None and not is_python(output_zero_point):
-        out_dt = np.dtype(output_zero_point.dtype if _is_dev(output_zero_point) else np.asarray(output_zero_point).dtype)
+        out_dt = np.dtype(output_zero_point.dtype if is_dev(output_zero_point) else np.asarray(output_zero_point).dtype)
     else:
         out_dt = np.dtype(output_dtype) if output_dtype is not None else a_dt
     if out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
         raise ValidationError(f"QuantizedLinearMatMulDesc.output.data_type must be INT8 or UINT8; got {out_dt}")
-    sa = _param(a_scale, "a_scale", "row", M, None)
-    sb = _param(b_scale, "b_scale", "column", N, None)
-    so = _param(output_scale, "output_scale", "row", M, None)
-    za = _param(a_zero_point, "a_zero_point", "row", M, a_dt)
-    zb = _param(b_zero_point, "b_zero_point", "column", N, b_dt)
-    zo = _param(output_zero_point, "output_zero_point", "row", M, out_dt)
+    sa = param(a_scale, "a_scale", "row", M, None)
+    sb = param(b_scale, "b_scale", "column", N, None)
+    so = param(output_scale, "output_scale", "row", M, None)
+    za = param(a_zero_point, "a_zero_point", "row", M, a_dt)
+    zb = param(b_zero_point, "b_zero_point", "column", N, b_dt)
+    zo = param(output_zero_point, "output_zero_point", "row", M, out_dt)
     rank = max(a_nd, b_nd)
 
     raw = [a4, sa, za, b4, sb, zb, so, zo]
@@ -468,10 +384,10 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     params = [i for i, x in enumerate(present) if x is not a4 and x is not b4]
     batch_sizes = tuple(max(x, y) for x, y in zip(a4.shape[:2], b4.shape[:2]))
     # Host-known zero points steer the kernel choice, so their values are part of the key.
-    known = tuple(None if (x is None or _is_dev(x)) else np.asarray(x) for x in (za, zb))
+    known = tuple(None if (x is None or is_dev(x)) else np.asarray(x) for x in (za, zb))
     out_desc = TensorDesc(out_dt, batch_sizes + (M, N), name="QuantizedLinearMatMulDesc.output")
     if out is not None:
-        if not _is_dev(out) or out.desc.element_count != out_desc.element_count:
+        if not is_dev(out) or out.desc.element_count != out_desc.element_count:
             raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
                                   f"elements; got {out!r}")
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
