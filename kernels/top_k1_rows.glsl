@@ -61,6 +61,51 @@ uvec3 rows_pick(uint h0, uint need) {
     return uvec3(subgroupMax(d), subgroupMax(above), subgroupMax(inb));
 }
 
+// K = 1: the best (key, index) over the subgroup from each lane's best; one lane writes it.
+void rows_write_best(uint s, uint base, uint bk, uint bi) {
+    uint mk = subgroupMax(bk);
+    uint mi = subgroupMin(bk == mk ? bi : SENT_IDX);
+    if (subgroupElect()) write_out(s, 0u, mi, base);
+}
+
+// Radix select, start of the digit at bit `sh`: a cleared histogram; returns the mask of the bits above it.
+uint rows_clear_hist(uint h0, int sh) {
+    for (uint b = r_lane; b < NBINS; b += r_n) skey[h0 + b] = 0u;
+    sg_sync();
+    return sh + 8 >= 32 ? 0u : (KEY_BITS_MASK << uint(sh + 8)) & KEY_BITS_MASK;
+}
+
+// Radix select, end of a digit: its bin from the filled histogram, added to the prefix. True when done:
+// every key >= prefix (lower bits 0) fits `cap` (collect them all), or the K-th key is resolved.
+bool rows_digit(uint h0, int sh, uint cap, inout uint need, inout uint prefix, inout uint above,
+                inout bool resolved) {
+    sg_sync();
+    uvec3 p = rows_pick(h0, need);
+    sg_sync();                            // the histogram was read: it may be cleared or reused
+    prefix |= p.x << uint(sh);
+    above += p.y;
+    need -= p.y;
+    if (above + p.z <= cap) return true;
+    resolved = sh == 0;
+    return resolved;
+}
+
+// Ordered compaction of one step: this lane's tied entries (eqm) join its takes (gtm) in index order
+// while fewer than `need` ties came before them; returns the takes, `pos` where the lane's first goes.
+uint rows_takes(uint eqm, uint gtm, uint need, inout uint ties, inout uint cnt, out uint pos) {
+    uint eq_before = ties + subgroupExclusiveAdd(bitCount(eqm));
+    ties += subgroupAdd(bitCount(eqm));
+    [[unroll]] for (uint e = 0u; e < REV; ++e) {
+        if ((eqm & (1u << e)) != 0u) {
+            if (eq_before < need) gtm |= 1u << e;
+            ++eq_before;
+        }
+    }
+    pos = cnt + subgroupExclusiveAdd(bitCount(gtm));
+    cnt += subgroupAdd(bitCount(gtm));
+    return gtm;
+}
+
 void rows_cas(uint h0, uint i, uint j, bool desc) {
     uint ki = skey[h0 + i], kj = skey[h0 + j], ii = sidx[h0 + i], ij = sidx[h0 + j];
     if (better(kj, ij, ki, ii) == desc) {
@@ -115,18 +160,14 @@ void rows_one(uint s, uint h0, uint cap) {
                 if (i < L && better(key, i, bk, bi)) { bk = key; bi = i; }
             }
         }
-        uint mk = subgroupMax(bk);
-        uint mi = subgroupMin(bk == mk ? bi : SENT_IDX);
-        if (subgroupElect()) write_out(s, 0u, mi, base);
+        rows_write_best(s, base, bk, bi);
         return;
     }
     // Radix select: resolve the K-th key's digits until the keys at or above the prefix fit `cap`.
     uint need = pc.K, prefix = 0u, above = 0u;
     bool resolved = false;
     for (int sh = int(ELEM_BITS) - 8; ; sh -= 8) {
-        for (uint b = r_lane; b < NBINS; b += r_n) skey[h0 + b] = 0u;
-        sg_sync();
-        uint hmask = sh + 8 >= 32 ? 0u : (KEY_BITS_MASK << uint(sh + 8)) & KEY_BITS_MASK;
+        uint hmask = rows_clear_hist(h0, sh);
         for (uint v = r_lane; v < steps; v += r_n) {
             uint raw[REV];
             row_step(base, v, n, raw);
@@ -136,14 +177,7 @@ void rows_one(uint s, uint h0, uint cap) {
                 if (v * n + e < L && (key & hmask) == prefix) atomicAdd(skey[h0 + ((key >> uint(sh)) & 255u)], 1u);
             }
         }
-        sg_sync();
-        uvec3 p = rows_pick(h0, need);
-        sg_sync();                        // the histogram was read: it may be cleared or reused
-        prefix |= p.x << uint(sh);
-        above += p.y;
-        need -= p.y;
-        if (above + p.z <= cap) break;    // every key >= prefix (lower bits 0) fits: collect them all
-        if (sh == 0) { resolved = true; break; }
+        if (rows_digit(h0, sh, cap, need, prefix, above, resolved)) break;
     }
     // Ordered compaction into the candidate region: a lane's takes go after those of lower lanes.
     // Resolved: keys above the K-th key, and its first `need` occurrences; else every key >= prefix.
@@ -160,16 +194,8 @@ void rows_one(uint s, uint h0, uint cap) {
             if (ok && (resolved ? key > prefix : key >= prefix)) gtm |= 1u << e;
             if (ok && resolved && key == prefix) eqm |= 1u << e;
         }
-        uint eq_before = ties + subgroupExclusiveAdd(bitCount(eqm));
-        ties += subgroupAdd(bitCount(eqm));
-        [[unroll]] for (uint e = 0u; e < REV; ++e) {   // tied entries in index order until `need` are taken
-            if ((eqm & (1u << e)) != 0u) {
-                if (eq_before < need) gtm |= 1u << e;
-                ++eq_before;
-            }
-        }
-        uint pos = cnt + subgroupExclusiveAdd(bitCount(gtm));
-        cnt += subgroupAdd(bitCount(gtm));
+        uint pos;
+        gtm = rows_takes(eqm, gtm, need, ties, cnt, pos);
         [[unroll]] for (uint e = 0u; e < REV; ++e) {
             if ((gtm & (1u << e)) != 0u) {
                 skey[h0 + pos] = make_key(raw[e]) & KEY_BITS_MASK;
@@ -204,17 +230,13 @@ void rows_one_regs(uint s, uint h0, uint cap) {
             [[unroll]] for (uint e = 0u; e < REV; ++e)
                 if (v < steps && better(rk[t * REV + e], v * REV + e, bk, bi)) { bk = rk[t * REV + e]; bi = v * REV + e; }
         }
-        uint mk = subgroupMax(bk);
-        uint mi = subgroupMin(bk == mk ? bi : SENT_IDX);
-        if (subgroupElect()) write_out(s, 0u, mi, base);
+        rows_write_best(s, base, bk, bi);
         return;
     }
     uint need = pc.K, prefix = 0u, above = 0u;
     bool resolved = false;
     for (int sh = int(ELEM_BITS) - 8; ; sh -= 8) {
-        for (uint b = r_lane; b < NBINS; b += r_n) skey[h0 + b] = 0u;
-        sg_sync();
-        uint hmask = sh + 8 >= 32 ? 0u : (KEY_BITS_MASK << uint(sh + 8)) & KEY_BITS_MASK;
+        uint hmask = rows_clear_hist(h0, sh);
         [[unroll]] for (uint t = 0u; t < RT; ++t) {
             if (r_lane + t * r_n < steps) {
                 [[unroll]] for (uint e = 0u; e < REV; ++e) {
@@ -223,14 +245,7 @@ void rows_one_regs(uint s, uint h0, uint cap) {
                 }
             }
         }
-        sg_sync();
-        uvec3 p = rows_pick(h0, need);
-        sg_sync();
-        prefix |= p.x << uint(sh);
-        above += p.y;
-        need -= p.y;
-        if (above + p.z <= cap) break;
-        if (sh == 0) { resolved = true; break; }
+        if (rows_digit(h0, sh, cap, need, prefix, above, resolved)) break;
     }
     uint cnt = 0u, ties = 0u;
     [[unroll]] for (uint t = 0u; t < RT; ++t) {
@@ -241,16 +256,8 @@ void rows_one_regs(uint s, uint h0, uint cap) {
             if (v < steps && (resolved ? key > prefix : key >= prefix)) gtm |= 1u << e;
             if (v < steps && resolved && key == prefix) eqm |= 1u << e;
         }
-        uint eq_before = ties + subgroupExclusiveAdd(bitCount(eqm));
-        ties += subgroupAdd(bitCount(eqm));
-        [[unroll]] for (uint e = 0u; e < REV; ++e) {
-            if ((eqm & (1u << e)) != 0u) {
-                if (eq_before < need) gtm |= 1u << e;
-                ++eq_before;
-            }
-        }
-        uint pos = cnt + subgroupExclusiveAdd(bitCount(gtm));
-        cnt += subgroupAdd(bitCount(gtm));
+        uint pos;
+        gtm = rows_takes(eqm, gtm, need, ties, cnt, pos);
         [[unroll]] for (uint e = 0u; e < REV; ++e) {
             if ((gtm & (1u << e)) != 0u) {
                 skey[h0 + pos] = rk[t * REV + e];

@@ -39,8 +39,9 @@ def random_array(rng, shape, dtype) -> np.ndarray:
     return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dt)
 
 
-class TopK:
-    name, unit = "top_k", "GB/s"
+class OneInput:
+    """Operators of one random input `x` (TOP_K1, SLICE1): its key and how it is made."""
+
     device_inputs = ("x",)
 
     @staticmethod
@@ -50,6 +51,10 @@ class TopK:
     @staticmethod
     def make(case, rng) -> Problem:
         return Problem({"x": random_array(rng, case.shape, case.dtype)})
+
+
+class TopK(OneInput):
+    name, unit = "top_k", "GB/s"
 
     @staticmethod
     def work(case) -> float:  # bytes read
@@ -136,17 +141,8 @@ def sample_rows(n_rows: int) -> np.ndarray:
     return np.sort(np.concatenate([[0, n_rows - 1], mid]))
 
 
-class Slice:
+class Slice(OneInput):
     name, unit = "slice", "GB/s"
-    device_inputs = ("x",)
-
-    @staticmethod
-    def input_key(case):
-        return case.op, case.shape, case.dtype
-
-    @staticmethod
-    def make(case, rng) -> Problem:
-        return Problem({"x": random_array(rng, case.shape, case.dtype)})
 
     @staticmethod
     def work(case) -> float:  # bytes read + written
