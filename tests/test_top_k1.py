@@ -322,6 +322,10 @@ def test_top_k_argument_errors():
 
 # ---- ROWS: one subgroup per sequence ------------------------------------------------------------
 def rows_or_skip(dev, n, L, k):
+    """ROWS' path here; the test is skipped where the device (or the profile it is planned within, e.g.
+    CI's minimum leg) lacks subgroup ballot/arithmetic: ROWS is never planned there (test_rows_choice)."""
+    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
+        pytest.skip("no subgroup ballot/arithmetic: ROWS is never planned (test_rows_choice checks that)")
     p = tk.rows_path(dev.limits, n, L, k, force=True)
     assert p is not None, f"{dev.limits.name} should run ROWS (subgroup ops {dev.limits.subgroup_operations:#x})"
     return p
@@ -332,8 +336,6 @@ def rows_or_skip(dev, n, L, k):
 def test_rows_path(dev, rng, dtype, kind):
     """Rows around the subgroup's step (S lanes x 1 or 16-byte vectors), K around the radix stop
     (the candidate cap) and pow2 bounds, row counts around a workgroup's share."""
-    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
-        pytest.skip("device without subgroup ballot/arithmetic: ROWS is never planned (test_rows_choice)")
     S = dev.limits.subgroup_size
     ev = 16 // np.dtype(dtype).itemsize
     p = rows_or_skip(dev, 8, 100, 4)
