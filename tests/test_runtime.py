@@ -365,6 +365,31 @@ def test_long_batch_submits_as_it_records_and_keeps_dependencies(dev, rng):
     assert np.array_equal(y.numpy(), x[::-1, ::-1] if n % 2 else x)
 
 
+def test_a_sequence_released_unwaited_is_waited_for_first():
+    """An exception between submit and wait (Ctrl-C after vkQueueSubmit) releases the sequence unwaited:
+    release waits before clearing, so its buffers never return to the allocator under a running GPU."""
+    import threading as th
+
+    from vkops.runtime import submit
+
+    calls = []
+
+    class Running:  # a submitted sequence whose work has not finished
+        def is_running(self):
+            return "await" not in calls
+
+        def eval_await(self):
+            calls.append("await")
+
+        def clear(self):
+            calls.append("clear")
+
+    seqs = submit.Sequences(manager=None, lock=th.Lock())
+    seqs.release(0, Running())
+    assert calls == ["await", "clear"]
+    assert len(seqs._free[0]) == 1
+
+
 def test_out_arguments_replay_and_are_checked(dev, rng):
     x = rng.standard_normal((4, 300)).astype(np.float32)
     xt = vkops.to_device(x, dev)

@@ -61,6 +61,8 @@ class Sequences:
             return cap, self._mgr.sequence(0, cap)
 
     def release(self, cap: int, seq) -> None:
+        if seq.is_running():  # released unwaited (an exception, e.g. Ctrl-C, between submit and wait)
+            seq.eval_await()
         seq.clear()  # drops the recorded ops (and the buffers they hold); the command buffer is reset on reuse
         with self._lock:
             self._free.setdefault(cap, []).append(seq)
