@@ -11,7 +11,7 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.limits import PROFILES, Limits
-from vkops.ops import qlmm, slice1, top_k1
+from vkops.ops import qlmm, slice1, top_k1, top_k1_paths
 from vkops.tensor import TensorDesc
 from vkops.ops import qlmm_coopmat as QC
 
@@ -93,10 +93,10 @@ def test_shared_memory_mirror_matches_the_spirv():
     spv = (SPV / "top_k1_f32.spv").read_bytes()
     for wg, B in ((512, 2048), (128, 1024), (256, 512), (64, 256)):
         for mode in range(5):
-            assert shared_memory_bytes(spv, {0: wg, 1: B, 2: mode}) == top_k1.shared_bytes(B, wg)
+            assert shared_memory_bytes(spv, {0: wg, 1: B, 2: mode}) == top_k1_paths.shared_bytes(B, wg)
     rows = (SPV / "top_k1_rows_f32.spv").read_bytes()  # ROWS uses a part of the same arrays
     for wg, B in ((128, 2048), (32, 2048), (16, 1024)):
-        assert 0 < shared_memory_bytes(rows, {0: wg, 1: B}) <= top_k1.shared_bytes(B, wg)
+        assert 0 < shared_memory_bytes(rows, {0: wg, 1: B}) <= top_k1_paths.shared_bytes(B, wg)
     q = (SPV / "qlmm.spv").read_bytes()
     assert shared_memory_bytes(q, {0: 256}) == 8192 and shared_memory_bytes(q, {0: 128}) == 6144
 

@@ -6,6 +6,7 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.ops import top_k1 as tk
+from vkops.ops import top_k1_paths as paths
 
 DTYPES = ["float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8"]
 DIRS = ["decreasing", "increasing"]
@@ -22,7 +23,7 @@ def check(x, k, axis=-1, direction="decreasing", **kw):
 
 
 def shared_b(dev):
-    return tk.buffer_entries(dev.shared_memory_bytes, dev.limits.workgroup(tk.WORKGROUP))
+    return paths.buffer_entries(dev.shared_memory_bytes, dev.limits.workgroup(paths.WORKGROUP))
 
 
 def big_k(dev, want=1000):
@@ -139,7 +140,7 @@ def test_short_rows_around_4b(dev, rng, direction):
     B = shared_b(dev)
     for n, k, radix in ((B // 2, 2, False), (B // 2 + 1, 2, True), (B, 1, False), (4 * B, 2, True),
                         (4 * B, 64, True), (4 * B + 1, 2, False)):
-        p = tk.device_path(dev.limits, 2, n, k)
+        p = paths.device_path(dev.limits, 2, n, k)
         assert p.radix == radix, (n, k, p)
         x = rng.integers(0, 7, size=(2, n)).astype(np.float32)
         check(x, k, 1, direction)
@@ -202,7 +203,7 @@ def test_multi_chunk_merge(dev, rng, direction):
     check(x.astype(np.uint8), 64, 1, direction, force="filter", chunks=3)   # scalar (unaligned) path
     check(random(rng, "float16", (2, 4096)), 100, 1, direction, force="filter", chunks=5)
     # a last chunk of 3 entries under K=50: its threshold seed has fewer entries than K
-    check(rng.integers(0, 9, size=(2, 2 * tk.WORKGROUP * tk.EPI + 3)).astype(np.int16), 50, 1, direction,
+    check(rng.integers(0, 9, size=(2, 2 * paths.WORKGROUP * paths.EPI + 3)).astype(np.int16), 50, 1, direction,
           force="filter", chunks=2)
 
 
@@ -326,7 +327,7 @@ def rows_or_skip(dev, n, L, k):
     CI's minimum leg) lacks subgroup ballot/arithmetic: ROWS is never planned there (test_rows_choice)."""
     if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
         pytest.skip("no subgroup ballot/arithmetic: ROWS is never planned (test_rows_choice checks that)")
-    p = tk.rows_path(dev.limits, n, L, k, force=True)
+    p = paths.rows_path(dev.limits, n, L, k, force=True)
     assert p is not None, f"{dev.limits.name} should run ROWS (subgroup ops {dev.limits.subgroup_operations:#x})"
     return p
 
@@ -347,10 +348,10 @@ def test_rows_path(dev, rng, dtype, kind):
                 check(x, k, -1, direction, force="rows")
     check(radix_data(rng, dtype, (300, 5), kind), 3, 0, "increasing", force="rows")  # strided axis
     # K close to L, up to ROWS' largest
-    x = radix_data(rng, dtype, (p.G + 1, tk.ROWS_MAX_KP + 3), kind)
-    for k in (tk.ROWS_MAX_KP - 1, tk.ROWS_MAX_KP):
+    x = radix_data(rng, dtype, (p.G + 1, paths.ROWS_MAX_KP + 3), kind)
+    for k in (paths.ROWS_MAX_KP - 1, paths.ROWS_MAX_KP):
         check(x, k, -1, "decreasing", force="rows")
-    check(x[:, :tk.ROWS_MAX_KP], tk.ROWS_MAX_KP, -1, "increasing", force="rows")
+    check(x[:, :paths.ROWS_MAX_KP], paths.ROWS_MAX_KP, -1, "increasing", force="rows")
 
 
 def test_rows_forced_ties_pick_lowest_indices(dev, rng):
@@ -374,13 +375,13 @@ def test_rows_choice(dev):
     never within the Vulkan 1.1 minimum (which guarantees only basic subgroup operations)."""
     lim = dev.limits
     if lim.has_subgroup("basic", "ballot", "arithmetic"):
-        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, 1024, 64).path == "rows"
-        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, tk.ROWS_MAX_L, 256).path == "rows"
-        assert tk.device_path(lim, tk.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
-        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, tk.ROWS_MAX_L + 1, 64).path != "rows"
-        assert tk.device_path(lim, tk.ROWS_MIN_SEQ, 1024, 257).path != "rows"
+        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, 1024, 64).path == "rows"
+        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, paths.ROWS_MAX_L, 256).path == "rows"
+        assert paths.device_path(lim, paths.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
+        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, paths.ROWS_MAX_L + 1, 64).path != "rows"
+        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, 1024, 257).path != "rows"
     minimum = lim.within("minimum")
     assert not minimum.has_subgroup("ballot")
-    assert tk.device_path(minimum, tk.ROWS_MIN_SEQ, 1024, 64).path != "rows"
+    assert paths.device_path(minimum, paths.ROWS_MIN_SEQ, 1024, 64).path != "rows"
     with pytest.raises(vkops.ValidationError, match="rows path needs subgroup ballot"):
-        tk.device_path(minimum, 8, 1024, 64, force="rows")
+        paths.device_path(minimum, 8, 1024, 64, force="rows")

@@ -28,10 +28,7 @@ from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
 from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from .slice1 import lower_packed
-# The path rules, re-exported for tests and benches (set knobs such as WORKGROUP on top_k1_paths itself).
-from .top_k1_paths import (EPI, MIN_B, NBINS, RADIX_MIN_KP, ROWS_MAX_KP, ROWS_MAX_L, ROWS_MIN_SEQ,  # noqa: F401
-                           SHORT_ROW_RADIX_MIN_K, TARGET_GROUPS, WORKGROUP, Path, buffer_entries, choose_path,
-                           device_path, rows_path, shared_bytes)
+from .top_k1_paths import Path, device_path
 
 MAX_AXIS_LENGTH = 2**31 - 1
 SENT_IDX = 0xFFFFFFFF
