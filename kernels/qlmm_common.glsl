@@ -7,12 +7,14 @@ layout(push_constant) uniform Push {
     uint M, N, K, flags;
     uint C;                  // output channel count: gl_WorkGroupID.z = b * C + c
     uint a_sb, a_sc, a_sm;   // A element strides (batch, channel, row); the k stride is 1
-    uint b_sb, b_sc, b_sk;   // B element strides (batch, channel, k row); the n stride is 1
+    uint b_sb, b_sc, b_sk;   // B element strides (batch, channel, k row); the n stride is 1. With
+                             // F_B_COLS (qlmm_coopmat DIRECT_B only) b_sk is the n stride, the k stride 1.
     uint splits;             // split-K factor (qlmm_coopmat SPLIT_K variants); 0 or 1: none
 } pc;
 
 const uint F_A_SIGNED = 1u, F_B_SIGNED = 2u, F_O_SIGNED = 4u;
 const uint F_SA_ROW = 8u, F_ZA_ROW = 16u, F_SB_COL = 32u, F_ZB_COL = 64u, F_SO_ROW = 128u, F_ZO_ROW = 256u;
+const uint F_B_COLS = 512u;  // B column-major: each column's K bytes are contiguous
 
 layout(binding = 2) readonly buffer SA { float sa_buf[]; };
 layout(binding = 3) readonly buffer ZA { uint za_buf[]; };

@@ -24,7 +24,9 @@
 #endif
 // DIRECT_B: B is read straight from the buffer into cooperative matrices, not staged through shared
 // memory: for decoding-sized M (one 16-row tile), where B is read once and its staging and barriers
-// were the cost. Needs signed B (no offset flip), no row/column sums, K % TILE_K == 0.
+// were the cost. Needs signed B (no offset flip), no row/column sums, K % TILE_K == 0. Reads B
+// row-major (K x N, DML's packed order) or column-major (F_B_COLS: a transposed view of an N x K
+// weight, PyTorch Linear's order), which is the one that loads whole sectors.
 #ifndef DIRECT_B
 #define DIRECT_B 0
 #endif
@@ -187,8 +189,12 @@ void main() {
                 uint sj = 16u * (C_COLS * wx + j);
 #if DIRECT_B
                 if (n0 + sj >= N) continue;  // subgroup-uniform: a slab past N
-                coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
-                            gl_CooperativeMatrixLayoutRowMajor);
+                if (has(F_B_COLS))  // K-contiguous columns: whole 32-byte sectors, the MMA's own order
+                    coopMatLoad(matB, b_buf, (bbase + (n0 + sj) * pc.b_sk + k0 + 32u * kk) >> 4, pc.b_sk >> 4,
+                                gl_CooperativeMatrixLayoutColumnMajor);
+                else
+                    coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
+                                gl_CooperativeMatrixLayoutRowMajor);
 #else
                 coopMatLoad(matB, Bsh, (32u * kk * STRIDE_B + sj) >> 4, STRIDE_B >> 4,
                             gl_CooperativeMatrixLayoutRowMajor);

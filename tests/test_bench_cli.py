@@ -16,7 +16,7 @@ import pytest
 
 import vkops
 from vkops import cli
-from vkops.bench import baselines, cases as C, report, runner, schema, specs as S
+from vkops.bench import baselines, cases as C, presets, report, runner, schema, specs as S
 from vkops.bench.timing import QUICK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -298,3 +298,19 @@ def test_python_m_vkops_bench_runs_as_a_command(tmp_path):
     assert doc["command"][3:] == ["bench", "--op", "qlmm", "--shape", "4x8x8", "--quick", "--against", "numpy",
                                   "--out", str(tmp_path)]
     valid(doc)
+
+
+def test_qlmm_column_major_b_case(tmp_path):
+    """The llm preset's column-major cases: b goes up as the N x K matrix and the call sees a transposed
+    view of it; the result is checked like any other, and the layout is part of the case."""
+    case = C.qlmm_case((8, 32, 16), "int8xint8", "column-major")
+    assert "B column-major" in case.label()
+    assert any(c.params.get("b_layout") == "column-major" for c in presets.qlmm("llm"))
+    dev = vkops.Device()
+    b = np.arange(32 * 16, dtype=np.int8).reshape(1, 32, 16)
+    view = S.QLinearMatMul.upload(case, dev, "b", b)
+    assert view.desc.element_strides == (512, 1, 32) and np.array_equal(view.numpy(), b)
+    doc, _ = runner.run(runner.Config(cases=[case, C.qlmm_case((8, 32, 16), "int8xint8")], against=[],
+                                      out=tmp_path, method=QUICK, progress=False))
+    assert [r["verified"] for r in doc["rows"]] == [True, True]
+    assert [C.case_from_row(r).params.get("b_layout") for r in doc["rows"]] == ["column-major", None]

@@ -210,3 +210,41 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m():
     assert kernel(desc(16, 4000, 4096))[0] == "qlmm_coopmat_sk"                   # K not whole chunks
     assert kernel(desc(16, 4096, 4096), kernel="portable")[0] == "qlmm"
     assert kernel(desc(16, 4096, 4096), split_k=1)[0] == "qlmm_coopmat_direct"
+
+
+def test_qlmm_reads_column_major_b_in_place():
+    """b viewed column-major (k stride 1: PyTorch's N x K Linear weight, transposed) goes straight to the
+    direct-B kernel (flag F_B_COLS, b_sk = the n stride, no copy); wherever another kernel runs it is
+    packed by a SLICE1 first, as before."""
+    lim = PAPER.replace(device_type="discrete", shared_memory_bytes=49152, cooperative_matrix=True,
+                        coopmat_verified=True, coopmat_split_verified=True)
+
+    def desc(M, K, N, n_stride=None, batch=1):
+        one = (1, 1, 1, 1)
+        b = TensorDesc("int8", (1, 1, K, N), (0, 0, 1, n_stride or K))
+        return qlmm.QuantizedLinearMatMulDesc(
+            TensorDesc("int8", (batch, 1, M, K)), TensorDesc("float32", one), None, b, TensorDesc("float32", one),
+            None, TensorDesc("float32", one), None, TensorDesc("int8", (batch, 1, M, N))).validate()
+
+    p = qlmm.plan(desc(16, 4096, 4096), lim)
+    (d,) = p.dispatches
+    assert d.kernel == "qlmm_coopmat_direct_sk" and p.note("b_layout") == "column-major"
+    assert d.push[3] & qlmm.F_B_COLS and d.push[10] == 4096  # flags; b_sk = the n stride
+    padded = qlmm.plan(desc(8, 512, 144, n_stride=528), lim)  # rows of a wider matrix: n stride 528
+    assert padded.dispatches[0].push[10] == 528 and len(padded.dispatches) == 1
+    for other, first in ((desc(17, 4096, 4096), "slice1_b8"),          # two row tiles: staged kernel
+                         (desc(16, 4000, 4096), "slice1_b8"),          # K not whole chunks
+                         (desc(8, 512, 144, n_stride=520), "slice1_b8")):  # n stride not of 16
+        ks = [x.kernel for x in qlmm.plan(other, lim).dispatches]
+        assert ks[0] == first and ks[-1].startswith("qlmm_coopmat") and not qlmm.plan(other, lim).note("b_layout")
+    assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, kernel="portable").dispatches] == ["slice1_b8", "qlmm"]
+    old = QC.COOPMAT_COLS
+    QC.COOPMAT_COLS = False  # the knob: pack as before
+    try:
+        assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim).dispatches] == ["slice1_b8", "qlmm_coopmat_direct_sk"]
+    finally:
+        QC.COOPMAT_COLS = old
+    # the self-check's direct cases (qlmm_coopmat.self_check) plan what they check
+    for sk in (1, 3):
+        p = qlmm.plan(desc(13, 512, 144), lim, kernel="coopmat", config=QC.DIRECT_CONFIG, split_k=sk)
+        assert p.dispatches[0].kernel == "qlmm_coopmat_direct" + ("_sk" if sk > 1 else "") and len(p.dispatches) == 1

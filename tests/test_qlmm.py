@@ -147,6 +147,20 @@ def test_strided_inputs(dev, rng):
     close(y, want)
 
 
+@pytest.mark.parametrize("K", [40, 48])
+def test_column_major_b_device_view(dev, rng, K):
+    """A device tensor viewed column-major (k stride 1: an N x K weight, transposed): read in place by
+    the direct-B kernel where it runs (K = 48: whole 16-element strides), else packed first."""
+    M, N = 12, 32
+    a = rand_q(rng, (M, K), I8)
+    bt = rand_q(rng, (N, K), I8)
+    view = dev.tensor(bt).as_strided((K, N), (1, K))
+    y = vkops.quantized_linear_matmul(a, 0.03, None, view, 0.02, None, 0.1, None)
+    want = reference.quantized_linear_matmul(a, np.float32(0.03), None, bt.T, np.float32(0.02), None,
+                                             np.float32(0.1), None)
+    close(y.numpy(), want)
+
+
 def test_broadcast_parameters_of_any_size(dev, rng):
     """Per-row parameters given as broadcast NumPy views (stride 0) are staged packed, small (device
     constants) and large (over 64 KiB: uploaded) alike."""

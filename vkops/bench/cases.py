@@ -35,7 +35,7 @@ class Case:
                                                                  if k in LABEL_PARAMS])
 
 
-LABEL_PARAMS = ("k", "window", "zero_points")
+LABEL_PARAMS = ("k", "window", "zero_points", "b_layout")
 
 
 def param_text(k: str, v) -> str:
@@ -43,6 +43,8 @@ def param_text(k: str, v) -> str:
         return f"K={v}"
     if k == "zero_points":
         return "zp" if v else "no zp"
+    if k == "b_layout":
+        return f"B {v}"
     return str(v)
 
 
@@ -79,8 +81,12 @@ def slice_case(shape, dtype, window) -> Case:
                                                "strides": list(strides)})
 
 
-def qlmm_case(shape, dtype) -> Case:
-    return Case("qlmm", tuple(shape), dtype, {"zero_points": "uint8" in dtype})
+def qlmm_case(shape, dtype, b_layout: str = "row-major") -> Case:
+    """b_layout "column-major": b is a transposed view of an N x K device tensor (PyTorch's Linear weight)."""
+    params = {"zero_points": "uint8" in dtype}
+    if b_layout != "row-major":
+        params["b_layout"] = b_layout
+    return Case("qlmm", tuple(shape), dtype, params)
 
 
 def slice_window(shape: Tuple[int, ...], window: str):

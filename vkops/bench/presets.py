@@ -50,7 +50,10 @@ def qlmm(preset: str) -> List[Case]:
             ("int8xint8", "uint8xint8")
     else:  # decoding: a few rows of activations against a weight matrix
         shapes, dts = [(16, 4096, 4096), (16, 8192, 8192), (32, 4096, 4096), (128, 4096, 4096)], ("int8xint8",)
-    return [qlmm_case(s, dt) for s in shapes for dt in dts]
+    cases = [qlmm_case(s, dt) for s in shapes for dt in dts]
+    if preset == "llm":  # int8 weights as PyTorch holds them (N x K), read in place
+        cases += [qlmm_case(s, "int8xint8", "column-major") for s in [(1, 4096, 4096), (16, 4096, 4096), (16, 8192, 8192)]]
+    return cases
 
 
 SWEEPS = {"top_k": top_k, "slice": slice_, "qlmm": qlmm}

@@ -197,7 +197,7 @@ class Sweep:
                 key = spec.input_key(case)
                 # The same data for the same case in every run, whatever else runs.
                 problem = spec.make(case, np.random.default_rng(zlib.crc32(repr(key).encode())))
-                dev_inputs = {n: (self.dev.tensor(v) if n in spec.device_inputs else v)
+                dev_inputs = {n: (spec.upload(case, self.dev, n, v) if n in spec.device_inputs else v)
                               for n, v in problem.inputs.items()}
             self.case(case, spec, problem, dev_inputs)
             self.progress.step()

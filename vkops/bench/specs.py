@@ -45,6 +45,10 @@ class OneInput:
     device_inputs = ("x",)
 
     @staticmethod
+    def upload(case, dev, name, value):
+        return dev.tensor(value)
+
+    @staticmethod
     def input_key(case):
         return case.op, case.shape, case.dtype
 
@@ -215,7 +219,16 @@ class QLinearMatMul:
 
     @staticmethod
     def input_key(case):
-        return case.op, case.shape, case.dtype
+        return case.op, case.shape, case.dtype, case.params.get("b_layout")
+
+    @classmethod
+    def upload(cls, case, dev, name, value):
+        """b column-major: the transposed matrix goes up packed, and the call sees a {B,K,N} view of it."""
+        if name != "b" or case.params.get("b_layout") != "column-major":
+            return dev.tensor(value)
+        B, M, K, N = cls.dims(case)
+        t = dev.tensor(np.ascontiguousarray(np.swapaxes(value, -1, -2)))
+        return t.as_strided(value.shape, (N * K, 1, K)[3 - value.ndim:])
 
     @classmethod
     def make(cls, case, rng) -> Problem:

@@ -42,6 +42,7 @@ QLMM_PUSH = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("flags", "<u4")
                       ("b_sb", "<u4"), ("b_sc", "<u4"), ("b_sk", "<u4"), ("splits", "<u4")])
 F_A_SIGNED, F_B_SIGNED, F_O_SIGNED = 1, 2, 4
 F_SA_ROW, F_ZA_ROW, F_SB_COL, F_ZB_COL, F_SO_ROW, F_ZO_ROW = 8, 16, 32, 64, 128, 256
+F_B_COLS = 512  # B column-major (the direct-B kernel only): b_sk holds the n stride
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,13 @@ def choose_kernel(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kern
     return "coopmat" if aligned and lim.cooperative_matrix and lim.coopmat_verified else "portable"
 
 
+def _column_major(b: TensorDesc) -> bool:
+    """b's k stride is 1 and its n and batch strides are whole 16-element steps (a transposed view of
+    an N x K matrix): the direct-B cooperative-matrix kernel reads it without a copy."""
+    st = _strides(b)
+    return b.sizes[3] > 1 and st[2] == 1 and all(x % 16 == 0 for x in (st[0], st[1], st[3]))
+
+
 def _zero_point_free(zp, signed: bool, known) -> bool:
     """True when za' = za - (0 if signed else 128) is zero everywhere (no row/column sums needed)."""
     offset = 0 if signed else 128
@@ -237,10 +245,14 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
             return t
         return lower_packed(batch, t)
 
-    a, b = packed_inner(a), packed_inner(b)
+    # Column-major B (k stride 1: a transposed N x K weight) is read as it is where the direct-B kernel
+    # runs; anywhere else it is packed first (below, once the kernel is known).
+    b_cols = cm.COOPMAT_COLS and _column_major(b.desc)
+    a = packed_inner(a)
+    b = b if b_cols else packed_inner(b)
     a_st, b_st = _strides(a.desc), _strides(b.desc)
     a_st = a_st[:3] + (1,)
-    b_st = b_st[:3] + (1,)
+    b_st = b_st[:2] + ((b_st[3], 1) if b_cols else (b_st[2], 1))
     rows = foldable(desc, a_st, b_st, lim)
     if rows > 1:
         # One GEMM of rows*M rows instead of rows GEMMs of M: the packed output {Bo,Co,M,N} is the same
@@ -258,19 +270,6 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     b_zp_t = b_zp if b_zp is not None else zero(desc.b.data_type)
     o_zp_t = o_zp if o_zp is not None else zero(desc.output.data_type)
 
-    pc = np.zeros((), QLMM_PUSH)
-    pc["M"], pc["N"], pc["K"], pc["C"] = M, N, K, Co
-    pc["a_sb"], pc["a_sc"], pc["a_sm"] = a_st[:3]
-    pc["b_sb"], pc["b_sc"], pc["b_sk"] = b_st[:3]
-    flags = 0
-    flags |= F_A_SIGNED if desc.a.data_type.is_signed else 0
-    flags |= F_B_SIGNED if desc.b.data_type.is_signed else 0
-    flags |= F_O_SIGNED if desc.output.data_type.is_signed else 0
-    flags |= _flag(desc.a_scale, F_SA_ROW) | _flag(desc.a_zero_point, F_ZA_ROW)
-    flags |= _flag(desc.b_scale, F_SB_COL) | _flag(desc.b_zero_point, F_ZB_COL)
-    flags |= _flag(desc.output_scale, F_SO_ROW) | _flag(desc.output_zero_point, F_ZO_ROW)
-    pc["flags"] = flags
-
     if which == "portable":
         wg = lim.workgroup(PORTABLE_WG)
         if wg < 128:
@@ -278,23 +277,32 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                                    f"{lim.name} allows {lim.max_workgroup_invocations}")
         kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
     else:
-        config = config or cm.COOPMAT_CONFIG
         za_known, zb_known = zero_points if zero_points is not None else (None, None)
         free = (_zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)
                 and _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known))
-        # B read straight into cooperative matrices (no shared staging): one 16-row tile, signed B (no
-        # offset flip), no zero-point sums, whole K chunks.
-        direct_ok = cm.COOPMAT_DIRECT and M <= 16 and free and desc.b.data_type.is_signed
-        if config == "auto":
-            config = cm.auto_config(M, N, Bo * Co)
-            if direct_ok and K % cm.COOPMAT_CONFIGS[cm.DIRECT_CONFIG][2] == 0:
-                config = cm.DIRECT_CONFIG
+        config, kname = cm.resolve(config or cm.COOPMAT_CONFIG, M, N, K, Bo * Co, free, desc.b.data_type.is_signed)
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-        kname = "qlmm_coopmat" if free else "qlmm_coopmat_zp"
-        if direct_ok and tm == 16 and K % tk == 0:
-            kname = "qlmm_coopmat_direct"
+    b_cols = b_cols and which == "coopmat" and kname == "qlmm_coopmat_direct"
+    if not b_cols and b.desc.element_strides[3] != 1 and b.desc.sizes[3] != 1:
+        b = lower_packed(batch, b)
+        b_st = _strides(b.desc)[:3] + (1,)
+
+    pc = np.zeros((), QLMM_PUSH)
+    pc["M"], pc["N"], pc["K"], pc["C"] = M, N, K, Co
+    pc["a_sb"], pc["a_sc"], pc["a_sm"] = a_st[:3]
+    pc["b_sb"], pc["b_sc"], pc["b_sk"] = b_st[:3]
+    flags = F_B_COLS if b_cols else 0
+    flags |= F_A_SIGNED if desc.a.data_type.is_signed else 0
+    flags |= F_B_SIGNED if desc.b.data_type.is_signed else 0
+    flags |= F_O_SIGNED if desc.output.data_type.is_signed else 0
+    flags |= _flag(desc.a_scale, F_SA_ROW) | _flag(desc.a_zero_point, F_ZA_ROW)
+    flags |= _flag(desc.b_scale, F_SB_COL) | _flag(desc.b_zero_point, F_ZB_COL)
+    flags |= _flag(desc.output_scale, F_SO_ROW) | _flag(desc.output_zero_point, F_ZO_ROW)
+    pc["flags"] = flags
+    if b_cols:
+        batch.notes["b_layout"] = "column-major"
     groups = (-(-N // bn), -(-M // bm), Bo * Co)
     extra, extra_writes = [], []
     if which == "coopmat":
@@ -393,7 +401,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm",) + freeze(
         output_dtype is None, str(out_dt), kernel, tuple(x is None for x in raw),
-        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.DIRECT_CONFIG, FOLD, *(k for k in known if k is not None))
+        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, FOLD, *(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
         if call.plan is None:
             descs = iter(call.descs)

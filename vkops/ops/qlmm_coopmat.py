@@ -38,6 +38,9 @@ COOPMAT_CONFIGS = {
 # Wider tiles (16x128) and split 32 were slower.
 DIRECT_CONFIG = "16x64x256_4x1"
 COOPMAT_DIRECT = True
+# Column-major B (a transposed view, k stride 1) read in place by the direct-B kernel; False packs it
+# to row-major first with a SLICE1 copy, as every other kernel needs.
+COOPMAT_COLS = True
 # Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp).
 COOPMAT_GROUP_M = 1
 # Split-K for few output tiles (small M, N and batch): "auto" picks a factor so that about
@@ -68,6 +71,21 @@ def auto_config(M: int, N: int, batch: int) -> str:
     if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
         return AUTO_CONFIGS[0]
     return "64x64x64_2x2"
+
+
+def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool) -> Tuple[str, str]:
+    """The tile config and kernel for a product ("auto" picks by shape). B is read straight into
+    cooperative matrices (DIRECT_B, no shared staging) for one 16-row tile with signed B (no offset
+    flip), no zero-point sums and whole K chunks."""
+    direct_ok = COOPMAT_DIRECT and M <= 16 and free and b_signed
+    if config == "auto":
+        config = auto_config(M, N, batches)
+        if direct_ok and K % COOPMAT_CONFIGS[DIRECT_CONFIG][2] == 0:
+            config = DIRECT_CONFIG
+    tm, _, tk, _, _ = check_config(config)
+    if direct_ok and tm == 16 and K % tk == 0:
+        return config, "qlmm_coopmat_direct"
+    return config, "qlmm_coopmat" if free else "qlmm_coopmat_zp"
 
 
 def check_config(name: str) -> Tuple[int, int, int, int, int]:
@@ -153,15 +171,20 @@ def self_check(dev, split: bool = False) -> bool:
                                                                      (np.uint8, np.uint8, True, AUTO_CONFIGS[0])]
     if COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
-    cases = [c + (1,) for c in cases] + [(np.int8, np.int8, False, DIRECT_CONFIG, 1)]  # B read directly
+    # B read directly, row-major and column-major (a transposed view)
+    direct = [(np.int8, np.int8, False, DIRECT_CONFIG, sk, cols) for sk in ((3,) if split else (1,))
+              for cols in (False, True)]
+    cases = [c + (1, False) for c in cases] + direct
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
-        cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2), (np.int8, np.int8, False, "32x64x128_2x2", 3),
-                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4), (np.int8, np.int8, False, DIRECT_CONFIG, 3)]
-    for a_dt, b_dt, zps, config, sk in cases:
+        cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2, False), (np.int8, np.int8, False, "32x64x128_2x2", 3, False),
+                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False)] + direct
+    for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
-        if config == DIRECT_CONFIG:  # M <= 16 takes the direct variant; K a multiple of TILE_K; N of 16 not TILE_N
-            M, N, K = (13, 144, 2 * COOPMAT_CONFIGS[DIRECT_CONFIG][2])
-        a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (2, 1, M, K)).astype(a_dt)
+        batches = 2
+        if config == DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
+            # TILE_K; N a multiple of 16, not of TILE_N
+            M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[DIRECT_CONFIG][2], 1
+        a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (batches, 1, M, K)).astype(a_dt)
         b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
         sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
         sb = rng.uniform(0.01, 0.03, (1, 1, 1, N)).astype(np.float32)
@@ -171,11 +194,16 @@ def self_check(dev, split: bool = False) -> bool:
         zo = np.full((1, 1, 1, 1), 7, np.int8)
         want = reference.quantized_linear_matmul(a, sa, za, b, sb, zb, so, zo)
         ts = [None if x is None else dev.tensor(x) for x in (a, sa, za, b, sb, zb, so, zo)]
+        if cols:  # b as a {1,1,K,N} view of an N x K matrix
+            ts[3] = dev.tensor(np.ascontiguousarray(b[0, 0].T)).as_strided((1, 1, K, N), (0, 0, 1, K))
         desc = QuantizedLinearMatMulDesc(*[None if t is None else t.desc for t in ts],
                                          TensorDesc(np.int8, want.shape)).validate()
         out = dev.empty(desc.output)
         batch = Batch(dev)
         p = plan(desc, device_limits(dev, verified=False), kernel="coopmat", config=config, split_k=sk)
+        if config == DIRECT_CONFIG:  # the case runs what it checks
+            assert p.dispatches[-1].kernel.startswith("qlmm_coopmat_direct"), p.dispatches[-1].kernel
+            assert cols == (p.note("b_layout") == "column-major") and len(p.dispatches) == 1
         execute(p, batch, [t for t in ts if t is not None], [out])
         batch.run()
         got = out.numpy()
