@@ -467,3 +467,38 @@ def test_trim_frees_idle_buffers_and_their_descriptor_sets(dev, rng):
     assert freed > 0 and dev.memory_held() == held - freed
     assert dev._pipelines.algorithm_count < n_algos  # their descriptor sets went with them
     assert np.array_equal(vkops.slice(xt, [0, 0], [16, 64], [1, -1]).numpy(), xt.numpy()[:, ::-1])
+
+
+def test_repeated_device_calls_build_no_descriptors(dev, rng, monkeypatch):
+    """The host work of a repeated call with device tensors (what a batch of them waits for): no
+    TensorDesc is built again. Views of a tensor, output descriptors, Python-scalar parameters and dtype
+    lookups are remembered; the call finds its plan by key."""
+    from vkops import tensor as T
+
+    a = dev.tensor(rng.integers(-128, 128, (16, 32), dtype=np.int8))
+    b = dev.tensor(rng.integers(-128, 128, (32, 16), dtype=np.int8))
+    x = dev.tensor(rng.standard_normal((4, 64)).astype(np.float32))
+    out = dev.empty(vkops.TensorDesc("int8", (16, 16)))
+    built = []
+    real = T.TensorDesc.__init__
+    monkeypatch.setattr(T.TensorDesc, "__init__", lambda self, *a, **k: (built.append(1), real(self, *a, **k))[1])
+    calls = {"qlmm": lambda: vkops.quantized_linear_matmul(a, 0.02, None, b, 0.02, 3, 0.5, None, out=out),
+             "top_k": lambda: vkops.top_k(x, 8), "slice": lambda: vkops.slice(x, (0, 1), (4, 60), (1, 2))}
+    for name, call in calls.items():
+        with dev.batch():
+            first = call()
+            built.clear()
+            again = call()
+        assert built == [], name
+        for f, s in zip(first if isinstance(first, tuple) else (first,), again if isinstance(again, tuple) else (again,)):
+            assert np.array_equal(f.numpy(), s.numpy()), name
+    # the remembered views are the same objects; a bad layout is still refused by name
+    assert a.as_strided((1, 1, 16, 32), (0, 0, 32, 1)) is a.as_strided((1, 1, 16, 32), (0, 0, 32, 1))
+    assert out.reshape(16, 16) is out and out.reshape(1, 16, 16) is out.reshape((1, 16, 16))
+    with pytest.raises(vkops.ValidationError, match="as_strided"):
+        a.as_strided((16, 1 << 20), (1 << 20, 1))
+    with pytest.raises(vkops.ValidationError, match="sizes"):
+        a.as_strided([[16], 32], (32, 1))
+    assert DataType.of(np.dtype("int8")) is DataType.of("int8") is DataType.INT8 and DataType.INT8.np == np.int8
+    with pytest.raises(vkops.ValidationError, match="data_type"):
+        DataType.of("complex64")

@@ -29,7 +29,7 @@ class DataType(enum.Enum):
     @property
     def np(self) -> np.dtype:
         """The NumPy dtype."""
-        return np.dtype(self.value)
+        return _NP[self]
 
     @property
     def bits(self) -> int:
@@ -54,11 +54,25 @@ class DataType(enum.Enum):
             return x
         if hasattr(x, "dtype") and not isinstance(x, (type, np.dtype)):
             x = x.dtype
+        try:  # remembered by the dtype, type or name given: np.dtype() costs microseconds a call
+            return _OF[x]
+        except (KeyError, TypeError):
+            pass
         try:
-            return cls(np.dtype(x).name)
+            dt = cls(np.dtype(x).name)
         except (TypeError, ValueError):
             names = ", ".join(d.name for d in cls)
             raise ValidationError(f"{field} must be one of {names}; got {x!r}") from None
+        try:
+            if len(_OF) < 256:
+                _OF[x] = dt
+        except TypeError:
+            pass
+        return dt
+
+
+_OF: dict = {}  # DataType.of's answers for hashable dtype specs
+_NP = {t: np.dtype(t.value) for t in DataType}
 
 
 def words_for(count: int, dtype: DataType) -> int:

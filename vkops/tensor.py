@@ -26,6 +26,8 @@ def packed_strides(sizes) -> Tuple[int, ...]:
 
 
 def _ints(name: str, values) -> Tuple[int, ...]:
+    if type(values) is tuple and all(type(v) is int for v in values):  # the hot path: already ints
+        return values
     try:
         out = tuple(int(v) for v in values)
     except TypeError:

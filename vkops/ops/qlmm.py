@@ -9,6 +9,7 @@ may differ from the oracle by 1 where the exact value sits within float32 roundi
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -337,6 +338,11 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     return which
 
 
+@functools.lru_cache(maxsize=256)
+def _out_desc(dt: np.dtype, sizes: Tuple[int, ...]) -> TensorDesc:
+    return TensorDesc(dt, sizes, name="QuantizedLinearMatMulDesc.output")
+
+
 # ---------------------------------------------------------------------------------------------- #
 # NumPy face (its argument normalisation: qlmm_args.py)
 # ---------------------------------------------------------------------------------------------- #
@@ -393,14 +399,14 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     batch_sizes = tuple(max(x, y) for x, y in zip(a4.shape[:2], b4.shape[:2]))
     # Host-known zero points steer the kernel choice, so their values are part of the key.
     known = tuple(None if (x is None or is_dev(x)) else np.asarray(x) for x in (za, zb))
-    out_desc = TensorDesc(out_dt, batch_sizes + (M, N), name="QuantizedLinearMatMulDesc.output")
+    out_desc = _out_desc(out_dt, batch_sizes + (M, N))
     if out is not None:
         if not is_dev(out) or out.desc.element_count != out_desc.element_count:
             raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
                                   f"elements; got {out!r}")
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm",) + freeze(
-        output_dtype is None, str(out_dt), kernel, tuple(x is None for x in raw),
+        output_dtype is None, out_dt.str, kernel, tuple(x is None for x in raw),
         cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, FOLD, *(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
         if call.plan is None:

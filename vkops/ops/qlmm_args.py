@@ -11,11 +11,17 @@ from ..errors import ValidationError
 from ..inputs import is_python
 
 
-def is_dev(x) -> bool:
-    """Whether `x` is a DeviceTensor (imported lazily: this module needs no device)."""
-    from ..runtime import DeviceTensor  # noqa: PLC0415
+_DEVICE_TENSOR = None
 
-    return isinstance(x, DeviceTensor)
+
+def is_dev(x) -> bool:
+    """Whether `x` is a DeviceTensor (imported lazily, once: this module needs no device)."""
+    global _DEVICE_TENSOR
+    if _DEVICE_TENSOR is None:
+        from ..runtime import DeviceTensor  # noqa: PLC0415
+
+        _DEVICE_TENSOR = DeviceTensor
+    return isinstance(x, _DEVICE_TENSOR)
 
 
 def pad4(x, field: str):
@@ -43,6 +49,22 @@ def param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
     typed zero points keep their dtype, so a mismatch is reported by validate()."""
     if x is None:
         return None
+    if type(x) in (float, int):  # the common Python scalar: normalised once per value
+        key = (x, type(x), field, zp_dtype)
+        arr = _SCALARS.get(key)
+        if arr is None:
+            arr = _param(x, field, kind, count, zp_dtype)
+            arr.flags.writeable = False
+            if len(_SCALARS) < 1024:
+                _SCALARS[key] = arr
+        return arr
+    return _param(x, field, kind, count, zp_dtype)
+
+
+_SCALARS: dict = {}
+
+
+def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
     if is_dev(x):
         if x.ndim == 4:
             return x

@@ -9,10 +9,12 @@ buffers are host-visible themselves and data moves without any copy.
 """
 from __future__ import annotations
 
+import math
+
 import collections
 import itertools
 import weakref
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -177,6 +179,7 @@ class DeviceTensor:
 
     def __init__(self, buffer: _Buffer, desc: TensorDesc, device):
         self._buffer, self.desc, self._device = buffer, desc, device
+        self._views: Optional[dict] = None  # as_strided / reshape results by layout (views are immutable)
 
     @property
     def device(self):
@@ -208,6 +211,20 @@ class DeviceTensor:
 
     def as_strided(self, sizes, strides) -> "DeviceTensor":
         """A view of the same buffer with other sizes and element strides (like DML buffer tensors)."""
+        key = (tuple(sizes), None if strides is None else tuple(strides))
+        try:
+            view = self._views.get(key) if self._views is not None else None
+        except TypeError:  # not a layout: TensorDesc names the field
+            return self._view(sizes, strides)
+        if view is None:  # operators take the same views of the same tensors call after call
+            view = self._view(key[0], key[1])
+            if self._views is None:
+                self._views = {}
+            if len(self._views) < 8:
+                self._views[key] = view
+        return view
+
+    def _view(self, sizes, strides) -> "DeviceTensor":
         desc = TensorDesc(self.data_type, sizes, strides, name="as_strided")
         if words_for(desc.span, self.data_type) > self._buffer.words:
             raise ValidationError(
@@ -219,11 +236,13 @@ class DeviceTensor:
         """A packed view with other sizes of the same element count (`t.reshape(2, 3)` or
         `t.reshape((2, 3))`); raises ValidationError for a strided view or another element count."""
         sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else tuple(sizes)
+        if sizes == self.desc.sizes and self.desc.strides is None:
+            return self  # views are immutable: the same shape is this tensor
         if not self.desc.is_packed:
             raise ValidationError(f"reshape needs a packed tensor; got strides {self.desc.strides}")
-        if int(np.prod(sizes)) != self.desc.element_count:
+        if math.prod(sizes) != self.desc.element_count:
             raise ValidationError(f"reshape: cannot reshape {self.shape} into {sizes}")
-        return DeviceTensor(self._buffer, TensorDesc(self.data_type, sizes), self._device)
+        return self.as_strided(sizes, None)
 
     def numpy(self) -> np.ndarray:
         """Download and return a NumPy array (honours the view's strides)."""
