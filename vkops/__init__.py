@@ -5,7 +5,8 @@ Descriptors validate without a device; `vkops.runtime` is the only module that i
 from .dtypes import DataType
 from .errors import DeviceLimitError, DeviceMemoryError, ValidationError
 from .limits import Limits
-from .ops.qlmm import QuantizedLinearMatMulDesc, quantized_linear_matmul
+from .ops.qlmm import QuantizedLinearMatMulDesc
+from .ops.qlmm_face import quantized_linear_matmul
 from .ops.slice1 import Slice1Desc, slice
 from .ops.top_k1 import AxisDirection, TopK1Desc, top_k
 from .plan import Plan

@@ -1,0 +1,95 @@
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY's NumPy face: arrays or device tensors in, the call planned once per
+key (ops/qlmm.py) and recorded; its argument normalisation is ops/qlmm_args.py."""
+from __future__ import annotations
+
+import functools
+from typing import Tuple
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..inputs import is_python
+from ..tensor import TensorDesc
+from . import qlmm_coopmat as cm
+from . import qlmm
+from .qlmm import QuantizedLinearMatMulDesc, plan
+from .qlmm_args import is_dev, pad4, param, quant_dtype
+
+
+@functools.lru_cache(maxsize=256)
+def _out_desc(dt: np.dtype, sizes: Tuple[int, ...]) -> TensorDesc:
+    return TensorDesc(dt, sizes, name="QuantizedLinearMatMulDesc.output")
+
+
+def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
+                            output_dtype=None, *, out=None, kernel: str = "auto"):
+    """DML QUANTIZED_LINEAR_MATRIX_MULTIPLY (ONNX QLinearMatMul) on NumPy arrays or device tensors:
+    out = saturate(round_half_to_even(sum_k (a - a_zero_point)(b - b_zero_point) * a_scale * b_scale
+    / output_scale) + output_zero_point), the sum exact in int32.
+
+    a: {..., M, K} and b: {..., K, N}, 2 to 4 dimensions each, INT8 or UINT8 (any combination) NumPy
+        arrays or DeviceTensors (a Python list is refused: it does not say INT8 or UINT8). Leading
+        (batch) dimensions broadcast where one side has 1; 1 <= K <= 33025 (int32 stays exact).
+    a_scale, output_scale: FLOAT32, per tensor (a Python float, 0-d or one element) or per row (length
+        M, or DML's {1,1,M,1}); b_scale: per tensor or per column (length N, or {1,1,1,N}). Finite and > 0.
+    a_zero_point, b_zero_point, output_zero_point: None (zero), or shaped like the matching scale, of
+        the dtype of a, b and the output (Python ints take that dtype, range-checked).
+    output_dtype: INT8 or UINT8 when output_zero_point does not fix it; default: a's dtype.
+    out: optional packed DeviceTensor of the output's dtype and element count to write into.
+    kernel: "auto" (the cooperative-matrix kernel where the device offers it and it passed its
+        self-check, else the portable one), "portable" or "coopmat".
+
+    Returns the int8/uint8 result {..., M, N} with the larger operand's rank: a NumPy array for NumPy
+    inputs, a DeviceTensor for device tensors. When b and every parameter are shared across a's
+    leading dimensions, those are folded into M and computed as one GEMM.
+
+    Raises ValidationError (a ValueError) naming the field for wrong dtypes, shapes, non-positive or
+    non-finite scales, out-of-range zero points; DeviceLimitError for K > 33025 or beyond the device's
+    limits; nothing is dispatched then.
+    """
+    from ..runtime import Call  # noqa: PLC0415
+    from ..runtime.plancache import freeze  # noqa: PLC0415
+
+    a4, a_nd = pad4(a, "a")
+    b4, b_nd = pad4(b, "b")
+    M, N = a4.shape[2], b4.shape[3]
+    a_dt, b_dt = quant_dtype(a4, "a"), quant_dtype(b4, "b")
+    if output_zero_point is not None and not is_python(output_zero_point):
+        out_dt = np.dtype(output_zero_point.dtype if is_dev(output_zero_point) else np.asarray(output_zero_point).dtype)
+    else:
+        out_dt = np.dtype(output_dtype) if output_dtype is not None else a_dt
+    if out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        raise ValidationError(f"QuantizedLinearMatMulDesc.output.data_type must be INT8 or UINT8; got {out_dt}")
+    sa = param(a_scale, "a_scale", "row", M, None)
+    sb = param(b_scale, "b_scale", "column", N, None)
+    so = param(output_scale, "output_scale", "row", M, None)
+    za = param(a_zero_point, "a_zero_point", "row", M, a_dt)
+    zb = param(b_zero_point, "b_zero_point", "column", N, b_dt)
+    zo = param(output_zero_point, "output_zero_point", "row", M, out_dt)
+    rank = max(a_nd, b_nd)
+
+    raw = [a4, sa, za, b4, sb, zb, so, zo]
+    present = [x for x in raw if x is not None]
+    params = [i for i, x in enumerate(present) if x is not a4 and x is not b4]
+    batch_sizes = tuple(max(x, y) for x, y in zip(a4.shape[:2], b4.shape[:2]))
+    # Host-known zero points steer the kernel choice, so their values are part of the key.
+    known = tuple(None if (x is None or is_dev(x)) else np.asarray(x) for x in (za, zb))
+    out_desc = _out_desc(out_dt, batch_sizes + (M, N))
+    if out is not None:
+        if not is_dev(out) or out.desc.element_count != out_desc.element_count:
+            raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
+                                  f"elements; got {out!r}")
+        out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
+    key = ("qlmm",) + freeze(
+        output_dtype is None, out_dt.str, kernel, tuple(x is None for x in raw),
+        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG,
+        qlmm.FOLD, *(k for k in known if k is not None))
+    with Call(*present, params=params, key=key, outs=(out,)) as call:
+        if call.plan is None:
+            descs = iter(call.descs)
+            d = [None if x is None else next(descs) for x in raw]
+            desc = QuantizedLinearMatMulDesc(*d[:8], out_desc).validate()
+            call.plan = plan(desc, cm.device_limits(call.device), kernel=kernel, zero_points=known)
+    res = call.result()
+    shape = (batch_sizes + (M, N))[4 - rank:]
+    return res.reshape(shape)
