@@ -282,9 +282,9 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-    b_cols = b_cols and which == "coopmat" and kname == "qlmm_coopmat_direct"
-    if not b_cols and b.desc.element_strides[3] != 1 and b.desc.sizes[3] != 1:
-        b = lower_packed(batch, b)
+    if b_cols and not (which == "coopmat" and kname == "qlmm_coopmat_direct"):
+        b_cols = False
+        b = packed_inner(b)
         b_st = _strides(b.desc)[:3] + (1,)
 
     pc = np.zeros((), QLMM_PUSH)

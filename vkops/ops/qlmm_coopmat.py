@@ -193,7 +193,7 @@ def self_check(dev, split: bool = False) -> bool:
         zb = rng.integers(0, 100, (1, 1, 1, N)).astype(b_dt) if zps else None
         zo = np.full((1, 1, 1, 1), 7, np.int8)
         want = reference.quantized_linear_matmul(a, sa, za, b, sb, zb, so, zo)
-        ts = [None if x is None else dev.tensor(x) for x in (a, sa, za, b, sb, zb, so, zo)]
+        ts = [None if x is None else dev.tensor(x) for x in (a, sa, za, None if cols else b, sb, zb, so, zo)]
         if cols:  # b as a {1,1,K,N} view of an N x K matrix
             ts[3] = dev.tensor(np.ascontiguousarray(b[0, 0].T)).as_strided((1, 1, K, N), (0, 0, 1, K))
         desc = QuantizedLinearMatMulDesc(*[None if t is None else t.desc for t in ts],
