@@ -12,8 +12,8 @@
 //   FILTER long rows, Kp <= B/2: a workgroup streams a chunk of a sequence once; an element enters
 //          the shared buffer only if it beats the K-th best seen so far (the threshold); a full
 //          buffer is reduced to its top Kp. With several chunks per sequence each writes its top K
-//          to `cand`, and the last workgroup of the sequence to finish (atomic counter) reduces the
-//          candidates the same way and writes the outputs: one dispatch, input read once.
+//          to `cand`, sorted, and the last workgroup of the sequence to finish (atomic counter)
+//          merges those sorted runs (merge_cand) and writes the outputs: one dispatch, input read once.
 //          With RADIX (large K) a chunk is instead reduced by radix select (radix_topk): a few
 //          reads of the chunk and one sort, instead of compacting the buffer again and again.
 //   ROWS   (ROWS variants only) many short rows: one subgroup per sequence (top_k1_rows.glsl).
@@ -162,12 +162,10 @@ void cas(uint i, uint j, bool desc) {
     }
 }
 
-// Reduce N = n_seg * (Kp << T) entries to the sorted (descending) top Kp of each segment, found at
-// offset seg * (Kp << T). Ends with a barrier.
-void reduce_buf(uint N, uint Kp, uint T) {
+// Sort runs of Kp (N = n_seg * (Kp << T) entries) descending when T == 0, else alternating in
+// direction (the runs merge_runs will pair). Ends with a barrier.
+void sort_runs(uint N, uint Kp, uint T) {
     uint tid = gl_LocalInvocationID.x;
-    // Sort runs of Kp, alternating direction (runs that will be merged pairwise), or all
-    // descending when there is nothing left to merge.
     for (uint size = 2u; size <= Kp; size <<= 1) {
         for (uint stride = size >> 1; stride > 0u; stride >>= 1) {
             for (uint p = tid; p < N / 2u; p += WG) {
@@ -178,7 +176,14 @@ void reduce_buf(uint N, uint Kp, uint T) {
             barrier();
         }
     }
-    // Keep the better half of each pair of runs in place (runs spread out by 2^t), rebuild.
+}
+
+// Runs of Kp sorted in alternating directions (run r descending when r is even) become the sorted
+// (descending) top Kp of each segment of 2^T runs, at the segment's start: T times, keep the better
+// half of each pair of runs in place (runs spread out by 2^t) and rebuild it with one bitonic merge.
+// Ends with a barrier.
+void merge_runs(uint N, uint Kp, uint T) {
+    uint tid = gl_LocalInvocationID.x;
     for (uint t = 0u; t < T; ++t) {
         uint span = Kp << t;
         uint nact = N >> (t + 1u);
@@ -202,6 +207,13 @@ void reduce_buf(uint N, uint Kp, uint T) {
     }
 }
 
+// Reduce N = n_seg * (Kp << T) entries to the sorted (descending) top Kp of each segment, found at
+// offset seg * (Kp << T). Ends with a barrier.
+void reduce_buf(uint N, uint Kp, uint T) {
+    sort_runs(N, Kp, T);
+    merge_runs(N, Kp, T);
+}
+
 uint log2u(uint x) { return uint(findMSB(x)); }
 uint pow2_at_least(uint x) { return x <= 1u ? 1u : (1u << (uint(findMSB(x - 1u)) + 1u)); }
 
@@ -221,21 +233,18 @@ void compact(uint c) {
     barrier();
 }
 
-// stream_topk: the position of a thread's u-th entry of the step whose keys[0] is entry `first`, and
-// that entry's sequence index (a candidate carries its own).
+// stream_topk: the sequence index of a thread's u-th entry of the step whose keys[0] is entry `first`.
 uint slot(bool vec, uint first, uint u) { return vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG; }
-uint entry_index(bool from_cand, uint i) { return from_cand ? cand[2u * i + 1u] : i; }
 
-// FILTER: stream entries [start, end) of either the input sequence at `base` (from_cand false) or
-// the candidate pairs (from_cand true), keeping the top Kp sorted in skey/sidx[0, Kp). An entry is
-// buffered only if it beats the current threshold; a buffer that overflows is compacted and the
-// entries that did not fit are tried again (against the new threshold).
-void stream_topk(bool from_cand, uint base, uint start, uint end) {
+// FILTER: stream entries [start, end) of the input sequence at `base`, keeping the top Kp sorted in
+// skey/sidx[0, Kp). An entry is buffered only if it beats the current threshold; a buffer that
+// overflows is compacted and the entries that did not fit are tried again (against the new threshold).
+void stream_topk(uint base, uint start, uint end) {
     uint tid = gl_LocalInvocationID.x;
     if (tid == 0u) { s_count = 0u; s_thr_k = 0u; s_thr_i = SENT_IDX; s_flag = 0u; }
     barrier();
     const uint STEP = WG * EPI;
-    bool vec = !from_cand && pc.vec != 0u;
+    bool vec = pc.vec != 0u;
     for (uint b0 = start; b0 < end; b0 += STEP) {
         uint keys[EPI];
         uint first;  // keys[u] is entry slot(vec, first, u)
@@ -258,7 +267,7 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
             [[unroll]] for (uint u = 0u; u < EPI; ++u) {
                 uint i = first + u * WG;
                 keys[u] = 0u;
-                if (i < end) keys[u] = from_cand ? cand[2u * i] : make_key(load_raw(base, i));
+                if (i < end) keys[u] = make_key(load_raw(base, i));
             }
         }
         uint pending = 0u;
@@ -273,9 +282,8 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
             uint bk = 0u, bi = SENT_IDX, bu = EPI;
             [[unroll]] for (uint u = 0u; u < EPI; ++u) {
                 if ((pending & (1u << u)) != 0u) {
-                    uint ix = entry_index(from_cand, slot(vec, first, u));
-                    if (from_cand && ix == SENT_IDX) pending &= ~(1u << u);
-                    else if (bu == EPI || better(keys[u], ix, bk, bi)) { bk = keys[u]; bi = ix; bu = u; }
+                    uint ix = slot(vec, first, u);
+                    if (bu == EPI || better(keys[u], ix, bk, bi)) { bk = keys[u]; bi = ix; bu = u; }
                 }
             }
             if (bu != EPI) {
@@ -293,8 +301,7 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
         for (;;) {
             [[unroll]] for (uint u = 0u; u < EPI; ++u) {
                 if ((pending & (1u << u)) != 0u) {
-                    uint ix = entry_index(from_cand, slot(vec, first, u));
-                    if (from_cand && ix == SENT_IDX) { pending &= ~(1u << u); continue; }
+                    uint ix = slot(vec, first, u);
                     if (!better(keys[u], ix, tk, ti)) { pending &= ~(1u << u); continue; }
                     uint pos = atomicAdd(s_count, 1u);
                     if (pos < pc.cap) {
@@ -319,6 +326,38 @@ void stream_topk(bool from_cand, uint base, uint start, uint end) {
     compact(min(c, pc.cap));
 }
 
+
+// FILTER, the last workgroup of a sequence: the top Kp of `nruns` chunks' candidates (each chunk's
+// top K, sorted, at cand[c0 + r * K]) into skey/sidx[0, Kp), sorted. The runs are sorted already, so
+// they are only merged: up to B/Kp runs at a time are loaded, odd slots reversed (the alternating
+// directions merge_runs pairs), and log2(slots) levels of one bitonic merge each leave the best Kp
+// in slot 0, which stays for the next load. On an H100 that replaced stream_topk's repeated
+// compactions (whole-buffer sorts) over the candidates.
+void merge_cand(uint c0, uint nruns) {
+    uint tid = gl_LocalInvocationID.x;
+    uint Kp = pc.Kp, R = B / Kp;  // Kp <= B/2: at least two slots
+    uint next = 0u, s0 = 0u;      // next run to load; slots already holding a result (0 or 1)
+    while (next < nruns) {
+        uint take = min(R - s0, nruns - next);
+        uint slots = pow2_at_least(s0 + take);
+        for (uint e = tid; e < (slots - s0) * Kp; e += WG) {
+            uint sl = s0 + e / Kp, j = e % Kp;
+            uint r = next + sl - s0, jj = (sl & 1u) != 0u ? Kp - 1u - j : j;
+            uint k = 0u, ix = SENT_IDX;
+            if (sl < s0 + take && jj < pc.K) {
+                uint at = 2u * (c0 + r * pc.K + jj);
+                k = cand[at];
+                ix = cand[at + 1u];
+            }
+            skey[SW(sl * Kp + j)] = k;
+            sidx[SW(sl * Kp + j)] = ix;
+        }
+        barrier();
+        merge_runs(slots * Kp, Kp, log2u(slots));
+        next += take;
+        s0 = 1u;
+    }
+}
 
 // ---- RADIX: the top Kp of a chunk by radix select -------------------------------------------------
 // Keys carry ELEM_BITS significant bits (above them only the INCREASING flip's ones, equal for all).
@@ -555,7 +594,7 @@ void run_filter(uint g) {
     uint base = seq_base(s);
     uint start = c * pc.chunk_len;
     if (RADIX) radix_topk(base, start, min(pc.L, start + pc.chunk_len));
-    else stream_topk(false, base, start, min(pc.L, start + pc.chunk_len));
+    else stream_topk(base, start, min(pc.L, start + pc.chunk_len));
     if (pc.chunks == 1u) {
         for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[SW(j)], base);
         return;
@@ -575,8 +614,7 @@ void run_filter(uint g) {
     barrier();
     if (s_last == 0u) return;
     memoryBarrierBuffer();
-    uint c0 = s * pc.chunks * pc.K;
-    stream_topk(true, base, c0, c0 + pc.chunks * pc.K);
+    merge_cand(s * pc.chunks * pc.K, pc.chunks);
     for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[SW(j)], base);
 }
 

@@ -207,6 +207,22 @@ def test_multi_chunk_merge(dev, rng, direction):
           force="filter", chunks=2)
 
 
+
+@pytest.mark.parametrize("direction", DIRS)
+def test_merge_of_sorted_runs(dev, rng, direction):
+    """The last chunk of a row merges the chunks' sorted candidate runs, B/pow2(K) at a time: more runs
+    than one load holds (several loads, counts not powers of two), a last chunk shorter than K (a run
+    padded with sentinels), and ties across chunk boundaries (equal keys order by index)."""
+    B, step = shared_b(dev), dev.limits.workgroup(paths.WORKGROUP) * paths.EPI
+    k = big_k(dev)  # pow2(K) = B/2: two runs a load, so 8 chunks take 7 loads
+    n = 7 * step + 5  # each value about 4 times: the top K spread over every chunk, ties across them
+    x = rng.integers(0, n // 4, size=(2, n)).astype(np.float32)
+    assert paths.device_path(dev.limits, 2, x.shape[1], k, force="radix", chunks=8).chunks == 8
+    check(x, k, 1, direction, force="radix", chunks=8)
+    x = rng.integers(-2000, 2000, size=(1, 40 * step)).astype(np.int16)  # K=100: B/128 runs a load
+    assert paths.device_path(dev.limits, 1, x.shape[1], 100, force="filter", chunks=40).chunks == 40 > 2 * B // 128
+    check(x, 100, 1, direction, force="filter", chunks=40)
+
 def radix_data(rng, dtype, shape, kind):
     dt = np.dtype(dtype)
     if dt.kind == "f":
