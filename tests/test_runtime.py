@@ -502,3 +502,45 @@ def test_repeated_device_calls_build_no_descriptors(dev, rng, monkeypatch):
     assert DataType.of(np.dtype("int8")) is DataType.of("int8") is DataType.INT8 and DataType.INT8.np == np.int8
     with pytest.raises(vkops.ValidationError, match="data_type"):
         DataType.of("complex64")
+
+
+def test_repeated_calls_reuse_dispatch_ops_and_scalar_constants(dev, rng, monkeypatch):
+    """A repeated call records the kp dispatch op its plan made the first time (no new OpAlgoDispatch),
+    and its scalar parameters (Python or NumPy) are frozen arrays whose value key and device copy are
+    looked up without reading their bytes; an equal scale given another way shares that copy."""
+    from vkops.inputs import frozen_key
+    from vkops.ops import qlmm_args
+    from vkops.runtime import _kp, pipelines
+
+    a = dev.tensor(rng.integers(-128, 128, (16, 32), dtype=np.int8))
+    b = dev.tensor(rng.integers(-128, 128, (32, 16), dtype=np.int8))
+    x = dev.tensor(rng.standard_normal((4, 64)).astype(np.float32))
+    outs = [dev.empty(vkops.TensorDesc("int8", (16, 16))) for _ in range(2)]
+    calls = {"qlmm": lambda i: vkops.quantized_linear_matmul(a, np.float32(0.02), None, b, 0.02, np.int8(3), 0.5,
+                                                               None, out=outs[i]),
+             "top_k": lambda i: vkops.top_k(x, 8), "slice": lambda i: vkops.slice(x, (0, 1), (4, 60), (1, 2))}
+    made = []
+    real = _kp.kp()
+    counting = type("K", (), {"__getattr__": lambda self, n: getattr(real, n),
+                              "OpAlgoDispatch": lambda self, *a: (made.append(1), real.OpAlgoDispatch(*a))[1]})()
+    def twice(name, call):  # results dropped on return: the next batch gets the same buffers back
+        with dev.batch():
+            first, second = call(0), call(1)
+        for f, s in zip(first if isinstance(first, tuple) else (first,), second if isinstance(second, tuple) else (second,)):
+            assert np.array_equal(f.numpy(), s.numpy()), name
+
+    for name, call in calls.items():
+        for _ in range(3):  # outputs come back from the pool in the order they were freed: a few binding sets
+            twice(name, call)
+        for mod in (_kp, pipelines):
+            monkeypatch.setattr(mod, "kp", lambda: counting)
+        twice(name, call)
+        for mod in (_kp, pipelines):
+            monkeypatch.setattr(mod, "kp", lambda: real)
+        assert made == [], name
+    sa = qlmm_args.param(np.float32(0.02), "a_scale", "row", 16, None)
+    assert frozen_key(sa) is not None and qlmm_args.param(np.float32(0.02), "a_scale", "row", 16, None) is sa
+    with pytest.raises(ValueError):
+        sa[...] = 1  # frozen: its key stays its value
+    assert frozen_key(np.full((1, 1, 1, 1), 0.02, np.float32)) is None  # a user's array is looked at
+    assert dev.constant(sa, frozen_key(sa)) is dev.constant(np.full((1, 1, 1, 1), np.float32(0.02)))

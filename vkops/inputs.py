@@ -64,3 +64,25 @@ def as_array(x, param: bool = False, field: str = "input") -> np.ndarray:
         raise ValidationError(f"{field} must have 1 to 8 dimensions (DML DimensionCount >= 1); got a 0-d value: "
                               f"pass x.reshape(1)")
     return a
+
+
+# Small arrays vkops itself made from scalars and never writes (e.g. a Python or NumPy scale in DML's
+# {1,1,1,1} shape), kept for the life of the process with the key that names their value: a repeated
+# call then neither reads their bytes for its plan key nor looks up their device copy by them.
+_FROZEN: dict = {}  # id(array) -> (array, key); holding the array keeps its id from being reused
+FROZEN_ENTRIES = 4096
+
+
+def frozen(a: np.ndarray) -> np.ndarray:
+    """A read-only copy of a small array, registered so that frozen_key() knows its value."""
+    a = np.array(a, copy=True, order="C")
+    a.flags.writeable = False
+    if len(_FROZEN) < FROZEN_ENTRIES:
+        _FROZEN[id(a)] = (a, (a.dtype.str, a.shape, a.strides, a.tobytes()))
+    return a
+
+
+def frozen_key(a) -> "tuple | None":
+    """(dtype, shape, strides, bytes) of an array frozen() made, else None (look at it instead)."""
+    hit = _FROZEN.get(id(a))
+    return hit[1] if hit is not None and hit[0] is a else None

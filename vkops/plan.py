@@ -70,24 +70,29 @@ class Plan:
     notes: Tuple[Tuple[str, object], ...] = ()  # how the op lowered (path, kernel, ...), for people and tests
     _push: list = field(default=None, init=False, repr=False, compare=False)  # per dispatch, as np.uint32
     _constants: dict = field(default=None, init=False, repr=False, compare=False)  # runtime's, by (device, id)
+    _roles: dict = field(default=None, init=False, repr=False, compare=False)  # role -> its buffers, in order
 
     def __post_init__(self):
         object.__setattr__(self, "_push", [np.array(d.push, np.uint32) for d in self.dispatches])
         object.__setattr__(self, "_constants", {})
+        roles = {r: [] for r in ROLES}
+        for b in self.buffers:
+            roles.setdefault(b.role, []).append(b)
+        object.__setattr__(self, "_roles", {r: tuple(bs) for r, bs in roles.items()})
 
     def ids(self, role: str) -> List[int]:
         """Ids (positions) of the buffers with this role."""
         return [i for i, b in enumerate(self.buffers) if b.role == role]
 
     @property
-    def inputs(self) -> List[Buffer]:
+    def inputs(self) -> Tuple[Buffer, ...]:
         """The input buffers, in the order the operator takes its inputs."""
-        return [b for b in self.buffers if b.role == "input"]
+        return self._roles["input"]
 
     @property
-    def outputs(self) -> List[Buffer]:
+    def outputs(self) -> Tuple[Buffer, ...]:
         """The output buffers, in the order the operator returns them."""
-        return [b for b in self.buffers if b.role == "output"]
+        return self._roles["output"]
 
     @property
     def barrier_count(self) -> int:
@@ -188,7 +193,8 @@ class Hazards:
     def step(self, reads: Dict, writes: Dict) -> Optional[Dict]:
         """What a barrier before this step must cover (None: no barrier), then note its accesses."""
         cover = None
-        if any(k in self.written for k in reads) or any(k in self.written or k in self.read for k in writes):
+        w = self.written.keys()
+        if not (w.isdisjoint(reads) and w.isdisjoint(writes) and self.read.keys().isdisjoint(writes)):
             cover = dict(self.written)
             cover.update((k, v) for k, v in self.read.items() if k in writes)
             self.clear()

@@ -15,6 +15,7 @@ from .errors import ValidationError
 MAX_DIMS = 8
 # Kernels index elements with uint32 arithmetic.
 MAX_ELEMENTS = 2**32 - 1
+_CODES = {dt: i for i, dt in enumerate(DataType)}
 
 
 def packed_strides(sizes) -> Tuple[int, ...]:
@@ -59,6 +60,20 @@ class TensorDesc:
         object.__setattr__(self, "_el", el)
         object.__setattr__(self, "_span", 1 + sum((sz - 1) * st for sz, st in zip(self.sizes, el)))
         self.validate(name)
+        # Hashed on every call (plan keys hold the inputs' descriptors): once, here, from ints only, so
+        # the hash is the same in every process (a pickled descriptor keeps it).
+        object.__setattr__(self, "_hash", hash((_CODES[self.data_type], self.sizes, strides or ())))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not TensorDesc:
+            return NotImplemented
+        return (self._hash == other._hash and self.data_type is other.data_type and self.sizes == other.sizes
+                and self.strides == other.strides)
 
     def validate(self, name: str = "TensorDesc") -> None:
         """Raise ValidationError (naming `name`) unless the sizes, strides and span are valid."""

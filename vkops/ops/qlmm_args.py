@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ValidationError
-from ..inputs import is_python
+from ..inputs import frozen, is_python
 
 
 _DEVICE_TENSOR = None
@@ -49,12 +49,11 @@ def param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
     typed zero points keep their dtype, so a mismatch is reported by validate()."""
     if x is None:
         return None
-    if type(x) in (float, int):  # the common Python scalar: normalised once per value
+    if type(x) in _SCALAR_TYPES:  # the common scalar (Python or NumPy): normalised once per value
         key = (x, type(x), field, zp_dtype)
         arr = _SCALARS.get(key)
         if arr is None:
-            arr = _param(x, field, kind, count, zp_dtype)
-            arr.flags.writeable = False
+            arr = frozen(_param(x, field, kind, count, zp_dtype))
             if len(_SCALARS) < 1024:
                 _SCALARS[key] = arr
         return arr
@@ -62,6 +61,7 @@ def param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
 
 
 _SCALARS: dict = {}
+_SCALAR_TYPES = frozenset((float, int, np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32, np.int64))
 
 
 def _param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):

@@ -10,11 +10,16 @@ import numpy as np
 from ..errors import ValidationError
 from ..inputs import is_python
 from ..tensor import TensorDesc
+from . import face_runtime
 from . import qlmm_coopmat as cm
 from . import qlmm
 from .qlmm import QuantizedLinearMatMulDesc, plan
 from .qlmm_args import is_dev, pad4, param, quant_dtype
 
+
+_INT8S = (np.dtype(np.int8), np.dtype(np.uint8))
+_DTYPES = {np.int8: _INT8S[0], np.uint8: _INT8S[1], _INT8S[0]: _INT8S[0], _INT8S[1]: _INT8S[1], "int8": _INT8S[0],
+           "uint8": _INT8S[1]}
 
 @functools.lru_cache(maxsize=256)
 def _out_desc(dt: np.dtype, sizes: Tuple[int, ...]) -> TensorDesc:
@@ -47,9 +52,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     non-finite scales, out-of-range zero points; DeviceLimitError for K > 33025 or beyond the device's
     limits; nothing is dispatched then.
     """
-    from ..runtime import Call  # noqa: PLC0415
-    from ..runtime.plancache import freeze  # noqa: PLC0415
-
+    Call, freeze = face_runtime()
     a4, a_nd = pad4(a, "a")
     b4, b_nd = pad4(b, "b")
     M, N = a4.shape[2], b4.shape[3]
@@ -57,8 +60,8 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     if output_zero_point is not None and not is_python(output_zero_point):
         out_dt = np.dtype(output_zero_point.dtype if is_dev(output_zero_point) else np.asarray(output_zero_point).dtype)
     else:
-        out_dt = np.dtype(output_dtype) if output_dtype is not None else a_dt
-    if out_dt not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        out_dt = _DTYPES.get(output_dtype) or np.dtype(output_dtype) if output_dtype is not None else a_dt
+    if out_dt not in _INT8S:
         raise ValidationError(f"QuantizedLinearMatMulDesc.output.data_type must be INT8 or UINT8; got {out_dt}")
     sa = param(a_scale, "a_scale", "row", M, None)
     sb = param(b_scale, "b_scale", "column", N, None)
@@ -80,10 +83,10 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
             raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
                                   f"elements; got {out!r}")
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
-    key = ("qlmm",) + freeze(
-        output_dtype is None, out_dt.str, kernel, tuple(x is None for x in raw),
-        cm.COOPMAT_CONFIG, cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG,
-        qlmm.FOLD, *(k for k in known if k is not None))
+    key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), tuple(x is None for x in raw), cm.COOPMAT_CONFIG,
+           cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, qlmm.FOLD)
+    if known[0] is not None or known[1] is not None:
+        key += freeze(*(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
         if call.plan is None:
             descs = iter(call.descs)

@@ -10,6 +10,7 @@ from ..errors import ValidationError
 from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from ..tensor import MAX_DIMS, TensorDesc, check_like_input, merge_dims, validate_fields
+from . import face_runtime
 
 WORKGROUP = 256  # wanted; Limits.workgroup() gives what the device allows (128 at Vulkan's minimum)
 WORDS_PER_THREAD = 4
@@ -179,8 +180,7 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
     stride, non-integer parameters or a bad input; DeviceLimitError beyond the device's limits;
     nothing is dispatched then.
     """
-    from ..runtime import Call  # noqa: PLC0415  (keeps this module importable without kp)
-    from ..runtime.plancache import freeze  # noqa: PLC0415
+    Call, freeze = face_runtime()
 
     key = ("slice",) + freeze(offsets, sizes, strides, output_sizes)
     with Call(x, key=key, outs=(out,)) as call:

@@ -27,6 +27,7 @@ from ..errors import DeviceLimitError, ValidationError
 from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
 from ..limits import Limits
 from ..plan import Builder, Plan, Ref
+from . import face_runtime
 from .slice1 import lower_packed
 from .top_k1_paths import Path, device_path
 
@@ -263,8 +264,7 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
     """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort"
     or "rows") and `chunks` (workgroups per row on the filter path; ROWS' candidate cap) override the
     choice of device_path()."""
-    from ..runtime import Call  # noqa: PLC0415
-    from ..runtime.plancache import freeze  # noqa: PLC0415
+    Call, freeze = face_runtime()
 
     key = ("top_k",) + freeze(k, axis, direction, force, chunks)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)

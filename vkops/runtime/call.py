@@ -8,7 +8,7 @@ import numpy as np
 
 from ..dtypes import DataType
 from ..errors import DeviceLimitError, DeviceMemoryError, ValidationError
-from ..inputs import as_array
+from ..inputs import as_array, frozen_key
 from ..plan import Plan
 from ..tensor import TensorDesc
 from .device import CONSTANT_BYTES, Device
@@ -72,9 +72,12 @@ class Call:
             elif isinstance(x, DeviceTensor):
                 parts.append((x.desc, first.setdefault(x._buffer.serial, i)))  # and which alias which
             else:
-                a = np.asarray(x)
-                small = i in self._params and a.nbytes <= CONSTANT_BYTES
-                parts.append((a.dtype.str, a.shape, a.strides, a.tobytes() if small else None))
+                k = frozen_key(x)
+                if k is None:
+                    a = np.asarray(x)
+                    small = i in self._params and a.nbytes <= CONSTANT_BYTES
+                    k = (a.dtype.str, a.shape, a.strides, a.tobytes() if small else None)
+                parts.append(k)
         return tuple(parts)
 
     @property
@@ -102,7 +105,7 @@ class Call:
         if i in self._params:
             if x.nbytes > CONSTANT_BYTES:
                 return self.batch.upload(np.ascontiguousarray(x))
-            t = self.device.constant(x)
+            t = self.device.constant(x, frozen_key(x))
             self.batch.hold(t)
             return t
         return self.batch.upload(x)

@@ -203,13 +203,15 @@ class Device:
             array = array.reshape(1)
         return self.empty(TensorDesc(dt, array.shape)).upload(array)
 
-    def constant(self, array: np.ndarray) -> DeviceTensor:
+    def constant(self, array: np.ndarray, key: Optional[tuple] = None) -> DeviceTensor:
         """A device copy of a small array that no kernel writes, shared by every call that passes
-        the same dtype, shape and bytes (an LRU of CONSTANT_ENTRIES)."""
-        array = np.ascontiguousarray(array)
-        if array.ndim == 0:
-            array = array.reshape(1)
-        key = (array.dtype.str, array.shape, array.tobytes())
+        the same dtype, shape and bytes (an LRU of CONSTANT_ENTRIES). `key`: the array's inputs.frozen_key,
+        when it has one (its bytes are not read again)."""
+        if key is None:
+            array = np.ascontiguousarray(array)
+            if array.ndim == 0:
+                array = array.reshape(1)
+            key = (array.dtype.str, array.shape, array.strides, array.tobytes())
         with self._lock:
             t = self._constants.get(key)
             if t is not None:

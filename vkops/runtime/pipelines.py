@@ -27,6 +27,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._kp import kp
+
 ALGORITHM_CACHE_SIZE = 512
 MAGIC = b"VKOPSPC1"
 
@@ -71,6 +73,7 @@ class Pipelines:
         self._manifest: Optional[Dict] = None
         self._algorithms: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
         self._by_serial: Dict[int, set] = collections.defaultdict(set)
+        self._ops: Dict[tuple, dict] = {}  # algorithm key -> {id(push array): (OpAlgoDispatch, array)}
         self.algorithms_created = 0
         self.cache_path = cache_file(device.info)
         self.cache_loaded = 0  # bytes of cache data merged at start
@@ -111,6 +114,26 @@ class Pipelines:
         with self.device._lock:  # kp's manager is not thread-safe
             return self._algorithm(key, kernel, buffers, groups, spec, push_words)
 
+    def dispatch_op(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int], spec: Tuple[int, ...],
+                    push: np.ndarray):
+        """A kp OpAlgoDispatch of `algorithm(...)` with these push constants, made once per push array
+        (a plan's arrays live as long as the plan): a repeated call records the same op again."""
+        key = (kernel, spec, groups, push.size, tuple([b.serial for b in buffers]))
+        with self.device._lock:
+            ops = self._ops.get(key)
+            if ops is not None:
+                hit = ops.get(id(push))
+                if hit is not None:
+                    self._algorithms.move_to_end(key)
+                    return hit[0]
+            algo = self._algorithm(key, kernel, buffers, groups, spec, push.size)
+            ops = self._ops.setdefault(key, {})
+            if len(ops) >= 16:  # push arrays of plans since dropped: forget them
+                ops.clear()
+            op = kp().OpAlgoDispatch(algo, push)
+            ops[id(push)] = (op, push)  # the array stays referenced, so its id is not reused
+            return op
+
     def _algorithm(self, key, kernel, buffers, groups, spec, push_words):
         algo = self._algorithms.get(key)
         if algo is not None:
@@ -126,6 +149,7 @@ class Pipelines:
         while len(self._algorithms) > ALGORITHM_CACHE_SIZE:
             old_key, old = self._algorithms.popitem(last=False)
             self._unlink(old_key)
+            self._ops.pop(old_key, None)
             old.destroy()
         return algo
 
@@ -133,6 +157,7 @@ class Pipelines:
         """Drop the Algorithms bound to a buffer that is being freed."""
         for key in self._by_serial.pop(serial, ()):
             algo = self._algorithms.pop(key, None)
+            self._ops.pop(key, None)
             if algo is not None:
                 self._unlink(key)
                 algo.destroy()

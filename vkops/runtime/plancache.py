@@ -8,6 +8,7 @@ import collections
 import numpy as np
 
 PLAN_ENTRIES = 1024
+_PLAIN = frozenset((int, str, bool, float, type(None)))
 
 
 def freeze(*values) -> tuple:
@@ -16,7 +17,10 @@ def freeze(*values) -> tuple:
     cannot be keys."""
     out = []
     for v in values:
-        if isinstance(v, (list, tuple)):
+        t = type(v)
+        if t in _PLAIN:  # most parameters: no isinstance chain, no hash() probe
+            out.append((t.__name__, v))
+        elif isinstance(v, (list, tuple)):
             out.append((type(v).__name__, freeze(*v)))
         elif isinstance(v, np.ndarray):
             out.append(("ndarray", v.dtype.str, v.shape, v.tobytes()))

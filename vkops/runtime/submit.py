@@ -181,13 +181,16 @@ class Batch:
         in order; `writes` are the indices it writes."""
         self._check_open()
         wr = {bufs[i].serial: bufs[i] for i in writes}
-        rd = {b.serial: b for b in bufs if b.serial not in wr}
+        rd = {b.serial: b for b in bufs}
+        for k in wr:
+            del rd[k]
         self._order(rd, wr)
-        push = np.ascontiguousarray(push, dtype=np.uint32)
-        algo = self.device._pipelines.algorithm(kernel, bufs, groups, spec, push.size)
+        if push.__class__ is not np.ndarray or push.dtype != np.uint32 or not push.flags.c_contiguous:
+            push = np.ascontiguousarray(push, dtype=np.uint32)  # a plan's arrays are already
+        op = self.device._pipelines.dispatch_op(kernel, bufs, tuple(groups), tuple(spec), push)
         self._refs.extend(bufs)
-        self._ops.append(("dispatch", K.kp().OpAlgoDispatch(algo, push)))
-        self._touched.update(b.serial for b in bufs)
+        self._ops.append(("dispatch", op))
+        self._touched.update([b.serial for b in bufs])
         self._pending_dispatches += 1
         if self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
             self._flush()
