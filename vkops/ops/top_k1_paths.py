@@ -100,12 +100,14 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         if chunks is None:
             # Few rows (LLM sampling: 1-64 x 32000-151936) need many chunks to fill a GPU. On an H100,
             # 1 x 151936 ran K=1 in 0.014 ms with 32 chunks vs 0.024 with 3, K=50 0.033 vs 0.045; but each
-            # chunk hands K candidates to the merge, so large K wants fewer (K=1024: 4 chunks 0.101 ms,
-            # 32: 0.154): chunks of >= 64 * pow2(K) elements. Rows under 8 steps stay whole (the merge
-            # costs more than it saves: 1 x 32000 K=50 0.025 ms in one chunk, 0.030 in 4). A CPU
-            # (short_chunks False) keeps long chunks.
+            # chunk hands K candidates to the merge and costs a sort of its own, so large K wants fewer:
+            # chunks of >= 56 * pow2(K) elements. With the merge of sorted runs (merge_cand), K=1024 ran
+            # best in 3 chunks (8 x 128256: 0.054 ms; 2 chunks 0.084, 4: 0.058, 8: 0.063; 1 x 151936
+            # 0.054, 2: 0.058, 7: 0.063), K=256 in 8-10 (chunk lengths are whole steps). Rows under 8
+            # steps stay whole (the merge costs more than it saves: 1 x 32000 K=50 0.025 ms in one chunk,
+            # 0.030 in 4). A CPU (short_chunks False) keeps long chunks.
             short = short_chunks and length >= 8 * step
-            min_chunk = max(step, 64 * Kp) if short else max(4 * B, 8 * step)
+            min_chunk = max(step, 56 * Kp) if short else max(4 * B, 8 * step)
             want = -(-target_groups // n_seq)
             chunks = max(1, min(want, -(-length // min_chunk), max(1, 65536 // k)))
         chunk_len = -(-length // chunks)
