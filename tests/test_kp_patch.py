@@ -101,3 +101,32 @@ def test_eval_async_returns_before_waiting(dev, kp):
     seq.eval_await()
     assert not seq.is_running()
     seq.clear()
+
+
+def test_eval_await_polls_then_blocks(dev, kp):
+    """`eval_await()` polls the fence for up to 200 us, then blocks in vkWaitForFences: a short
+    submission (done within the poll) and a long one (copies of 32 MiB, done well after it) both come
+    back complete, again and again on the same sequence and fence."""
+    small_src, small_dst = _host(dev, kp, 64), _host(dev, kp, 64)
+    words = 8 << 20
+    big = _host(dev, kp, words)
+    mid, big_dst = _storage(dev, kp, words), _host(dev, kp, words)
+    seq = dev._manager().sequence()
+    for round_ in range(3):
+        small_src.data()[:] = np.arange(64, dtype=np.uint32) + round_
+        seq.record(kp.OpBufferCopy(small_src, small_dst, 256))
+        seq.eval_async()
+        seq.eval_await()
+        seq.clear()
+        assert np.array_equal(small_dst.data(), np.arange(64, dtype=np.uint32) + round_)
+        big.data()[::4096] = round_ + 7
+        for _ in range(4):
+            seq.record(kp.OpBufferCopy(big, mid, words * 4))
+            seq.record(kp.OpMemoryBarrier([mid], _kp.TRANSFER_WRITE, _kp.TRANSFER_READ, _kp.STAGE_TRANSFER,
+                                          _kp.STAGE_TRANSFER, True))
+            seq.record(kp.OpBufferCopy(mid, big_dst, words * 4))
+        seq.eval_async()
+        seq.eval_await()
+        assert not seq.is_running()
+        seq.clear()
+        assert np.all(big_dst.data()[::4096] == round_ + 7)
