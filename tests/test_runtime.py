@@ -538,6 +538,13 @@ def test_repeated_calls_reuse_dispatch_ops_and_scalar_constants(dev, rng, monkey
         for mod in (_kp, pipelines):
             monkeypatch.setattr(mod, "kp", lambda: real)
         assert made == [], name
+    # a plan's push arrays are read-only and get one op; a writable array may change: a new op each time
+    plan = next(p for k, p in dev._plans._entries.items() if k[0][0] == "slice")
+    d, push, out = plan.dispatches[0], plan._push[0], dev.empty(plan.outputs[0].tensor)
+    op = lambda words: dev._pipelines.dispatch_op(d.kernel, [x._buffer, out._buffer], d.groups, d.spec, words)  # noqa: E731
+    assert not push.flags.writeable and op(push) is op(push)
+    mutable = push.copy()
+    assert op(mutable) is not op(mutable)
     sa = qlmm_args.param(np.float32(0.02), "a_scale", "row", 16, None)
     assert frozen_key(sa) is not None and qlmm_args.param(np.float32(0.02), "a_scale", "row", 16, None) is sa
     with pytest.raises(ValueError):

@@ -73,7 +73,10 @@ class Plan:
     _roles: dict = field(default=None, init=False, repr=False, compare=False)  # role -> its buffers, in order
 
     def __post_init__(self):
-        object.__setattr__(self, "_push", [np.array(d.push, np.uint32) for d in self.dispatches])
+        push = [np.array(d.push, np.uint32) for d in self.dispatches]
+        for p in push:
+            p.flags.writeable = False  # the runtime records one kp op per array (Pipelines.dispatch_op)
+        object.__setattr__(self, "_push", push)
         object.__setattr__(self, "_constants", {})
         roles = {r: [] for r in ROLES}
         for b in self.buffers:

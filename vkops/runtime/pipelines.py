@@ -116,9 +116,11 @@ class Pipelines:
 
     def dispatch_op(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int], spec: Tuple[int, ...],
                     push: np.ndarray):
-        """A kp OpAlgoDispatch of `algorithm(...)` with these push constants, made once per push array
-        (a plan's arrays live as long as the plan): a repeated call records the same op again."""
+        """A kp OpAlgoDispatch of `algorithm(...)` with these push constants, made once per read-only push
+        array (a plan's, which live as long as the plan): a repeated call records the same op again."""
         key = (kernel, spec, groups, push.size, tuple([b.serial for b in buffers]))
+        if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
+            return kp().OpAlgoDispatch(self.algorithm(kernel, buffers, groups, spec, push.size), push)
         with self.device._lock:
             ops = self._ops.get(key)
             if ops is not None:
