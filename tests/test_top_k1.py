@@ -223,6 +223,17 @@ def test_merge_of_sorted_runs(dev, rng, direction):
     assert paths.device_path(dev.limits, 1, x.shape[1], 100, force="filter", chunks=40).chunks == 40 > 2 * B // 128
     check(x, 100, 1, direction, force="filter", chunks=40)
 
+
+def test_llm_row_chunk_rule():
+    """Chunks of few long rows on a GPU-sized device (the counts the H100 measured best): >= 56 pow2(K)
+    elements, or >= 64 pow2(K) where the rows alone give more than one workgroup per SM; whole steps."""
+    want = {(1, 128256, 1024): 3, (8, 128256, 1024): 3, (1, 151936, 1024): 3, (64, 151936, 1024): 3,
+            (64, 128256, 1024): 2, (1, 128256, 256): 8, (1, 151936, 256): 10, (64, 151936, 256): 4,
+            (1, 151936, 50): 19, (1, 32000, 1024): 1}
+    got = {key: paths.choose_path(*key, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks
+           for key in want}
+    assert got == want
+
 def radix_data(rng, dtype, shape, kind):
     dt = np.dtype(dtype)
     if dt.kind == "f":

@@ -105,9 +105,12 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
             # best in 3 chunks (8 x 128256: 0.054 ms; 2 chunks 0.084, 4: 0.058, 8: 0.063; 1 x 151936
             # 0.054, 2: 0.058, 7: 0.063), K=256 in 8-10 (chunk lengths are whole steps). Rows under 8
             # steps stay whole (the merge costs more than it saves: 1 x 32000 K=50 0.025 ms in one chunk,
-            # 0.030 in 4). A CPU (short_chunks False) keeps long chunks.
+            # 0.030 in 4). Where the rows alone give more than target_groups / 2 chunks (about one
+            # workgroup per SM of an H100), chunks stay at >= 64 * pow2(K): 64 x 128256 K=1024 ran 0.052-0.056
+            # ms in 2 chunks, 0.075-0.080 in 3 (192 workgroups). A CPU (short_chunks False) keeps long chunks.
             short = short_chunks and length >= 8 * step
-            min_chunk = max(step, 56 * Kp) if short else max(4 * B, 8 * step)
+            per = 56 if n_seq * -(-length // (56 * Kp)) <= target_groups // 2 else 64
+            min_chunk = max(step, per * Kp) if short else max(4 * B, 8 * step)
             want = -(-target_groups // n_seq)
             chunks = max(1, min(want, -(-length // min_chunk), max(1, 65536 // k)))
         chunk_len = -(-length // chunks)
