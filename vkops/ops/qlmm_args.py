@@ -53,9 +53,9 @@ def param(x, field: str, kind: str, count: int, zp_dtype: Optional[np.dtype]):
         key = (x, type(x), field, zp_dtype)
         arr = _SCALARS.get(key)
         if arr is None:
-            arr = frozen(_param(x, field, kind, count, zp_dtype))
-            if len(_SCALARS) < 1024:
-                _SCALARS[key] = arr
+            arr = _param(x, field, kind, count, zp_dtype)
+            if len(_SCALARS) < 1024:  # kept (and frozen) for good; past that, looked at every call
+                arr = _SCALARS[key] = frozen(arr)
         return arr
     return _param(x, field, kind, count, zp_dtype)
 

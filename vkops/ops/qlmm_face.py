@@ -7,6 +7,7 @@ from typing import Tuple
 
 import numpy as np
 
+from ..dtypes import DataType
 from ..errors import ValidationError
 from ..inputs import is_python
 from ..tensor import TensorDesc
@@ -18,8 +19,6 @@ from .qlmm_args import is_dev, pad4, param, quant_dtype
 
 
 _INT8S = (np.dtype(np.int8), np.dtype(np.uint8))
-_DTYPES = {np.int8: _INT8S[0], np.uint8: _INT8S[1], _INT8S[0]: _INT8S[0], _INT8S[1]: _INT8S[1], "int8": _INT8S[0],
-           "uint8": _INT8S[1]}
 
 @functools.lru_cache(maxsize=256)
 def _out_desc(dt: np.dtype, sizes: Tuple[int, ...]) -> TensorDesc:
@@ -60,7 +59,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     if output_zero_point is not None and not is_python(output_zero_point):
         out_dt = np.dtype(output_zero_point.dtype if is_dev(output_zero_point) else np.asarray(output_zero_point).dtype)
     else:
-        out_dt = _DTYPES.get(output_dtype) or np.dtype(output_dtype) if output_dtype is not None else a_dt
+        out_dt = DataType.of(output_dtype, "quantized_linear_matmul output_dtype").np if output_dtype is not None else a_dt
     if out_dt not in _INT8S:
         raise ValidationError(f"QuantizedLinearMatMulDesc.output.data_type must be INT8 or UINT8; got {out_dt}")
     sa = param(a_scale, "a_scale", "row", M, None)

@@ -68,7 +68,7 @@ class _Buffer:
     its allocator (`__del__`: a tenth of what a weakref.finalize per buffer cost, and a call
     allocates one to three buffers)."""
 
-    __slots__ = ("kp", "words", "serial", "host_visible", "_block", "_allocator", "__weakref__")
+    __slots__ = ("kp", "words", "serial", "host_visible", "_block", "_allocator")
 
     def __init__(self, block: _Block, allocator: "Allocator"):
         self.kp, self.words, self.serial = block.kp, block.words, block.serial

@@ -107,21 +107,16 @@ class Pipelines:
         """Pipelines compiled by this process on this device (each kernel and specialization once)."""
         return self._mgr.compiled_pipelines()
 
-    def algorithm(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int],
-                  spec: Sequence[int], push_words: int):
-        """A kp Algorithm for these buffers and grid; its pipeline is compiled at most once."""
-        key = (kernel, tuple(spec), tuple(groups), push_words, tuple(b.serial for b in buffers))
-        with self.device._lock:  # kp's manager is not thread-safe
-            return self._algorithm(key, kernel, buffers, groups, spec, push_words)
-
     def dispatch_op(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int], spec: Tuple[int, ...],
                     push: np.ndarray):
-        """A kp OpAlgoDispatch of `algorithm(...)` with these push constants, made once per read-only push
-        array (a plan's, which live as long as the plan): a repeated call records the same op again."""
+        """A kp OpAlgoDispatch for these buffers, grid and push constants. Its Algorithm (descriptor set)
+        is made once per buffers and grid, its pipeline compiled at most once; the op itself is made once
+        per read-only push array (a plan's, which live as long as the plan), so a repeated call records
+        the same op again."""
         key = (kernel, spec, groups, push.size, tuple([b.serial for b in buffers]))
-        if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
-            return kp().OpAlgoDispatch(self.algorithm(kernel, buffers, groups, spec, push.size), push)
-        with self.device._lock:
+        with self.device._lock:  # kp's manager is not thread-safe
+            if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
+                return kp().OpAlgoDispatch(self._algorithm(key, kernel, buffers, groups, spec, push.size), push)
             ops = self._ops.get(key)
             if ops is not None:
                 hit = ops.get(id(push))
