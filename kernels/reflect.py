@@ -19,7 +19,7 @@ CAPABILITIES = {1: "Shader", 9: "Float16", 10: "Float64", 11: "Int64", 22: "Int1
                 4434: "UniformAndStorageBuffer16BitAccess", 4435: "StoragePushConstant16",
                 4448: "StorageBuffer8BitAccess", 4449: "UniformAndStorageBuffer8BitAccess",
                 4450: "StoragePushConstant8", 5345: "VulkanMemoryModel", 5346: "VulkanMemoryModelDeviceScope",
-                6022: "CooperativeMatrixKHR"}
+                6018: "DotProductInput4x8BitPacked", 6019: "DotProduct", 6022: "CooperativeMatrixKHR"}
 # Capability -> the VkPhysicalDevice*Features member a device must enable for it.
 FEATURES = {"Float16": "shaderFloat16", "Float64": "shaderFloat64", "Int64": "shaderInt64", "Int16": "shaderInt16",
             "Int8": "shaderInt8", "StorageBuffer16BitAccess": "storageBuffer16BitAccess",
@@ -27,9 +27,11 @@ FEATURES = {"Float16": "shaderFloat16", "Float64": "shaderFloat64", "Int64": "sh
             "StoragePushConstant16": "storagePushConstant16", "StorageBuffer8BitAccess": "storageBuffer8BitAccess",
             "UniformAndStorageBuffer8BitAccess": "uniformAndStorageBuffer8BitAccess",
             "StoragePushConstant8": "storagePushConstant8", "VulkanMemoryModel": "vulkanMemoryModel",
-            "CooperativeMatrixKHR": "cooperativeMatrix"}
+            "CooperativeMatrixKHR": "cooperativeMatrix", "DotProduct": "shaderIntegerDotProduct",
+            "DotProductInput4x8BitPacked": "shaderIntegerDotProduct"}
 DEVICE_EXTENSIONS = {"SPV_KHR_cooperative_matrix": "VK_KHR_cooperative_matrix",
-                     "SPV_KHR_8bit_storage": "VK_KHR_8bit_storage", "SPV_KHR_16bit_storage": "VK_KHR_16bit_storage"}
+                     "SPV_KHR_8bit_storage": "VK_KHR_8bit_storage", "SPV_KHR_16bit_storage": "VK_KHR_16bit_storage",
+                     "SPV_KHR_integer_dot_product": "VK_KHR_shader_integer_dot_product"}
 # Opcodes and decorations used below (SPIR-V 1.6 unified spec).
 OP = dict(Name=5, MemberName=6, Extension=10, EntryPoint=15, ExecutionMode=16, Capability=17, TypeBool=20, TypeInt=21,
           TypeFloat=22, TypeVector=23, TypeArray=28, TypeRuntimeArray=29, TypeStruct=30, TypePointer=32,
@@ -163,8 +165,11 @@ def reflect(spv: bytes) -> Dict:
 _SPEC_OPS = {128: lambda x, y: x + y, 130: lambda x, y: x - y, 132: lambda x, y: x * y,
              134: lambda x, y: x // y, 135: lambda x, y: x // y, 137: lambda x, y: x % y,
              194: lambda x, y: x >> y, 196: lambda x, y: x << y, 199: lambda x, y: x & y,
-             197: lambda x, y: x | y}
-SPEC_CONSTANT_OP, COMPOSITE_EXTRACT, WORKGROUP = 52, 81, 4
+             197: lambda x, y: x | y,
+             # unsigned comparisons (a select's condition)
+             170: lambda x, y: int(x == y), 172: lambda x, y: int(x > y), 174: lambda x, y: int(x >= y),
+             176: lambda x, y: int(x < y), 178: lambda x, y: int(x <= y)}
+SPEC_CONSTANT_OP, COMPOSITE_EXTRACT, SELECT, WORKGROUP = 52, 81, 169, 4
 
 
 def shared_memory_bytes(spv: bytes, spec_values: Dict[int, int]) -> int:
@@ -200,6 +205,8 @@ def shared_memory_bytes(spv: bytes, spec_values: Dict[int, int]) -> int:
             code, args = ops[vid]
             if code == COMPOSITE_EXTRACT:
                 return value(values[args[0]][1][args[1]])
+            if code == SELECT:  # c ? a : b (e.g. an array sized by the larger of two spec expressions)
+                return value(args[1]) if value(args[0]) else value(args[2])
             return _SPEC_OPS[code](value(args[0]), value(args[1])) & 0xFFFFFFFF
         return values[vid]
 

@@ -284,10 +284,12 @@ def test_features_are_reported(dev):
              "uniformAndStorageBuffer16BitAccess", "storagePushConstant16", "storageBuffer8BitAccess",
              "uniformAndStorageBuffer8BitAccess", "storagePushConstant8", "shaderFloat16", "shaderInt8",
              "subgroupSizeControl", "computeFullSubgroups", "cooperativeMatrix", "vulkanMemoryModel",
-             "vulkanMemoryModelDeviceScope"}
+             "vulkanMemoryModelDeviceScope", "shaderIntegerDotProduct"}
     assert set(feats) <= known
     if "VK_KHR_8bit_storage" in dev.info.extensions:
         assert "storageBuffer8BitAccess" in feats
+    # the patched kp chains VK_KHR_shader_integer_dot_product's feature struct (lavapipe offers it)
+    assert ("shaderIntegerDotProduct" in feats) == ("VK_KHR_shader_integer_dot_product" in dev.info.extensions)
     assert ("cooperativeMatrix" in feats) == dev.cooperative_matrix
 
 

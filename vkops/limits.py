@@ -14,7 +14,9 @@ class Limits:
     """What planning may assume about a device. The defaults are Vulkan 1.1's required minimums.
     `cooperative_matrix`: the s8 16x16x32 shape at subgroup scope with the features its SPIR-V declares
     enabled; `coopmat_verified` / `coopmat_split_verified`: those kernels also passed vkops' self-check
-    on this device (only a device can say; False on paper). `profile`: the profile the device's own
+    on this device (only a device can say; False on paper). `integer_dot_product`: packed 4 x 8-bit
+    dot products (VK_KHR_shader_integer_dot_product) offered (QLinearMatMul's device_limits also needs
+    them enabled). `profile`: the profile the device's own
     limits were clamped to, if any."""
 
     name: str = "unknown"
@@ -33,6 +35,7 @@ class Limits:
     cooperative_matrix: bool = False
     coopmat_verified: bool = False
     coopmat_split_verified: bool = False
+    integer_dot_product: bool = False
     profile: Optional[str] = None
 
     @classmethod
@@ -47,7 +50,8 @@ class Limits:
                    shared_memory_bytes=info.shared_memory_bytes,
                    max_push_constants_bytes=info.max_push_constants_bytes,
                    max_storage_buffer_range=info.max_storage_buffer_range,
-                   subgroup_operations=info.subgroup_operations)
+                   subgroup_operations=info.subgroup_operations,
+                   integer_dot_product="VK_KHR_shader_integer_dot_product" in info.extensions)
 
     def workgroup(self, want: int) -> int:
         """The largest power of two <= `want` that a 1-D workgroup may have here."""
@@ -85,6 +89,7 @@ class Limits:
                             cooperative_matrix=self.cooperative_matrix and p.cooperative_matrix,
                             coopmat_verified=self.coopmat_verified and p.cooperative_matrix,
                             coopmat_split_verified=self.coopmat_split_verified and p.cooperative_matrix,
+                            integer_dot_product=self.integer_dot_product and p.integer_dot_product,
                             profile=name)
 
     def to_dict(self) -> dict:
@@ -113,7 +118,7 @@ _BIG = 2**31
 # A profile given as a dict limits only the fields it names.
 _UNLIMITED = Limits(max_workgroup_invocations=_BIG, max_workgroup_size=(_BIG,) * 3, max_workgroup_count=(_BIG,) * 3,
                     shared_memory_bytes=_BIG, max_push_constants_bytes=_BIG, max_storage_buffer_range=2**64,
-                    subgroup_operations=0xFF, cooperative_matrix=True)
+                    subgroup_operations=0xFF, cooperative_matrix=True, integer_dot_product=True)
 
 PROFILES = {
     # Vulkan 1.1's required minimums (the spec's "Required Limits" table).

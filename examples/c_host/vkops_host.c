@@ -23,6 +23,13 @@ typedef struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
 } VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
 #define VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR ((VkStructureType)1000506000)
 #endif
+/* VK_KHR_shader_integer_dot_product's feature struct under a name of our own (core 1.3 renamed it). */
+typedef struct {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 shaderIntegerDotProduct;
+} IntegerDotFeatures;
+#define STYPE_INTEGER_DOT_FEATURES ((VkStructureType)1000280000)
 
 static void cleanup(void);
 
@@ -378,7 +385,7 @@ typedef struct {
 typedef struct { const Kernel *k; const uint32_t *spec; size_t nspec; VkPipeline p; } Pipe;
 
 /* Features a manifest may list: where they live and the extension that provides them on 1.1. */
-enum { FS_CORE, FS_16BIT, FS_8BIT, FS_F16I8, FS_VMM, FS_COOP, FS_COUNT };
+enum { FS_CORE, FS_16BIT, FS_8BIT, FS_F16I8, FS_VMM, FS_COOP, FS_IDOT, FS_COUNT };
 static const struct { const char *name; int st; size_t off; } FEATURES[] = {
     {"shaderInt16", FS_CORE, offsetof(VkPhysicalDeviceFeatures2, features.shaderInt16)},
     {"shaderInt64", FS_CORE, offsetof(VkPhysicalDeviceFeatures2, features.shaderInt64)},
@@ -389,6 +396,7 @@ static const struct { const char *name; int st; size_t off; } FEATURES[] = {
     {"shaderFloat16", FS_F16I8, offsetof(VkPhysicalDeviceShaderFloat16Int8FeaturesKHR, shaderFloat16)},
     {"vulkanMemoryModel", FS_VMM, offsetof(VkPhysicalDeviceVulkanMemoryModelFeaturesKHR, vulkanMemoryModel)},
     {"cooperativeMatrix", FS_COOP, offsetof(VkPhysicalDeviceCooperativeMatrixFeaturesKHR, cooperativeMatrix)},
+    {"shaderIntegerDotProduct", FS_IDOT, offsetof(IntegerDotFeatures, shaderIntegerDotProduct)},
 };
 #define NFEATURES (sizeof FEATURES / sizeof FEATURES[0])
 typedef union {
@@ -399,6 +407,7 @@ typedef union {
     VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16i8;
     VkPhysicalDeviceVulkanMemoryModelFeaturesKHR vmm;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop;
+    IntegerDotFeatures idot;
 } FeatStruct;
 static const struct { VkStructureType stype; const char *ext; } FSTRUCTS[FS_COUNT] = {
     {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, NULL},
@@ -407,6 +416,7 @@ static const struct { VkStructureType stype; const char *ext; } FSTRUCTS[FS_COUN
     {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR, "VK_KHR_shader_float16_int8"},
     {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR, "VK_KHR_vulkan_memory_model"},
     {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, "VK_KHR_cooperative_matrix"},
+    {STYPE_INTEGER_DOT_FEATURES, "VK_KHR_shader_integer_dot_product"},
 };
 
 static struct {

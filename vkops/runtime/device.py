@@ -24,7 +24,8 @@ from .submit import Batch, Sequences
 # Extensions whose features vkops' kernels use; requested where the device offers them, and the
 # patched kp enables the features they bring (Device.features lists what was enabled).
 EXTENSIONS = ("VK_KHR_8bit_storage", "VK_KHR_shader_float16_int8", "VK_EXT_subgroup_size_control",
-              "VK_KHR_cooperative_matrix", "VK_KHR_vulkan_memory_model", "VK_EXT_memory_budget")
+              "VK_KHR_cooperative_matrix", "VK_KHR_vulkan_memory_model", "VK_EXT_memory_budget",
+              "VK_KHR_shader_integer_dot_product")
 
 # Small read-only parameters (scales, zero points) are kept on the device by content, so a call with
 # the same Python scalars uploads nothing.
