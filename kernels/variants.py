@@ -26,3 +26,7 @@ VARIANTS.update({  # TOP_K1 ROWS mode: one subgroup per sequence (needs subgroup
     f"top_k1_rows_{t}": (src, dict(defines, ROWS=1), opts)
     for t, (src, defines, opts) in [(k[len("top_k1_"):], v) for k, v in VARIANTS.items() if k.startswith("top_k1_")]
 })
+VARIANTS.update({  # QLinearMatMul for decoding-sized M on integer dot products (ops/qlmm.py)
+    "qlmm_dot": ("qlmm_dot.comp", {}),
+    "qlmm_dot_sk": ("qlmm_dot.comp", {"SPLIT_K": 1}),
+})

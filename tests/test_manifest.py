@@ -91,6 +91,10 @@ def test_requirements_are_reflected(manifest):
     assert "CooperativeMatrixKHR" in coop["capabilities"] and "cooperativeMatrix" in coop["device_features"]
     assert coop["device_extensions"] == ["VK_KHR_cooperative_matrix"]
     assert manifest["modules"]["slice1_b8"]["device_features"] == []  # portable: 32-bit storage only
+    dot = manifest["modules"]["qlmm_dot"]
+    assert {"DotProduct", "DotProductInput4x8BitPacked"} <= set(dot["capabilities"])
+    assert dot["device_features"] == ["shaderIntegerDotProduct"]
+    assert dot["device_extensions"] == ["VK_KHR_shader_integer_dot_product"]
 
 
 def test_manifest_is_current(manifest):
@@ -104,3 +108,4 @@ def test_the_device_reports_which_kernels_it_can_run(dev):
     assert dev.supports("slice1_b8") and dev.supports("top_k1_f32") and dev.supports("qlmm")
     coop = dev.supports("qlmm_coopmat")
     assert coop == ({"cooperativeMatrix", "shaderInt8", "vulkanMemoryModel"} <= set(dev.features))
+    assert dev.supports("qlmm_dot") == ("shaderIntegerDotProduct" in dev.features)

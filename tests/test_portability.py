@@ -27,7 +27,10 @@ PAPER = Limits(name="paper", device_type="discrete", subgroup_size=32, max_workg
 # The same with subgroup ballot + arithmetic (NVIDIA's set): TOP_K1 ROWS (128 invocations) becomes possible.
 PAPER_SG = PAPER.replace(name="paper+subgroups", subgroup_operations=0xFF, min_subgroup_size=32, max_subgroup_size=32)
 LIMITS = {"minimum": PROFILES["minimum"], "v3dv": PROFILES["raspberry-pi-v3dv"], "paper": PAPER,
-          "paper+subgroups": PAPER_SG}
+          "paper+subgroups": PAPER_SG,
+          # integer dot products (the decoding-sized qlmm kernel) within the smallest limits, and on paper
+          "minimum+dot": PROFILES["minimum"].replace(integer_dot_product=True),
+          "paper+dot": PAPER.replace(integer_dot_product=True)}
 
 
 def topk(shape, k, dtype="float32", axis=-1):
@@ -62,6 +65,8 @@ def plans(lim):
     yield slice1.plan(slc((4, 100000), (0, 0), (4, 100000), (1, 1), "uint8"), lim)
     yield qlmm.plan(qd(2, 70, 96, 40), lim)
     yield qlmm.plan(qd(1, 3, 5000, 7, zp=False), lim)
+    yield qlmm.plan(qd(1, 9, 4096, 260), lim)                        # decoding-sized: dot where offered
+    yield qlmm.plan(qd(1, 33, 160, 4096, zp=False), lim)
 
 
 @pytest.mark.parametrize("name", LIMITS)
@@ -83,6 +88,8 @@ def test_plans_fit_their_limits(name):
             seen.add((p.op, wg))
     if name == "minimum":
         assert seen == {("top_k1", 128), ("slice1", 128), ("qlmm", 128)}
+    if name.endswith("+dot"):
+        assert any(p.dispatches[-1].kernel.startswith("qlmm_dot") for p in plans(lim))
     if name == "paper":  # where the device allows, the sizes the kernels were tuned with
         assert seen == {("top_k1", 512), ("slice1", 256), ("qlmm", 256)}
     if name == "paper+subgroups":
@@ -99,6 +106,12 @@ def test_shared_memory_mirror_matches_the_spirv():
         assert 0 < shared_memory_bytes(rows, {0: wg, 1: B}) <= top_k1_paths.shared_bytes(B, wg)
     q = (SPV / "qlmm.spv").read_bytes()
     assert shared_memory_bytes(q, {0: 256}) == 8192 and shared_memory_bytes(q, {0: 128}) == 6144
+    # qlmm_dot: A's chunk or one partial tile, whichever is larger (a spec-constant select), + row sums
+    for name, extra in (("qlmm_dot", 0), ("qlmm_dot_sk", 4)):
+        d = (SPV / f"{name}.spv").read_bytes()
+        for rows, chunk in ((16, 128), (16, 8), (1, 256), (1, 32), (32, 32)):
+            want = 16 * max(chunk * rows, (rows * 128 + 128) // 4) + 4 * rows + extra
+            assert shared_memory_bytes(d, {0: 256, 1: rows, 2: chunk, 3: 2}) == want, (name, rows, chunk)
 
 
 @pytest.mark.parametrize("make,limits,match", [

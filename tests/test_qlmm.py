@@ -9,6 +9,7 @@ from vkops import reference
 from vkops.ops import qlmm as qmod
 from vkops.tensor import TensorDesc
 from vkops.ops import qlmm_coopmat as QC
+from vkops.ops import qlmm_dot as QD
 
 I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
 COMBOS = [(a, b, o) for a in (I8, U8) for b in (I8, U8) for o in (I8, U8)]
@@ -336,3 +337,133 @@ def test_unshared_b_and_gapped_a_still_correct(dev, rng):
     big = rand_q(rng, (4, M + 2, K), I8)  # batches 7 rows apart, M = 5 used: not one matrix
     y = vkops.quantized_linear_matmul(big[:, :M], 0.02, None, b[0], 0.03, None, 0.1, None)
     close(y, reference.quantized_linear_matmul(big[:, :M], 0.02, None, b[0], 0.03, None, 0.1, None))
+
+
+# ---- the integer-dot-product kernel (decoding-sized M; lavapipe offers VK_KHR_shader_integer_dot_product) ----
+def _dot_or_skip(dev):
+    if not QC.device_limits(dev).integer_dot_product:
+        pytest.skip(f"{dev.limits.name}: no integer dot products (or a profile without them)")
+
+
+def _dot_call(dev, args, odt, cols=False, **kw):
+    """args as problem() returns them; b read column-major in place (a transposed device view) when cols."""
+    a, sa, za, b, sb, zb, so, zo = args
+    want = reference.quantized_linear_matmul(*args, output_dtype=odt)
+    if cols:  # problem()'s b is {B, C, K, N}: its N x K transpose goes up packed
+        B, C, K, N = b.shape
+        b = dev.tensor(np.ascontiguousarray(np.swapaxes(b, -1, -2))).as_strided(b.shape, (C * N * K, N * K, 1, K))
+    got = vkops.quantized_linear_matmul(a, sa, za, b, sb, zb, so, zo, output_dtype=odt, kernel="dot", **kw)
+    close(got.numpy() if isinstance(got, vkops.DeviceTensor) else got, want)
+
+
+@pytest.mark.parametrize("cols", [False, True], ids=["b_rows", "b_cols"])
+@pytest.mark.parametrize("zps", ["none", "tensor", "axis"])
+@pytest.mark.parametrize("adt,bdt", [(I8, I8), (U8, I8), (U8, U8), (I8, U8)], ids=lambda d: d.name)
+def test_dot_kernel_dtypes_zero_points_layouts(dev, rng, adt, bdt, zps, cols):
+    """Every signedness pair (uint8 shifted into int8, the offset folded into the zero point), zero points
+    none / per tensor / per row and column, B row-major and column-major; N = 132 is one quad past the
+    128-column workgroup, M = 13 leaves 3 of 16 rows empty."""
+    _dot_or_skip(dev)
+    _dot_call(dev, problem(rng, adt, bdt, adt, 13, 272, 132, "axis", zps), adt, cols)
+
+
+@pytest.mark.parametrize("M", [1, 2, 15, 16])
+@pytest.mark.parametrize("N", [124, 128, 132, 260])
+def test_dot_kernel_row_and_column_boundaries(dev, rng, M, N):
+    """Around ROWS (pow2 >= M: 1, 2, 16) and the 128-column workgroup (a quad less, exact, a quad more)."""
+    _dot_or_skip(dev)
+    _dot_call(dev, problem(rng, U8, I8, I8, M, 96, N, "axis", "axis"), I8)
+    _dot_call(dev, problem(rng, I8, I8, I8, M, 96, N, "tensor", "none"), I8, cols=True)
+
+
+def test_dot_kernel_plan_split_and_chunks(dev, rng, monkeypatch):
+    """The plan: one qlmm_dot dispatch of ROWS = pow2(M), split-K by DOT_TARGET_GROUPS (slots and a
+    last-arriving reduction: qlmm_dot_sk), and a K range longer than the staged A chunk (several chunks
+    per workgroup, split or not); K = 2064 is 129 16-byte blocks, so splits and chunks end unevenly."""
+    _dot_or_skip(dev)
+    lim = QC.device_limits(dev)
+    M, K, N = 9, 2064, 132
+    args = problem(rng, U8, U8, U8, M, K, N, "axis", "axis")
+    d = vkops.QuantizedLinearMatMulDesc(*[None if x is None else TensorDesc(x.dtype, x.shape) for x in args],
+                                        TensorDesc(U8, (1, 1, M, N))).validate()
+    chunk = QD.chunk(lim, 16)
+    assert 8 <= chunk < K // 16  # more than one chunk
+    for target, sk in ((1, 1), (2, 1), (4 * 2, 4), (10**6, None)):
+        monkeypatch.setattr(QD, "DOT_TARGET_GROUPS", target)
+        p = qmod.plan(d, lim)
+        (g,) = _gemms(p)
+        assert g.kernel == ("qlmm_dot" if p.note("split_k") == 1 else "qlmm_dot_sk") and p.note("rows") == 16
+        assert g.spec[1:3] == (16, chunk) and g.groups[1] == 1 and g.groups[0] == 2 * p.note("split_k")
+        if sk is not None:
+            assert p.note("split_k") == sk
+        else:  # capped: each thread keeps at least DOT_UNROLL blocks per split
+            assert p.note("split_k") == (K // 16) // ((g.spec[0] // 32) * QD.DOT_UNROLL)
+        got = vkops.quantized_linear_matmul(*args, output_dtype=U8, kernel="dot")
+        close(got, reference.quantized_linear_matmul(*args, output_dtype=U8))
+    # the same output with the cooperative-matrix / portable kernels: dot is the default for small M
+    assert qmod.plan(d, lim).dispatches[-1].kernel.startswith("qlmm_dot")
+    monkeypatch.setattr(QD, "DOT", False)
+    assert not qmod.plan(d, lim).dispatches[-1].kernel.startswith("qlmm_dot")
+
+
+def test_dot_kernel_rows_32_batches_and_strided_a(dev, rng, monkeypatch):
+    """32 rows per workgroup (DOT_MAX_M raised), two M tiles (M = 33), an unfolded batch (b per batch),
+    and A rows at a stride that is not a multiple of 4 bytes (read a word pair at a time)."""
+    _dot_or_skip(dev)
+    monkeypatch.setattr(QD, "DOT_MAX_M", 64)
+    for M in (17, 32, 33):
+        _dot_call(dev, problem(rng, U8, I8, I8, M, 64, 132, "axis", "axis"), I8)
+    _dot_call(dev, problem(rng, I8, U8, U8, 5, 48, 64, "axis", "axis", a_batch=(2, 1), b_batch=(2, 1)), U8)
+    _dot_call(dev, problem(rng, I8, U8, U8, 5, 48, 64, "axis", "axis", a_batch=(1, 3), b_batch=(1, 3)), U8, cols=True)
+    M, K, N = 6, 80, 36
+    a, sa, za, b, sb, zb, so, zo = problem(rng, I8, I8, I8, M, K, N, "axis", "axis")
+    big = np.zeros((M, K + 3), I8)
+    big[:, 1:K + 1] = a[0, 0]
+    view = dev.tensor(big).as_strided((M, K), (K + 3, 1))  # rows 83 bytes apart, starting at byte 0
+    got = vkops.quantized_linear_matmul(view, sa[0, 0, :, 0], za[0, 0, :, 0], b[0, 0], sb[0, 0, 0], zb[0, 0, 0],
+                                        so[0, 0, :, 0], zo[0, 0, :, 0], kernel="dot")
+    want = reference.quantized_linear_matmul(big[:, :K], sa[0, 0], za[0, 0], b[0, 0], sb[0, 0], zb[0, 0], so[0, 0], zo[0, 0])
+    close(got.numpy(), want)
+
+
+def test_dot_kernel_refusals(dev, rng, monkeypatch):
+    """kernel='dot' names why it cannot run; auto falls back to another kernel for the same shapes."""
+    _dot_or_skip(dev)
+    for (M, K, N), why in (((17, 64, 32), "M = 17 > 16"), ((4, 40, 32), "K = 40 is not a multiple of 16"),
+                           ((4, 64, 30), "row-major b needs N and its strides multiples of 4")):
+        args = problem(rng, I8, I8, I8, M, K, N, "tensor", "none")
+        with pytest.raises(vkops.DeviceLimitError, match=why):
+            vkops.quantized_linear_matmul(*args, kernel="dot")
+        run_both(args, I8)
+    lim = QC.device_limits(dev)
+    assert not lim.within("minimum").integer_dot_product  # Vulkan 1.1 does not promise them
+    assert QD.rows(lim.replace(integer_dot_product=False), 4, 64, 32, (0, 0, 32, 1), False)[0] is None
+
+
+def test_auto_kernel_rule_for_small_m():
+    """Pure planning: where cooperative matrices are verified, the direct-B kernel keeps row-major signed
+    B without zero-point sums above DOT_COOP_MAX_M rows; the dot kernel takes fewer rows, column-major
+    B and zero points; a device without cooperative matrices gets the dot kernel for M <= DOT_MAX_M."""
+    h100 = vkops.Limits(name="coopmat+dot", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
+                        max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
+                        max_storage_buffer_range=2**32 - 1, subgroup_operations=0xFF, cooperative_matrix=True,
+                        coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
+    t = TensorDesc
+
+    def kernel(lim, M, adt=I8, bdt=I8, zp=False, cols=False, K=4096, N=4096):
+        b = t(bdt, (1, 1, K, N), (0, 0, 1, K)) if cols else t(bdt, (1, 1, K, N))
+        one = (1, 1, 1, 1)
+        d = vkops.QuantizedLinearMatMulDesc(t(adt, (1, 1, M, K)), t(np.float32, one), t(adt, one) if zp else None, b,
+                                            t(np.float32, one), t(bdt, one) if zp else None, t(np.float32, one), None,
+                                            t(adt, (1, 1, M, N))).validate()
+        return _gemms(qmod.plan(d, lim))[-1].kernel
+
+    cap = QD.DOT_COOP_MAX_M
+    assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")
+    for k in (kernel(h100, cap), kernel(h100, 1), kernel(h100, 16, cols=True), kernel(h100, 16, U8, I8, zp=True),
+              kernel(h100, 16, I8, U8, zp=True)):
+        assert k.startswith("qlmm_dot"), k
+    assert kernel(h100, 17).startswith("qlmm_coopmat") and not kernel(h100, 17).startswith("qlmm_coopmat_direct")
+    assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
+    plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
+    assert kernel(plain, 16).startswith("qlmm_dot") and kernel(plain, 17) == "qlmm"

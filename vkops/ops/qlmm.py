@@ -20,6 +20,7 @@ from ..tensor import TensorDesc, validate_fields
 from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from . import qlmm_coopmat as cm
+from . import qlmm_dot as qd
 from .slice1 import lower_packed
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
@@ -167,7 +168,7 @@ def choose_kernel(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kern
                                   f"got K={desc.k}, N={desc.n}, a strides {a_st}, b strides {b_st}")
         return "coopmat"
     if kernel != "auto":
-        raise ValidationError(f"kernel must be 'auto', 'portable' or 'coopmat'; got {kernel!r}")
+        raise ValidationError(f"kernel must be 'auto', 'portable', 'coopmat' or 'dot'; got {kernel!r}")
     return "coopmat" if aligned and lim.cooperative_matrix and lim.coopmat_verified else "portable"
 
 
@@ -259,7 +260,19 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         a_st = (0, 0, a_st[2], 1)
         a_scale, a_zp, o_scale, o_zp = (_tile_rows(batch, t, rows) for t in (a_scale, a_zp, o_scale, o_zp))
         batch.notes["folded"] = rows
-    which = choose_kernel(lim, desc, a_st, b_st, kernel)
+    dot, why = qd.rows(lim, M, K, N, b_st, b_cols) if qd.DOT or kernel == "dot" else (None, "vkops.ops.qlmm_dot.DOT is off")
+    if kernel == "dot" and dot is None:
+        raise DeviceLimitError(f"kernel='dot' cannot run this product: {why}")
+    za_known, zb_known = zero_points if zero_points is not None else (None, None)
+    a_free = _zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)  # za' = 0
+    b_free = _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known)  # zb' = 0
+    which = "dot" if dot is not None and kernel in ("auto", "dot") else choose_kernel(lim, desc, a_st, b_st, kernel)
+    if which == "dot" and kernel == "auto" and M > qd.DOT_COOP_MAX_M and not b_cols \
+            and choose_kernel(lim, desc, a_st, b_st) == "coopmat":
+        # Where the direct-B cooperative-matrix kernel runs (row-major signed B, no zero-point sums),
+        # its tensor cores beat the dot kernel's dp4a work beyond a few rows.
+        direct = cm.resolve(cm.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free, desc.b.data_type.is_signed)[1]
+        which = "coopmat" if direct == "qlmm_coopmat_direct" else which
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
         return batch.constant(np.zeros(4, dt.np), f"zero_{dt.value}")
@@ -274,15 +287,15 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
             raise DeviceLimitError(f"the portable QLinearMatMul kernel needs 128-invocation workgroups; "
                                    f"{lim.name} allows {lim.max_workgroup_invocations}")
         kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
+    elif which == "dot":
+        kname, spec, bm, bn = "qlmm_dot", qd.spec(lim, dot), dot, qd.DOT_COLS
     else:
-        za_known, zb_known = zero_points if zero_points is not None else (None, None)
-        free = (_zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)
-                and _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known))
-        config, kname = cm.resolve(config or cm.COOPMAT_CONFIG, M, N, K, Bo * Co, free, desc.b.data_type.is_signed)
+        config, kname = cm.resolve(config or cm.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free,
+                                   desc.b.data_type.is_signed)
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-    if b_cols and not (which == "coopmat" and kname == "qlmm_coopmat_direct"):
+    if b_cols and not (which == "dot" or (which == "coopmat" and kname == "qlmm_coopmat_direct")):
         b_cols = False
         b = packed_inner(b)
         b_st = _strides(b.desc)[:3] + (1,)
@@ -298,6 +311,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     flags |= _flag(desc.a_scale, F_SA_ROW) | _flag(desc.a_zero_point, F_ZA_ROW)
     flags |= _flag(desc.b_scale, F_SB_COL) | _flag(desc.b_zero_point, F_ZB_COL)
     flags |= _flag(desc.output_scale, F_SO_ROW) | _flag(desc.output_zero_point, F_ZO_ROW)
+    if which == "dot":  # zero-point sums only where a shifted zero point may be non-zero
+        flags |= (0 if b_free else qd.F_NEED_SA) | (0 if a_free else qd.F_NEED_SB)
     pc["flags"] = flags
     if b_cols:
         batch.notes["b_layout"] = "column-major"
@@ -322,6 +337,17 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
             cnt = batch.counters(tiles)
             extra, extra_writes = [part, cnt], [9, 10]
             groups = (groups[0] * sk, groups[1], groups[2])
+    elif which == "dot":
+        tiles = groups[0] * groups[1] * groups[2]
+        sk = qd.splits(tiles, K, spec[0], split_k)
+        if sk > 1:
+            kname += "_sk"
+            pc["splits"] = sk
+            part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * bm * bn,)))
+            cnt = batch.counters(tiles)
+            extra, extra_writes = [part, cnt], [9, 10]
+            groups = (groups[0] * sk, groups[1], groups[2])
+        batch.notes.update(rows=bm, split_k=sk)
     limit = lim.max_workgroup_count
     for g, lmt, what in zip(groups, limit, ("N tiles", "M tiles", "BatchCount*ChannelCount")):
         if g > lmt:

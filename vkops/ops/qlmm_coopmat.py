@@ -145,16 +145,23 @@ _limits: Dict[Limits, Limits] = {}  # by the device's limits
 
 def device_limits(dev, verified: bool = True) -> Limits:
     """`dev.limits` with what this operator learns by trying the device: whether the cooperative-matrix
-    kernels are offered and (verified=True) passed their self-checks."""
+    kernels are offered and (verified=True) passed their self-checks, and whether the integer dot
+    product kernel's features were enabled."""
     if not verified:
-        return dev.limits.replace(cooperative_matrix=coopmat_supported(dev))
+        return dev.limits.replace(cooperative_matrix=coopmat_supported(dev), integer_dot_product=_dot(dev))
     base = dev.limits
     lim = _limits.get(base)
     if lim is None:
         ok = coopmat_supported(dev)  # reads the effective shared memory: False within small profiles
         lim = _limits[base] = base.replace(cooperative_matrix=ok, coopmat_verified=ok and coopmat_verified(dev),
-                                           coopmat_split_verified=ok and split_verified(dev))
+                                           coopmat_split_verified=ok and split_verified(dev),
+                                           integer_dot_product=_dot(dev))
     return lim
+
+
+def _dot(dev) -> bool:
+    """Offered (and not ruled out by a profile: dev.limits) and enabled (the kernel's features are on)."""
+    return dev.limits.integer_dot_product and dev.supports("qlmm_dot")
 
 
 def self_check(dev, split: bool = False) -> bool:
