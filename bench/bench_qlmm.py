@@ -7,7 +7,8 @@ torch._int_mm (B column-major and row-major) and ONNX Runtime's CPU QLinearMatMu
     python bench/bench_qlmm.py --small     # CPU-driver shapes (the default on one)
 
 Research flags, kept here: --configs all (on a cooperative-matrix device, more vkops rows: the
-portable kernel and other tiles / split-K; decoding shapes try the direct-B tiles). Dropped: the
+portable kernel and other tiles / split-K; decoding shapes: the cooperative-matrix kernel and the
+integer-dot-product kernel's knobs, see SKINNY_CONFIGS). Dropped: the
 one-dispatch-per-submission column (ms_1sub) and --configs' group-M variant.
 """
 from __future__ import annotations
@@ -23,9 +24,12 @@ import vkops  # noqa: E402
 from vkops.bench import commands, presets, runner, timing  # noqa: E402
 from vkops.ops import qlmm_coopmat as QC  # noqa: E402
 
-SKINNY_CONFIGS = {**{f"16x64x128 sk{k}": {"config": "16x64x128_4x1", "split_k": k} for k in (4, 8, 16)},
-                  **{f"16x64x256 sk{k}": {"config": "16x64x256_4x1", "split_k": k} for k in (2, 4, 8)},
-                  "16x128x128": {"config": "16x128x128_4x1"}, "32x64x128": {"config": "32x64x128_2x2"}}
+# Decoding shapes: the cooperative-matrix kernels (what auto ran before the integer-dot-product kernel)
+# and the dot kernel's knobs (ops/qlmm.py), including 32 rows per workgroup.
+SKINNY_CONFIGS = {"coopmat": {"kernel": "coopmat"},
+                  **{f"dot unroll {u}": {"knobs": {"DOT_UNROLL": u}} for u in (1, 4)},
+                  **{f"dot groups {g}": {"knobs": {"DOT_TARGET_GROUPS": g}} for g in (66, 264, 528)},
+                  "dot rows 32": {"kernel": "dot", "knobs": {"DOT_MAX_M": 32}}}
 LARGE_CONFIGS = {c: {"config": c} for c in ("128x256x64_4x2", "256x128x64_2x4", "64x64x64_2x2")}
 LARGE_CONFIGS.update({"32x64x128 sk1": {"config": "32x64x128_2x2", "split_k": 1},
                       "32x64x128 sk8": {"config": "32x64x128_2x2", "split_k": 8}})
@@ -43,7 +47,7 @@ def main():
     dev = vkops.Device()
     preset = "small" if args.small or dev.device_type == "cpu" else ("llm" if args.skinny else "paper")
     variants = {}
-    if args.configs == "all" and QC.coopmat_verified(dev):
+    if args.configs == "all" and (QC.coopmat_verified(dev) or args.skinny):
         variants = {"portable": {"kernel": "portable"}, **(SKINNY_CONFIGS if args.skinny else LARGE_CONFIGS)}
     cfg = runner.Config(cases=presets.qlmm(preset), preset=preset, variants=variants,
                         against=[a for a in args.against.split(",") if a and a != "none"],

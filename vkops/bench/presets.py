@@ -49,9 +49,11 @@ def qlmm(preset: str) -> List[Case]:
         shapes, dts = [(4096, 4096, 4096), (8192, 8192, 8192), (32, 4096, 4096), (8, 1024, 1024, 1024)], \
             ("int8xint8", "uint8xint8")
     else:  # decoding: a few rows of activations against a weight matrix
-        shapes, dts = [(16, 4096, 4096), (16, 8192, 8192), (32, 4096, 4096), (128, 4096, 4096)], ("int8xint8",)
+        shapes, dts = [(1, 4096, 4096), (16, 4096, 4096), (16, 8192, 8192), (32, 4096, 4096), (32, 8192, 8192),
+                       (128, 4096, 4096)], ("int8xint8",)
     cases = [qlmm_case(s, dt) for s in shapes for dt in dts]
-    if preset == "llm":  # int8 weights as PyTorch holds them (N x K), read in place
+    if preset == "llm":  # uint8 activations with zero points; int8 weights as PyTorch holds them (N x K), read in place
+        cases += [qlmm_case(s, "uint8xint8") for s in [(16, 4096, 4096), (16, 8192, 8192)]]
         cases += [qlmm_case(s, "int8xint8", "column-major") for s in [(1, 4096, 4096), (16, 4096, 4096), (16, 8192, 8192)]]
     return cases
 

@@ -279,17 +279,32 @@ class QLinearMatMul:
 
     @staticmethod
     @contextlib.contextmanager
-    def variant(config=None, split_k=None, **_):
-        """The cooperative-matrix tile and split-K (module knobs, part of every plan key) for a variant."""
+    def variant(config=None, split_k=None, knobs=None, **_):
+        """The cooperative-matrix tile and split-K, and any other knob of ops/qlmm.py, qlmm_coopmat.py or
+        qlmm_dot.py (`knobs`: name -> value, e.g. {"DOT_UNROLL": 4}): module knobs, part of every plan
+        key, set for a variant."""
+        from ..ops import qlmm as Q  # noqa: PLC0415
         from ..ops import qlmm_coopmat as QC  # noqa: PLC0415
+        from ..ops import qlmm_dot as QD  # noqa: PLC0415
+
+        def owner(k):
+            for m in (Q, QC, QD):
+                if hasattr(m, k):
+                    return m
+            raise ValueError(f"no QLinearMatMul knob {k!r}")
 
         old = QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K
+        old_knobs = {k: (owner(k), getattr(owner(k), k)) for k in (knobs or {})}
         QC.COOPMAT_CONFIG = config or "auto"
         QC.COOPMAT_SPLIT_K = "auto" if split_k is None else split_k
+        for k, v in (knobs or {}).items():
+            setattr(owner(k), k, v)
         try:
             yield
         finally:
             QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K = old
+            for k, (m, v) in old_knobs.items():
+                setattr(m, k, v)
 
     @staticmethod
     def read(out):
