@@ -377,5 +377,6 @@ def test_plans_from_the_planner_run_bit_for_bit(host, tmp_path):
                        text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
-    assert len([ln for ln in lines if ln.startswith("ok ")]) == 5 and "bit-identical" in lines[0], r.stdout
+    assert len([ln for ln in lines if ln.startswith("ok ")]) == 6 and "bit-identical" in lines[0], r.stdout
+    assert any(ln.startswith("ok   qlmm decoding (qlmm_dot_sk)") for ln in lines), r.stdout  # integer dot products
     assert "all passed" in lines[-1]
