@@ -3,12 +3,14 @@
 // 4 x 8-bit integer dot products (SPV_KHR_integer_dot_product: one instruction, four products).
 // Such a product is a stream of B: a workgroup owns 128 output columns of a K range (split-K across
 // workgroups makes enough of them), its threads split that range again, and A's rows for the range sit
-// in shared memory. Whole 128-byte lines of B are read per subgroup instruction:
+// in shared memory. B is read in whole memory sectors:
 // - B row-major (K x N, DML's packed order): a thread reads one word (4 columns) of 16 consecutive rows
-//   and transposes the 4x4 byte blocks, so each word holds 4 k of one column;
-// - B column-major (F_B_COLS, a transposed N x K weight, PyTorch Linear's order): a thread reads 16
-//   consecutive k of each of its 4 columns.
-// Either way a thread then holds 16 k of 4 columns and multiplies them with 16 k of each row of A.
+//   (a subgroup instruction: one 128-byte line of a row) and transposes the 4x4 byte blocks, so each
+//   word holds 4 k of one column;
+// - B column-major (F_B_COLS, a transposed N x K weight, PyTorch Linear's order): a thread reads
+//   16 * UNROLL consecutive bytes (whole 32-byte sectors) of each of its 4 columns.
+// Either way a thread then holds 16 k of 4 columns per block and multiplies them with 16 k of each row
+// of A.
 // UINT8 operands are shifted into int8 (x ^ 0x80 = x - 128) and the offset goes into the zero point:
 // sum (a-za)(b-zb) = sum a'b' - zb' sum a' - za' sum b' + K za' zb' (a' = a - oa, za' = za - oa), exact in
 // int32 (wrapping in between is harmless: the result fits). Host requirements: K % 16 == 0; row-major B
