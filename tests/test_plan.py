@@ -179,6 +179,14 @@ def test_cli_writes_a_plan(tmp_path):
     r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "4"], cwd=ROOT, capture_output=True,
                        text=True)
     assert r.returncode == 2 and "--k" in r.stderr
+    dot = json.dumps(PAPER.replace(integer_dot_product=True).to_dict())
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "8", "--k", "256", "--n", "64",
+                        "--kernel", "dot", "--limits", "/dev/stdin"], input=dot, cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert Plan.from_json(r.stdout).dispatches[-1].kernel.startswith("qlmm_dot")
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "8", "--k", "256", "--n", "64",
+                        "--kernel", "dot", "--limits", "minimum"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "VK_KHR_shader_integer_dot_product" in r.stderr, r.stderr
     r = subprocess.run([sys.executable, "-m", "vkops", "plan", "top_k", "--shape", "4,300000", "--k", "50",
                         "--limits", "minimum"], cwd=ROOT, capture_output=True, text=True)
     p = Plan.from_json(r.stdout)
