@@ -29,7 +29,7 @@ from vkops.ops import qlmm_coopmat as QC  # noqa: E402
 SKINNY_CONFIGS = {"coopmat": {"kernel": "coopmat"},
                   **{f"dot unroll {u}": {"knobs": {"DOT_UNROLL": u}} for u in (1, 4)},
                   **{f"dot groups {g}": {"knobs": {"DOT_TARGET_GROUPS": g}} for g in (66, 264, 528)},
-                  "dot rows 32": {"kernel": "dot", "knobs": {"DOT_MAX_M": 32}}}
+                  "dot rows 32": {"kernel": "dot", "knobs": {"DOT_MAX_M_COOPMAT": 32}}}
 LARGE_CONFIGS = {c: {"config": c} for c in ("128x256x64_4x2", "256x128x64_2x4", "64x64x64_2x2")}
 LARGE_CONFIGS.update({"32x64x128 sk1": {"config": "32x64x128_2x2", "split_k": 1},
                       "32x64x128 sk8": {"config": "32x64x128_2x2", "split_k": 8}})

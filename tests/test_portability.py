@@ -67,6 +67,7 @@ def plans(lim):
     yield qlmm.plan(qd(1, 3, 5000, 7, zp=False), lim)
     yield qlmm.plan(qd(1, 9, 4096, 260), lim)                        # decoding-sized: dot where offered
     yield qlmm.plan(qd(1, 33, 160, 4096, zp=False), lim)
+    yield qlmm.plan(qd(1, 32, 256, 512, zp=False), lim)               # 32 rows: dot where its tile fits
 
 
 @pytest.mark.parametrize("name", LIMITS)

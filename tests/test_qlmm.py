@@ -413,6 +413,7 @@ def test_dot_kernel_rows_32_batches_and_strided_a(dev, rng, monkeypatch):
     and A rows at a stride that is not a multiple of 4 bytes (read a word pair at a time)."""
     _dot_or_skip(dev)
     monkeypatch.setattr(QD, "DOT_MAX_M", 64)
+    monkeypatch.setattr(QD, "DOT_MAX_M_COOPMAT", 64)
     for M in (17, 32, 33):
         _dot_call(dev, problem(rng, U8, I8, I8, M, 64, 132, "axis", "axis"), I8)
     _dot_call(dev, problem(rng, I8, U8, U8, 5, 48, 64, "axis", "axis", a_batch=(2, 1), b_batch=(2, 1)), U8)
@@ -431,7 +432,8 @@ def test_dot_kernel_rows_32_batches_and_strided_a(dev, rng, monkeypatch):
 def test_dot_kernel_refusals(dev, rng, monkeypatch):
     """kernel='dot' names why it cannot run; auto falls back to another kernel for the same shapes."""
     _dot_or_skip(dev)
-    for (M, K, N), why in (((17, 64, 32), "M = 17 > 16"), ((4, 40, 32), "K = 40 is not a multiple of 16"),
+    most = QD.DOT_MAX_M_COOPMAT if QC.device_limits(dev).coopmat_verified else QD.DOT_MAX_M
+    for (M, K, N), why in (((most + 1, 64, 32), f"M = {most + 1} > {most}"), ((4, 40, 32), "K = 40 is not a multiple of 16"),
                            ((4, 64, 30), "row-major b needs N and its strides multiples of 4")):
         args = problem(rng, I8, I8, I8, M, K, N, "tensor", "none")
         with pytest.raises(vkops.DeviceLimitError, match=why):
@@ -445,7 +447,8 @@ def test_dot_kernel_refusals(dev, rng, monkeypatch):
 def test_auto_kernel_rule_for_small_m():
     """Pure planning: where cooperative matrices are verified, the direct-B kernel keeps row-major signed
     B without zero-point sums above DOT_COOP_MAX_M rows; the dot kernel takes fewer rows, column-major
-    B and zero points; a device without cooperative matrices gets the dot kernel for M <= DOT_MAX_M."""
+    B and zero points, up to DOT_MAX_M_COOPMAT rows; a device without cooperative matrices gets the dot
+    kernel for M <= DOT_MAX_M."""
     h100 = vkops.Limits(name="coopmat+dot", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
                         max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
                         max_storage_buffer_range=2**32 - 1, subgroup_operations=0xFF, cooperative_matrix=True,
@@ -468,4 +471,6 @@ def test_auto_kernel_rule_for_small_m():
     assert kernel(h100, 17).startswith("qlmm_coopmat") and not kernel(h100, 17).startswith("qlmm_coopmat_direct")
     assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
     plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
-    assert kernel(plain, 16).startswith("qlmm_dot") and kernel(plain, 17) == "qlmm"
+    assert QD.DOT_MAX_M_COOPMAT == 16 < QD.DOT_MAX_M == 32
+    assert kernel(plain, 16).startswith("qlmm_dot") and kernel(plain, 32).startswith("qlmm_dot")
+    assert kernel(plain, 33) == "qlmm"

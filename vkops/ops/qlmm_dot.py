@@ -8,11 +8,13 @@ from typing import Optional, Tuple
 
 from ..limits import Limits
 
-# Decoding-sized M (up to DOT_MAX_M): a workgroup streams DOT_COLS columns of B over a K range for ROWS
+# Decoding-sized M (up to DOT_MAX_M; DOT_MAX_M_COOPMAT on a device whose cooperative-matrix kernels passed
+# their self-check): a workgroup streams DOT_COLS columns of B over a K range for ROWS
 # output rows (a power of two >= M, at most DOT_MAX_ROWS); split-K makes about DOT_TARGET_GROUPS
 # workgroups. DOT False turns the kernel off (bench/bench_qlmm.py compares it with the others).
 DOT = True
-DOT_MAX_M = 16
+DOT_MAX_M = 32  # lavapipe: 32x1024x1024 76 ms against the portable kernel's 255; 48 rows 153 against 254
+DOT_MAX_M_COOPMAT = 16  # H100, 32x4096^2: 32 rows a workgroup 0.055-0.061 ms, the coopmat kernel 0.026-0.036
 DOT_MAX_ROWS = 32  # larger M takes several row tiles (each streams B again)
 DOT_COLS = 128
 DOT_WG = 256
@@ -30,8 +32,9 @@ def rows(lim: Limits, M: int, K: int, N: int, b_st, b_cols: bool) -> Tuple[Optio
     """(ROWS, "") when the integer-dot-product kernel can run this product, else (None, why not)."""
     if not lim.integer_dot_product:
         return None, f"{lim.name} does not offer VK_KHR_shader_integer_dot_product"
-    if M > DOT_MAX_M:
-        return None, f"M = {M} > {DOT_MAX_M}"
+    most = DOT_MAX_M_COOPMAT if lim.cooperative_matrix and lim.coopmat_verified else DOT_MAX_M
+    if M > most:
+        return None, f"M = {M} > {most}"
     if K % 16:
         return None, f"K = {K} is not a multiple of 16"
     if not b_cols and (N % 4 or any(x % 4 for x in b_st[:3])):

@@ -41,7 +41,8 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         the dtype of a, b and the output (Python ints take that dtype, range-checked).
     output_dtype: INT8 or UINT8 when output_zero_point does not fix it; default: a's dtype.
     out: optional packed DeviceTensor of the output's dtype and element count to write into.
-    kernel: "auto" (packed integer dot products for up to 16 rows where the device has them; else the
+    kernel: "auto" (packed integer dot products for up to 32 rows where the device has them, 16 beside
+        verified cooperative matrices; else the
         cooperative-matrix kernel where the device offers it and it passed its self-check; else the
         portable one), "portable", "coopmat" or "dot".
 
@@ -86,7 +87,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), tuple(x is None for x in raw), cm.COOPMAT_CONFIG,
            cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, qlmm.FOLD,
-           qd.DOT, qd.DOT_MAX_M, qd.DOT_MAX_ROWS, qd.DOT_TARGET_GROUPS, qd.DOT_UNROLL, qd.DOT_SPLIT_MAX, qd.DOT_A_BYTES,
+           qd.DOT, qd.DOT_MAX_M, qd.DOT_MAX_M_COOPMAT, qd.DOT_MAX_ROWS, qd.DOT_TARGET_GROUPS, qd.DOT_UNROLL, qd.DOT_SPLIT_MAX, qd.DOT_A_BYTES,
            qd.DOT_COOP_MAX_M)
     if known[0] is not None or known[1] is not None:
         key += freeze(*(k for k in known if k is not None))
