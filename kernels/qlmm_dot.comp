@@ -105,6 +105,34 @@ void load_b(uint j0, uint ce, bool cols, uint nq, uint N, uint bbase, uint b_fli
     }
 }
 
+// This thread's sums: acc[m][c] of row m0 + m, column nq + c; sb[c] the column sums of b'.
+int acc[ROWS][4];
+int sb[4];
+
+// Store (add == false) or add (add == true) this thread's sums at tile word `base` + q, in the layout
+// above (column 4q + c of row m at 128 m + 32 c + q; the column sums after the ROWS x COLS sums).
+void tile_io(uint base, bool add) {
+    [[unroll]] for (uint m = 0u; m <= ROWS; ++m)
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint e = base + (4u * m + c) * 32u;
+            if (m == ROWS) {
+                if (add) sb[c] += int(sh[e >> 2][e & 3u]); else sh[e >> 2][e & 3u] = uint(sb[c]);
+            } else {
+                if (add) acc[m][c] += int(sh[e >> 2][e & 3u]); else sh[e >> 2][e & 3u] = uint(acc[m][c]);
+            }
+        }
+}
+
+// Requantize sums v of row m, columns n .. n + 3 (those below N) and store them.
+void store4(ivec4 v, uint z, uint m, uint n) {
+    float sa = sa_at(m), so = so_at(m);
+    int zo = zo_at(m);
+    uint o[8];
+    [[unroll]] for (uint c = 0u; c < 8u; ++c) o[c] = 0u;
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) o[c] = n + c < pc.N ? requant(v[c], sa * sb_at(n + c) / so, zo) : 0u;
+    store_bytes((z * pc.M + m) * pc.N + n, min(4u, pc.N - n), o);
+}
+
 void main() {
     uint M = pc.M, N = pc.N, K = pc.K;
     uint t = gl_LocalInvocationID.x;
@@ -127,10 +155,9 @@ void main() {
     uint jb = min(split * per, nblocks), je = min(jb + per, nblocks);
 
     for (uint i = t; i < ROWS; i += NT) rowS[i] = 0;
-    int acc[ROWS][4];
     [[unroll]] for (uint m = 0u; m < ROWS; ++m)
         [[unroll]] for (uint c = 0u; c < 4u; ++c) acc[m][c] = 0;
-    int sb[4] = int[4](0, 0, 0, 0);
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) sb[c] = 0;
     int sa = 0;
 
     for (uint cb = jb; cb < je; cb += CHUNK) {
@@ -174,45 +201,14 @@ void main() {
     barrier();  // A is no longer read
     for (uint hw = KS / 2u; hw >= 1u; hw /= 2u) {
         for (uint r = 0u; r * TILES < hw; ++r) {
-            if (ks >= hw && ks < 2u * hw && (ks - hw) / TILES == r) {
-                uint base = ((ks - hw) % TILES) * TILE_WORDS + q;
-                [[unroll]] for (uint m = 0u; m < ROWS; ++m)
-                    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                        uint e = base + (4u * m + c) * 32u;
-                        sh[e >> 2][e & 3u] = uint(acc[m][c]);
-                    }
-                [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                    uint e = base + ROWS * COLS + c * 32u;
-                    sh[e >> 2][e & 3u] = uint(sb[c]);
-                }
-            }
+            if (ks >= hw && ks < 2u * hw && (ks - hw) / TILES == r)
+                tile_io(((ks - hw) % TILES) * TILE_WORDS + q, false);
             barrier();
-            if (ks < hw && ks / TILES == r) {
-                uint base = (ks % TILES) * TILE_WORDS + q;
-                [[unroll]] for (uint m = 0u; m < ROWS; ++m)
-                    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                        uint e = base + (4u * m + c) * 32u;
-                        acc[m][c] += int(sh[e >> 2][e & 3u]);
-                    }
-                [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                    uint e = base + ROWS * COLS + c * 32u;
-                    sb[c] += int(sh[e >> 2][e & 3u]);
-                }
-            }
+            if (ks < hw && ks / TILES == r) tile_io((ks % TILES) * TILE_WORDS + q, true);
             barrier();
         }
     }
-    if (ks == 0u) {
-        [[unroll]] for (uint m = 0u; m < ROWS; ++m)
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                uint e = (4u * m + c) * 32u + q;
-                sh[e >> 2][e & 3u] = uint(acc[m][c]);
-            }
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            uint e = ROWS * COLS + c * 32u + q;
-            sh[e >> 2][e & 3u] = uint(sb[c]);
-        }
-    }
+    if (ks == 0u) tile_io(q, false);
     if (need_sa) atomicAdd(rowS[t % ROWS], sa);
     barrier();
 
@@ -243,14 +239,7 @@ void main() {
         uint pe = base + ml * COLS + nl;
         part[pe] = v.x; part[pe + 1u] = v.y; part[pe + 2u] = v.z; part[pe + 3u] = v.w;
 #else
-        if (m < M && n < N) {
-            float sa_ = sa_at(m), so = so_at(m);
-            int zo = zo_at(m);
-            uint o[8];
-            [[unroll]] for (uint c = 0u; c < 8u; ++c) o[c] = 0u;
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) o[c] = n + c < N ? requant(v[c], sa_ * sb_at(n + c) / so, zo) : 0u;
-            store_bytes((z * M + m) * N + n, min(4u, N - n), o);
-        }
+        if (m < M && n < N) store4(v, z, m, n);
 #endif
     }
 #if SPLIT_K
@@ -271,12 +260,7 @@ void main() {
             uint e = tbase + sp * SLOT + ml * COLS + nl;
             v += ivec4(part[e], part[e + 1u], part[e + 2u], part[e + 3u]);
         }
-        float sa_ = sa_at(m), so = so_at(m);
-        int zo = zo_at(m);
-        uint o[8];
-        [[unroll]] for (uint c = 0u; c < 8u; ++c) o[c] = 0u;
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) o[c] = n + c < N ? requant(v[c], sa_ * sb_at(n + c) / so, zo) : 0u;
-        store_bytes((z * M + m) * N + n, min(4u, N - n), o);
+        store4(v, z, m, n);
     }
 #endif
 }

@@ -294,17 +294,18 @@ class QLinearMatMul:
             raise ValueError(f"no QLinearMatMul knob {k!r}")
 
         old = QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K
-        old_knobs = {k: (owner(k), getattr(owner(k), k)) for k in (knobs or {})}
+        mods = {k: owner(k) for k in (knobs or {})}
+        old_knobs = {k: getattr(m, k) for k, m in mods.items()}
         QC.COOPMAT_CONFIG = config or "auto"
         QC.COOPMAT_SPLIT_K = "auto" if split_k is None else split_k
-        for k, v in (knobs or {}).items():
-            setattr(owner(k), k, v)
+        for k, m in mods.items():
+            setattr(m, k, knobs[k])
         try:
             yield
         finally:
             QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K = old
-            for k, (m, v) in old_knobs.items():
-                setattr(m, k, v)
+            for k, m in mods.items():
+                setattr(m, k, old_knobs[k])
 
     @staticmethod
     def read(out):

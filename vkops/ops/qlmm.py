@@ -266,13 +266,13 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     za_known, zb_known = zero_points if zero_points is not None else (None, None)
     a_free = _zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)  # za' = 0
     b_free = _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known)  # zb' = 0
-    which = "dot" if dot is not None and kernel in ("auto", "dot") else choose_kernel(lim, desc, a_st, b_st, kernel)
-    if which == "dot" and kernel == "auto" and M > qd.DOT_COOP_MAX_M and not b_cols \
-            and choose_kernel(lim, desc, a_st, b_st) == "coopmat":
-        # Where the direct-B cooperative-matrix kernel runs (row-major signed B, no zero-point sums),
-        # its tensor cores beat the dot kernel's dp4a work beyond a few rows.
-        direct = cm.resolve(cm.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free, desc.b.data_type.is_signed)[1]
-        which = "coopmat" if direct == "qlmm_coopmat_direct" else which
+    which = "dot" if kernel == "dot" else choose_kernel(lim, desc, a_st, b_st, kernel)
+    if which == "coopmat":
+        config, kname = cm.resolve(config or cm.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free,
+                                   desc.b.data_type.is_signed)
+    direct = which == "coopmat" and kname == "qlmm_coopmat_direct"
+    if kernel == "auto" and dot is not None and qd.preferred(M, b_cols, direct):
+        which = "dot"
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
         return batch.constant(np.zeros(4, dt.np), f"zero_{dt.value}")
@@ -290,12 +290,10 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     elif which == "dot":
         kname, spec, bm, bn = "qlmm_dot", qd.spec(lim, dot), dot, qd.DOT_COLS
     else:
-        config, kname = cm.resolve(config or cm.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free,
-                                   desc.b.data_type.is_signed)
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-    if b_cols and not (which == "dot" or (which == "coopmat" and kname == "qlmm_coopmat_direct")):
+    if b_cols and not (which == "dot" or direct):
         b_cols = False
         b = packed_inner(b)
         b_st = _strides(b.desc)[:3] + (1,)

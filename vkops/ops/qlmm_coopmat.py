@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..limits import Limits
 from ..tensor import TensorDesc
+from . import qlmm_dot
 
 # Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
 COOPMAT_CONFIGS = {
@@ -148,20 +149,16 @@ def device_limits(dev, verified: bool = True) -> Limits:
     kernels are offered and (verified=True) passed their self-checks, and whether the integer dot
     product kernel's features were enabled."""
     if not verified:
-        return dev.limits.replace(cooperative_matrix=coopmat_supported(dev), integer_dot_product=_dot(dev))
+        return dev.limits.replace(cooperative_matrix=coopmat_supported(dev),
+                                  integer_dot_product=qlmm_dot.supported(dev))
     base = dev.limits
     lim = _limits.get(base)
     if lim is None:
         ok = coopmat_supported(dev)  # reads the effective shared memory: False within small profiles
         lim = _limits[base] = base.replace(cooperative_matrix=ok, coopmat_verified=ok and coopmat_verified(dev),
                                            coopmat_split_verified=ok and split_verified(dev),
-                                           integer_dot_product=_dot(dev))
+                                           integer_dot_product=qlmm_dot.supported(dev))
     return lim
-
-
-def _dot(dev) -> bool:
-    """Offered (and not ruled out by a profile: dev.limits) and enabled (the kernel's features are on)."""
-    return dev.limits.integer_dot_product and dev.supports("qlmm_dot")
 
 
 def self_check(dev, split: bool = False) -> bool:

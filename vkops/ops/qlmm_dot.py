@@ -48,6 +48,18 @@ def rows(lim: Limits, M: int, K: int, N: int, b_st, b_cols: bool) -> Tuple[Optio
     return r, ""
 
 
+def preferred(M: int, b_cols: bool, direct: bool) -> bool:
+    """Whether auto takes the dot kernel (where rows() allows it) over the kernel it would pick
+    otherwise: always, except against the direct-B cooperative-matrix kernel (row-major signed B, no
+    zero-point sums) above DOT_COOP_MAX_M rows, whose tensor cores beat the dp4a work there."""
+    return b_cols or not direct or M <= DOT_COOP_MAX_M
+
+
+def supported(dev) -> bool:
+    """Offered (and not ruled out by a profile: dev.limits) and enabled (the kernel's features are on)."""
+    return dev.limits.integer_dot_product and dev.supports("qlmm_dot")
+
+
 def chunk(lim: Limits, rows: int) -> int:
     """16-byte k blocks of A staged per chunk (a power of two): what shared memory allows next to the
     row sums, at most DOT_A_BYTES and 256 blocks; 0 where not even one partial tile fits."""
