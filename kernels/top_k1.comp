@@ -236,11 +236,59 @@ void compact(uint c) {
 // stream_topk: the sequence index of a thread's u-th entry of the step whose keys[0] is entry `first`.
 uint slot(bool vec, uint first, uint u) { return vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG; }
 
+// FILTER with K = 1 (argmax, greedy decoding): no threshold to share, so each thread keeps its own
+// best (key, index) over a strided walk of entries [start, end), AM_LOADS 16-byte loads in flight and
+// no barrier in the loop; then the workgroup's bests are reduced in shared memory into skey/sidx[0].
+// The threshold filter stopped at two barriers per WG * EPI entries (4096 x 32768 fp32: 2.1 TB/s).
+const uint AM_LOADS = 8u;
+void argmax_chunk(uint base, uint start, uint end) {
+    uint tid = gl_LocalInvocationID.x;
+    uint bk = 0u, bi = SENT_IDX;
+    if (pc.vec != 0u) {  // start is a whole number of steps: 16-byte aligned
+        const uint STRIDE = WG * EV;
+        for (uint i0 = start + tid * EV; i0 < end; i0 += AM_LOADS * STRIDE) {
+            uvec4 q[AM_LOADS];
+            [[unroll]] for (uint u = 0u; u < AM_LOADS; ++u) {
+                uint i = i0 + u * STRIDE;
+                q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
+            }
+            [[unroll]] for (uint u = 0u; u < AM_LOADS; ++u) {
+                [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                    uint i = i0 + u * STRIDE + e;
+#if ELEM_BITS == 32
+                    uint raw = q[u][e];
+#else
+                    uint raw = bitfieldExtract(q[u][e / (32u / ELEM_BITS)], int((e % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS);
+#endif
+                    uint k = make_key(raw);
+                    if (i < end && better(k, i, bk, bi)) { bk = k; bi = i; }
+                }
+            }
+        }
+    } else {
+        for (uint i = start + tid; i < end; i += WG) {
+            uint k = make_key(load_raw(base, i));
+            if (better(k, i, bk, bi)) { bk = k; bi = i; }
+        }
+    }
+    skey[SW(tid)] = bk;  // B >= WG
+    sidx[SW(tid)] = bi;
+    barrier();
+    for (uint h = pow2_at_least(WG) / 2u; h > 0u; h >>= 1) {
+        if (tid < h && tid + h < WG) {
+            uint kb = skey[SW(tid + h)], ib = sidx[SW(tid + h)];
+            if (better(kb, ib, skey[SW(tid)], sidx[SW(tid)])) { skey[SW(tid)] = kb; sidx[SW(tid)] = ib; }
+        }
+        barrier();
+    }
+}
+
 // FILTER: stream entries [start, end) of the input sequence at `base`, keeping the top Kp sorted in
 // skey/sidx[0, Kp). An entry is buffered only if it beats the current threshold; a buffer that
 // overflows is compacted and the entries that did not fit are tried again (against the new threshold).
 void stream_topk(uint base, uint start, uint end) {
     uint tid = gl_LocalInvocationID.x;
+    if (pc.Kp == 1u) { argmax_chunk(base, start, end); return; }
     if (tid == 0u) { s_count = 0u; s_thr_k = 0u; s_thr_i = SENT_IDX; s_flag = 0u; }
     barrier();
     const uint STEP = WG * EPI;

@@ -224,6 +224,34 @@ def test_merge_of_sorted_runs(dev, rng, direction):
     check(x, 100, 1, direction, force="filter", chunks=40)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_argmax_filter_path(dev, rng, dtype):
+    """K = 1 on long rows: each thread keeps its own best over the chunk, then the workgroup reduces.
+    The best value tied at several places (first occurrence wins; increasing: the minimum), rows of a
+    step - 1, a step (16-byte loads) and a step + 1 (element loads), several chunks, a strided axis."""
+    step = dev.limits.workgroup(paths.WORKGROUP) * paths.EPI
+    info = None if np.dtype(dtype).kind == "f" else np.iinfo(np.dtype(dtype))
+    for n in (step - 1, step, step + 1, 9 * step + 40):
+        x = radix_data(rng, dtype, (3, n), "random")
+        if info is not None:  # keep the extremes free, then plant them
+            x = np.clip(x, info.min + 1, info.max - 1).astype(dtype)
+        hi, lo = (np.inf, -np.inf) if info is None else (info.max, info.min)
+        for r, at in enumerate(([n - 1, 5, n // 2], [0, n - 1], [(step - 1) % n, step % n, n - 2])):
+            x[r, at] = hi
+            x[r, [a // 3 for a in at]] = lo
+        assert paths.device_path(dev.limits, 3, n, 1, force="filter").path == "filter"
+        for direction in DIRS:
+            for chunks in (None, 3):
+                check(x, 1, 1, direction, force="filter", chunks=chunks)
+    if info is None:  # NaN ranks above everything (and below, increasing: still first)
+        x = radix_data(rng, dtype, (2, step + 8), "random")
+        x[0, [7, 3]] = np.nan
+        x[1, :] = x[1, 0]
+        for direction in DIRS:
+            check(x, 1, 1, direction, force="filter", chunks=2)
+    check(radix_data(rng, dtype, (2 * step + 1, 3), "ties"), 1, 0, "decreasing", force="filter")  # strided axis
+
+
 def test_llm_row_chunk_rule():
     """Chunks of few long rows on a GPU-sized device (the counts the H100 measured best): >= 56 pow2(K)
     elements, or >= 64 pow2(K) where the rows alone give more than one workgroup per SM; whole steps."""
