@@ -225,31 +225,38 @@ def test_merge_of_sorted_runs(dev, rng, direction):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_argmax_filter_path(dev, rng, dtype):
-    """K = 1 on long rows: each thread keeps its own best over the chunk, then the workgroup reduces.
-    The best value tied at several places (first occurrence wins; increasing: the minimum), rows of a
-    step - 1, a step (16-byte loads) and a step + 1 (element loads), several chunks, a strided axis."""
-    step = dev.limits.workgroup(paths.WORKGROUP) * paths.EPI
+def test_small_k_filter_path(dev, rng, dtype):
+    """Small K on long rows: K = 1 (argmax: each thread keeps its own best over the chunk, then the
+    workgroup reduces) and K = 3, 8 (the threshold filter). The best values tied at several places
+    (first occurrences win; increasing: the least), all in one thread's 16-byte loads, rows of a step - 1,
+    a step (16-byte loads) and a step + 1 (element loads), several chunks, a strided axis."""
+    wg = dev.limits.workgroup(paths.WORKGROUP)
+    step, ev = wg * paths.EPI, 16 // np.dtype(dtype).itemsize
     info = None if np.dtype(dtype).kind == "f" else np.iinfo(np.dtype(dtype))
+    hi, lo = (np.inf, -np.inf) if info is None else (info.max, info.min)
     for n in (step - 1, step, step + 1, 9 * step + 40):
-        x = radix_data(rng, dtype, (3, n), "random")
+        x = radix_data(rng, dtype, (4, n), "random")
         if info is not None:  # keep the extremes free, then plant them
             x = np.clip(x, info.min + 1, info.max - 1).astype(dtype)
-        hi, lo = (np.inf, -np.inf) if info is None else (info.max, info.min)
-        for r, at in enumerate(([n - 1, 5, n // 2], [0, n - 1], [(step - 1) % n, step % n, n - 2])):
+        one_thread = [j for j in range(0, n, wg * ev)][:4] + [1, 2, ev - 1]  # thread 0 loads these
+        for r, at in enumerate(([n - 1, 5, n // 2], [0, n - 1], [(step - 1) % n, step % n, n - 2], one_thread)):
             x[r, at] = hi
-            x[r, [a // 3 for a in at]] = lo
-        assert paths.device_path(dev.limits, 3, n, 1, force="filter").path == "filter"
-        for direction in DIRS:
-            for chunks in (None, 3):
-                check(x, 1, 1, direction, force="filter", chunks=chunks)
+            x[r, [a // 3 + 7 for a in at]] = lo
+        for k in (1, 3, 8):
+            assert paths.device_path(dev.limits, 4, n, k, force="filter").path == "filter"
+            for direction in DIRS:
+                for chunks in (None, 3):
+                    check(x, k, 1, direction, force="filter", chunks=chunks)
     if info is None:  # NaN ranks above everything (and below, increasing: still first)
         x = radix_data(rng, dtype, (2, step + 8), "random")
         x[0, [7, 3]] = np.nan
         x[1, :] = x[1, 0]
         for direction in DIRS:
             check(x, 1, 1, direction, force="filter", chunks=2)
-    check(radix_data(rng, dtype, (2 * step + 1, 3), "ties"), 1, 0, "decreasing", force="filter")  # strided axis
+            check(x, 5, 1, direction, force="filter", chunks=2)
+    x = radix_data(rng, dtype, (2 * step + 1, 3), "ties")
+    check(x, 1, 0, "decreasing", force="filter")  # strided axis
+    check(x, 6, 0, "increasing", force="filter")
 
 
 def test_llm_row_chunk_rule():
