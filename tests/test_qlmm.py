@@ -444,7 +444,7 @@ def test_dot_kernel_refusals(dev, rng, monkeypatch):
     assert QD.rows(lim.replace(integer_dot_product=False), 4, 64, 32, (0, 0, 32, 1), False)[0] is None
 
 
-def test_auto_kernel_rule_for_small_m():
+def test_auto_kernel_rule_for_small_m(monkeypatch):
     """Pure planning: where cooperative matrices are verified, the direct-B kernel keeps row-major signed
     B without zero-point sums above DOT_COOP_MAX_M rows; the dot kernel takes fewer rows, column-major
     B and zero points, up to DOT_MAX_M_COOPMAT rows; a device without cooperative matrices gets the dot
@@ -469,6 +469,12 @@ def test_auto_kernel_rule_for_small_m():
               kernel(h100, 16, I8, U8, zp=True)):
         assert k.startswith("qlmm_dot"), k
     assert kernel(h100, 17).startswith("qlmm_coopmat") and not kernel(h100, 17).startswith("qlmm_coopmat_direct")
+    # research knobs: B read directly for 32 rows with a 32-row, one-subgroup-high tile
+    monkeypatch.setattr(QC, "COOPMAT_CONFIG", "32x64x256_4x1")
+    assert not kernel(h100, 32).startswith("qlmm_coopmat_direct")
+    monkeypatch.setattr(QC, "DIRECT_MAX_M", 32)
+    assert kernel(h100, 32).startswith("qlmm_coopmat_direct") and not kernel(h100, 33).startswith("qlmm_coopmat_direct")
+    monkeypatch.undo()
     assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
     plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
     assert QD.DOT_MAX_M_COOPMAT == 16 < QD.DOT_MAX_M == 32

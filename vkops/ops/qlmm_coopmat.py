@@ -31,6 +31,13 @@ COOPMAT_CONFIGS = {
     "16x64x128_4x1": (16, 64, 128, 4, 1),
     "16x128x128_4x1": (16, 128, 128, 4, 1),
     "16x128x256_4x1": (16, 128, 256, 4, 1),
+    # research (bench/research_tiles.py, DIRECT_MAX_M raised): B read directly for more rows lost 1.4-25x
+    "16x32x256_2x1": (16, 32, 256, 2, 1),
+    "32x64x256_4x1": (32, 64, 256, 4, 1),
+    "32x32x256_2x1": (32, 32, 256, 2, 1),
+    "64x64x256_4x1": (64, 64, 256, 4, 1),
+    "128x64x256_4x1": (128, 64, 256, 4, 1),
+    "128x64x128_4x1": (128, 64, 128, 4, 1),
 }
 # M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
 # matrices (kernels/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
@@ -39,6 +46,9 @@ COOPMAT_CONFIGS = {
 # Wider tiles (16x128) and split 32 were slower.
 DIRECT_CONFIG = "16x64x256_4x1"
 COOPMAT_DIRECT = True
+# Up to this many rows the direct-B kernel may run (one row of workgroups, SG_H = 1 tiles): with more
+# than 16 (two to eight A tiles a B load) it lost 1.4-25x on the H100 (README, session 6).
+DIRECT_MAX_M = 16
 # Column-major B (a transposed view, k stride 1) read in place by the direct-B kernel; False packs it
 # to row-major first with a SLICE1 copy, as every other kernel needs.
 COOPMAT_COLS = True
@@ -78,13 +88,13 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
     """The tile config and kernel for a product ("auto" picks by shape). B is read straight into
     cooperative matrices (DIRECT_B, no shared staging) for one 16-row tile with signed B (no offset
     flip), no zero-point sums and whole K chunks."""
-    direct_ok = COOPMAT_DIRECT and M <= 16 and free and b_signed
+    direct_ok = COOPMAT_DIRECT and M <= DIRECT_MAX_M and free and b_signed
     if config == "auto":
         config = auto_config(M, N, batches)
         if direct_ok and K % COOPMAT_CONFIGS[DIRECT_CONFIG][2] == 0:
             config = DIRECT_CONFIG
     tm, _, tk, _, _ = check_config(config)
-    if direct_ok and tm == 16 and K % tk == 0:
+    if direct_ok and COOPMAT_CONFIGS[config][4] == 1 and K % tk == 0:
         return config, "qlmm_coopmat_direct"
     return config, "qlmm_coopmat" if free else "qlmm_coopmat_zp"
 

@@ -86,7 +86,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
                                   f"elements; got {out!r}")
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), tuple(x is None for x in raw), cm.COOPMAT_CONFIG,
-           cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, qlmm.FOLD,
+           cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, cm.DIRECT_MAX_M, qlmm.FOLD,
            qd.DOT, qd.DOT_MAX_M, qd.DOT_MAX_M_COOPMAT, qd.DOT_MAX_ROWS, qd.DOT_TARGET_GROUPS, qd.DOT_UNROLL, qd.DOT_SPLIT_MAX, qd.DOT_A_BYTES,
            qd.DOT_COOP_MAX_M)
     if known[0] is not None or known[1] is not None:
