@@ -485,6 +485,8 @@ def test_repeated_device_calls_build_no_descriptors(dev, rng, monkeypatch):
     real = T.TensorDesc.__init__
     monkeypatch.setattr(T.TensorDesc, "__init__", lambda self, *a, **k: (built.append(1), real(self, *a, **k))[1])
     calls = {"qlmm": lambda: vkops.quantized_linear_matmul(a, 0.02, None, b, 0.02, 3, 0.5, None, out=out),
+             # a new output each call, reshaped from the plan's {B,C,M,N} to the caller's rank
+             "qlmm, new output": lambda: vkops.quantized_linear_matmul(a, 0.02, None, b, 0.02, 3, 0.5, None),
              "top_k": lambda: vkops.top_k(x, 8), "slice": lambda: vkops.slice(x, (0, 1), (4, 60), (1, 2))}
     for name, call in calls.items():
         with dev.batch():

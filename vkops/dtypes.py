@@ -29,7 +29,7 @@ class DataType(enum.Enum):
     @property
     def np(self) -> np.dtype:
         """The NumPy dtype."""
-        return _NP[self]
+        return self._np  # set below: a dict lookup would hash the member (a Python-level Enum.__hash__)
 
     @property
     def bits(self) -> int:
@@ -73,6 +73,8 @@ class DataType(enum.Enum):
 
 _OF: dict = {}  # DataType.of's answers for hashable dtype specs
 _NP = {t: np.dtype(t.value) for t in DataType}
+for _t, _d in _NP.items():
+    _t._np = _d
 
 
 def words_for(count: int, dtype: DataType) -> int:

@@ -71,6 +71,8 @@ class Plan:
     _push: list = field(default=None, init=False, repr=False, compare=False)  # per dispatch, as np.uint32
     _constants: dict = field(default=None, init=False, repr=False, compare=False)  # runtime's, by (device, id)
     _roles: dict = field(default=None, init=False, repr=False, compare=False)  # role -> its buffers, in order
+    _slots: tuple = field(default=None, init=False, repr=False, compare=False)  # (role, words, zeroed) per buffer
+    _steps: tuple = field(default=None, init=False, repr=False, compare=False)  # per dispatch, what the runtime records
 
     def __post_init__(self):
         push = [np.array(d.push, np.uint32) for d in self.dispatches]
@@ -78,6 +80,9 @@ class Plan:
             p.flags.writeable = False  # the runtime records one kp op per array (Pipelines.dispatch_op)
         object.__setattr__(self, "_push", push)
         object.__setattr__(self, "_constants", {})
+        object.__setattr__(self, "_slots", tuple((b.role, b.words, b.zeroed) for b in self.buffers))
+        object.__setattr__(self, "_steps", tuple((d.kernel, d.bindings, d.writes, d.groups, p, d.spec)
+                                                 for d, p in zip(self.dispatches, push)))
         roles = {r: [] for r in ROLES}
         for b in self.buffers:
             roles.setdefault(b.role, []).append(b)

@@ -76,16 +76,17 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     raw = [a4, sa, za, b4, sb, zb, so, zo]
     present = [x for x in raw if x is not None]
     params = [i for i, x in enumerate(present) if x is not a4 and x is not b4]
-    batch_sizes = tuple(max(x, y) for x, y in zip(a4.shape[:2], b4.shape[:2]))
+    sa4, sb4 = a4.shape, b4.shape
+    batch_sizes = (max(sa4[0], sb4[0]), max(sa4[1], sb4[1]))
     # Host-known zero points steer the kernel choice, so their values are part of the key.
-    known = tuple(None if (x is None or is_dev(x)) else np.asarray(x) for x in (za, zb))
+    known = (None if za is None or is_dev(za) else np.asarray(za), None if zb is None or is_dev(zb) else np.asarray(zb))
     out_desc = _out_desc(out_dt, batch_sizes + (M, N))
     if out is not None:
         if not is_dev(out) or out.desc.element_count != out_desc.element_count:
             raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
                                   f"elements; got {out!r}")
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
-    key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), tuple(x is None for x in raw), cm.COOPMAT_CONFIG,
+    key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), (za is None, zb is None, zo is None), cm.COOPMAT_CONFIG,
            cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, cm.DIRECT_MAX_M, qlmm.FOLD,
            qd.DOT, qd.DOT_MAX_M, qd.DOT_MAX_M_COOPMAT, qd.DOT_MAX_ROWS, qd.DOT_TARGET_GROUPS, qd.DOT_UNROLL, qd.DOT_SPLIT_MAX, qd.DOT_A_BYTES,
            qd.DOT_COOP_MAX_M)

@@ -31,15 +31,17 @@ class Call:
     def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None,
                  outs: Sequence = ()):
         dev = device
+        numpy_in = True
         for x in inputs:
-            if isinstance(x, DeviceTensor):
-                if dev is not None and x.device is not dev:
+            if x.__class__ is DeviceTensor:
+                numpy_in = False
+                if dev is not None and x._device is not dev:
                     raise ValidationError(f"inputs live on different devices: {dev.name!r} and {x.device.name!r}")
-                dev = x.device
+                dev = x._device
         self.device = dev or Device()
-        self.numpy_in = not any(isinstance(x, DeviceTensor) for x in inputs)
-        self._params = set(params)
-        inputs = tuple(x if isinstance(x, DeviceTensor) else as_array(x, i in self._params) for i, x in enumerate(inputs))
+        self.numpy_in = numpy_in
+        self._params = params = set(params)
+        inputs = tuple([x if x.__class__ is DeviceTensor else as_array(x, i in params) for i, x in enumerate(inputs)])
         self._raw = inputs
         self._outer = self.device._active_batch()
         self.batch = self._outer or Batch(self.device)

@@ -17,33 +17,33 @@ def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence
     constants are the device's cached copies. Barriers: the batch orders dispatches by the same rule
     the plan's barriers were derived with (plan.barriers), across calls too."""
     dev = batch.device
-    bufs = [None] * len(plan.buffers)
+    bufs = []
     ins, outs = iter(inputs), iter(outputs)
     counters = False
-    for i, b in enumerate(plan.buffers):
-        role = b.role
+    for i, (role, words, zeroed) in enumerate(plan._slots):  # plan.buffers, as the runtime needs them
         if role == "input" or role == "output":
-            t = next(ins if role == "input" else outs)
-            if t._buffer.words < b.words:
+            buf = next(ins if role == "input" else outs)._buffer
+            if buf.words < words:
+                b = plan.buffers[i]
                 raise ValidationError(f"plan {plan.op}: {role} {b.name!r} needs {b.nbytes} bytes; got a buffer "
-                                      f"of {t._buffer.nbytes}")
-            bufs[i] = t._buffer
+                                      f"of {buf.nbytes}")
         elif role == "scratch":
-            if b.zeroed and not counters:
+            if zeroed and not counters:
                 counters = True
-                bufs[i] = dev.counters(b.words)._buffer
-            elif b.zeroed:  # a second zeroed buffer cannot share the device's counters
-                bufs[i] = batch.upload(np.zeros(b.words, np.uint32))._buffer
+                buf = dev.counters(words)._buffer
+            elif zeroed:  # a second zeroed buffer cannot share the device's counters
+                buf = batch.upload(np.zeros(words, np.uint32))._buffer
             else:
-                bufs[i] = batch.scratch_words(b.words)
+                buf = batch.scratch_words(words)
         else:  # the device's copy, looked up once per plan and device
             t = plan._constants.get((dev.index, i))
             if t is None:
-                t = plan._constants[(dev.index, i)] = dev.constant(np.array(b.data, np.uint32))
+                t = plan._constants[(dev.index, i)] = dev.constant(np.array(plan.buffers[i].data, np.uint32))
             batch.hold(t)
-            bufs[i] = t._buffer
-    for d, push in zip(plan.dispatches, plan._push):
-        batch.dispatch(d.kernel, [bufs[j] for j in d.bindings], d.writes, d.groups, push, d.spec)
+            buf = t._buffer
+        bufs.append(buf)
+    for kernel, bindings, writes, groups, push, spec in plan._steps:
+        batch.dispatch(kernel, [bufs[j] for j in bindings], writes, groups, push, spec)
 
 
 def run_plan(plan: Plan, arrays: Sequence[np.ndarray], device=None, batch=None) -> List[np.ndarray]:

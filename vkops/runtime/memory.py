@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import functools
 import itertools
 import math
 from typing import Dict, List, Optional, Tuple
@@ -109,11 +110,12 @@ class Allocator:
     def get(self, words: int) -> _Buffer:
         dev = self.device
         nbytes = max(words, 1) * 4
-        if nbytes > dev.max_storage_buffer_range:
+        limit = dev.max_storage_buffer_range
+        if nbytes > limit:
             raise DeviceLimitError(
                 f"a buffer of {nbytes} bytes exceeds {dev.name}'s maxStorageBufferRange of "
-                f"{dev.max_storage_buffer_range} bytes; split the tensor")
-        cls = size_class(max(words, 1), dev.max_storage_buffer_range // 4)
+                f"{limit} bytes; split the tensor")
+        cls = size_class(max(words, 1), limit // 4)
         with dev._lock:
             idle = self._idle.get(cls)
             if idle:
@@ -182,6 +184,13 @@ class Allocator:
         self.held_bytes -= block.nbytes
 
 
+@functools.lru_cache(maxsize=1024)
+def _view_desc(data_type: DataType, sizes, strides) -> TensorDesc:
+    """Views' descriptors, built once per layout: a call's output is a new tensor every time, and the
+    faces reshape it (QLinearMatMul's {B,C,M,N} to the caller's rank) call after call."""
+    return TensorDesc(data_type, sizes, strides, name="as_strided")
+
+
 class DeviceTensor:
     """A tensor resident on a device: a TensorDesc over a buffer of packed uint32 words.
 
@@ -237,7 +246,10 @@ class DeviceTensor:
         return view
 
     def _view(self, sizes, strides) -> "DeviceTensor":
-        desc = TensorDesc(self.data_type, sizes, strides, name="as_strided")
+        try:
+            desc = _view_desc(self.data_type, sizes, strides)
+        except TypeError:  # unhashable sizes or strides: TensorDesc names the field
+            desc = TensorDesc(self.data_type, sizes, strides, name="as_strided")
         if words_for(desc.span, self.data_type) > self._buffer.words:
             raise ValidationError(
                 f"as_strided: sizes {desc.sizes} with strides {desc.strides} reach {desc.span} elements; "
