@@ -14,6 +14,7 @@
 //          buffer is reduced to its top Kp. With several chunks per sequence each writes its top K
 //          to `cand`, sorted, and the last workgroup of the sequence to finish (atomic counter)
 //          merges those sorted runs (merge_cand) and writes the outputs: one dispatch, input read once.
+//          K = 1 (argmax_chunk) shares no threshold: each thread keeps its own best, no barrier.
 //          With RADIX (large K) a chunk is instead reduced by radix select (radix_topk): a few
 //          reads of the chunk and one sort, instead of compacting the buffer again and again.
 //   ROWS   (ROWS variants only) many short rows: one subgroup per sequence (top_k1_rows.glsl).
