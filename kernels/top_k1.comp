@@ -137,6 +137,14 @@ uint seq_base(uint s) {
 
 uint load_raw(uint base, uint i) { return LOAD_ELEM(src, base + i * pc.axis_stride); }
 
+// Element e of 16 bytes of packed elements (one uvec4 load); e = 0 of a load_raw value is that value.
+// A macro, not a function: a function's uvec4 parameter became a local copy in the SPIR-V.
+#if ELEM_BITS == 32
+#define VEC_ELEM(w, e) ((w)[e])
+#else
+#define VEC_ELEM(w, e) bitfieldExtract((w)[(e) / (32u / ELEM_BITS)], int(((e) % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS)
+#endif
+
 void write_out(uint s, uint j, uint idx, uint base) {
     uint o = (s / pc.inner) * pc.K * pc.inner + (s % pc.inner) + j * pc.inner;
     oidx[o] = idx;
@@ -255,13 +263,7 @@ void argmax_chunk(uint base, uint start, uint end) {
             }
             [[unroll]] for (uint u = 0u; u < AM_LOADS; ++u) {
                 [[unroll]] for (uint e = 0u; e < EV; ++e) {
-                    uint i = i0 + u * STRIDE + e;
-#if ELEM_BITS == 32
-                    uint raw = q[u][e];
-#else
-                    uint raw = bitfieldExtract(q[u][e / (32u / ELEM_BITS)], int((e % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS);
-#endif
-                    uint k = make_key(raw);
+                    uint i = i0 + u * STRIDE + e, k = make_key(VEC_ELEM(q[u], e));
                     if (i < end && better(k, i, bk, bi)) { bk = k; bi = i; }
                 }
             }
@@ -302,14 +304,7 @@ void stream_topk(uint base, uint start, uint end) {
             [[unroll]] for (uint v = 0u; v < NV; ++v) {
                 uint i0 = first + v * WG * EV;
                 uvec4 w = i0 < end ? src4[(base + i0) / EV] : uvec4(0u);
-                [[unroll]] for (uint e = 0u; e < EV; ++e) {
-#if ELEM_BITS == 32
-                    uint raw = w[e];
-#else
-                    uint raw = bitfieldExtract(w[e / (32u / ELEM_BITS)], int((e % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS);
-#endif
-                    keys[v * EV + e] = make_key(raw);
-                }
+                [[unroll]] for (uint e = 0u; e < EV; ++e) keys[v * EV + e] = make_key(VEC_ELEM(w, e));
             }
         } else {
             first = b0 + tid;
@@ -437,13 +432,7 @@ void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint wid
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
                 if (i >= hi_i || i < lo_i) continue;
-#if ELEM_BITS == 32
-                uint raw = q[u][e];
-#else
-                uint raw = vec ? bitfieldExtract(q[u][e / (32u / ELEM_BITS)], int((e % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS)
-                               : q[u].x;
-#endif
-                uint key = make_key(raw) & KEY_BITS_MASK;
+                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;  // !vec: e = 0, q[u].x
                 if (pass == PASS_KEY_HIST) {
                     if ((key & hmask) == prefix) atomicAdd(hist[(key >> shift) & dmask], 1u);
                 } else if (pass == PASS_POS_HIST) {

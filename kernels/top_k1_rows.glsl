@@ -29,13 +29,7 @@ void row_step(uint base, uint v, uint n, out uint raw[REV]) {
         return;
     }
     uvec4 w = v * REV < pc.L ? src4[base / REV + v] : uvec4(0u);
-    [[unroll]] for (uint e = 0u; e < REV; ++e) {
-#if ELEM_BITS == 32
-        raw[e] = w[e];
-#else
-        raw[e] = bitfieldExtract(w[e / (32u / ELEM_BITS)], int((e % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS);
-#endif
-    }
+    [[unroll]] for (uint e = 0u; e < REV; ++e) raw[e] = VEC_ELEM(w, e);
 }
 
 // The histogram bin (counting from the top) where a count of `need` is reached: (bin, count above it,

@@ -480,3 +480,29 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
     assert QD.DOT_MAX_M_COOPMAT == 16 < QD.DOT_MAX_M == 32
     assert kernel(plain, 16).startswith("qlmm_dot") and kernel(plain, 32).startswith("qlmm_dot")
     assert kernel(plain, 33) == "qlmm"
+
+
+def test_every_planning_knob_is_in_the_plan_key(dev, rng, monkeypatch):
+    """The module knobs planning reads (each module's KNOBS) are all in the face's plan key, so a call
+    under another value plans again instead of reusing a stale plan; the bench's variants may set
+    exactly these."""
+    from vkops.bench.specs import QLinearMatMul as Spec
+
+    base = qmod.knob_key()
+    for m in qmod.knob_modules():
+        for k in m.KNOBS:
+            with monkeypatch.context() as mp:
+                mp.setattr(m, k, object())  # raises if the knob does not exist
+                assert qmod.knob_key() != base, k
+    a = dev.tensor(rng.integers(-128, 128, (4, 32), dtype=np.int8))
+    b = dev.tensor(rng.integers(-128, 128, (32, 16), dtype=np.int8))
+    call = lambda: vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 1.0, None)  # noqa: E731
+    want = call().numpy()
+    stored = dev._plans.stored
+    call()
+    assert dev._plans.stored == stored  # repeated: the plan is reused
+    monkeypatch.setattr(QC, "SPLIT_TARGET_GROUPS", QC.SPLIT_TARGET_GROUPS + 1)  # not in the key before
+    assert np.array_equal(call().numpy(), want) and dev._plans.stored == stored + 1
+    with pytest.raises(ValueError, match="no QLinearMatMul knob"):
+        with Spec.variant(knobs={"COOPMAT_CONFIGS": {}}):
+            pass

@@ -72,9 +72,8 @@ class DataType(enum.Enum):
 
 
 _OF: dict = {}  # DataType.of's answers for hashable dtype specs
-_NP = {t: np.dtype(t.value) for t in DataType}
-for _t, _d in _NP.items():
-    _t._np = _d
+for _t in DataType:
+    _t._np = np.dtype(_t.value)
 
 
 def words_for(count: int, dtype: DataType) -> int:

@@ -285,11 +285,10 @@ class QLinearMatMul:
         key, set for a variant."""
         from ..ops import qlmm as Q  # noqa: PLC0415
         from ..ops import qlmm_coopmat as QC  # noqa: PLC0415
-        from ..ops import qlmm_dot as QD  # noqa: PLC0415
 
         def owner(k):
-            for m in (Q, QC, QD):
-                if hasattr(m, k):
+            for m in Q.knob_modules():
+                if k in m.KNOBS:
                     return m
             raise ValueError(f"no QLinearMatMul knob {k!r}")
 

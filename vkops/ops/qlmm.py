@@ -9,6 +9,7 @@ may differ from the oracle by 1 where the exact value sits within float32 roundi
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -23,6 +24,8 @@ from . import qlmm_coopmat as cm
 from . import qlmm_dot as qd
 from .slice1 import lower_packed
 
+_SELF = sys.modules[__name__]
+
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 
@@ -33,6 +36,17 @@ PORTABLE_WG = 256
 # Fold a's batch dimensions into M when b and the parameters are shared (see foldable); False plans one
 # GEMM per batch, as before issue 15 (bench/bench_qlmm_nd.py compares them). Part of the plan key.
 FOLD = True
+KNOBS = ("FOLD",)
+
+
+def knob_modules():
+    """The modules whose KNOBS planning reads: this one, qlmm_coopmat and qlmm_dot."""
+    return _SELF, cm, qd
+
+
+def knob_key() -> tuple:
+    """Every knob's value, for the face's plan key: a call under other knob values plans again."""
+    return tuple(v for m in knob_modules() for v in map(vars(m).__getitem__, m.KNOBS))
 
 
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
@@ -316,8 +330,9 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         batch.notes["b_layout"] = "column-major"
     groups = (-(-N // bn), -(-M // bm), Bo * Co)
     extra, extra_writes = [], []
+    tiles = groups[0] * groups[1] * groups[2]
+    sk = slot = 1
     if which == "coopmat":
-        tiles = groups[0] * groups[1] * groups[2]
         nchunks = -(-K // tk)
         sk = cm.COOPMAT_SPLIT_K if split_k is None else split_k
         if sk == "auto":
@@ -327,25 +342,15 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
             sk = sk if sk > 1 and lim.coopmat_split_verified else 1
         else:
             sk = max(1, min(int(sk), nchunks))
-        if sk > 1:
-            kname += "_sk"
-            pc["splits"] = sk
-            slot = tm * tn + tm + tn
-            part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * slot,)))
-            cnt = batch.counters(tiles)
-            extra, extra_writes = [part, cnt], [9, 10]
-            groups = (groups[0] * sk, groups[1], groups[2])
+        slot = tm * tn + tm + tn  # the int32 tile, then its row and column sums
     elif which == "dot":
-        tiles = groups[0] * groups[1] * groups[2]
-        sk = qd.splits(tiles, K, spec[0], split_k)
-        if sk > 1:
-            kname += "_sk"
-            pc["splits"] = sk
-            part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * bm * bn,)))
-            cnt = batch.counters(tiles)
-            extra, extra_writes = [part, cnt], [9, 10]
-            groups = (groups[0] * sk, groups[1], groups[2])
-        batch.notes.update(rows=bm, split_k=sk)
+        sk, slot = qd.splits(tiles, K, spec[0], split_k), bm * bn
+    if sk > 1:  # each split stores its partial tile in a slot; the last of a tile to arrive adds them
+        kname += "_sk"
+        pc["splits"] = sk
+        part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * slot,)))
+        extra, extra_writes = [part, batch.counters(tiles)], [9, 10]
+        groups = (groups[0] * sk, groups[1], groups[2])
     limit = lim.max_workgroup_count
     for g, lmt, what in zip(groups, limit, ("N tiles", "M tiles", "BatchCount*ChannelCount")):
         if g > lmt:
@@ -353,6 +358,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                                    f"{lim.name} allows {lmt}")
     if which == "coopmat":
         batch.notes.update(config=config, split_k=sk)
+    elif which == "dot":
+        batch.notes.update(rows=bm, split_k=sk)
     batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out] + extra,
                    writes=[8] + extra_writes,
                    groups=groups, push=pc.reshape(1).view(np.uint32), spec=spec)

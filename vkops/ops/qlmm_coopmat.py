@@ -73,6 +73,10 @@ def auto_split(tiles: int, nchunks: int) -> int:
 COOPMAT_CONFIG = "auto"
 AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2")
 AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
+# The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
+KNOBS = ("COOPMAT_CONFIG", "AUTO_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
+         "SPLIT_MIN_CHUNKS", "SPLIT_MAX", "COOPMAT_GROUP_M", "COOPMAT_DIRECT", "COOPMAT_COLS", "DIRECT_CONFIG",
+         "DIRECT_MAX_M")
 
 
 def auto_config(M: int, N: int, batch: int) -> str:

@@ -25,6 +25,9 @@ DOT_COOP_MAX_M = 4
 DOT_SPLIT_MAX = 32
 DOT_UNROLL = 2
 DOT_A_BYTES = 32 << 10   # A staged per chunk, at most (and what the shared memory left allows)
+# The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
+KNOBS = ("DOT", "DOT_MAX_M", "DOT_MAX_M_COOPMAT", "DOT_MAX_ROWS", "DOT_COLS", "DOT_WG", "DOT_TARGET_GROUPS",
+         "DOT_COOP_MAX_M", "DOT_SPLIT_MAX", "DOT_UNROLL", "DOT_A_BYTES")
 F_NEED_SA, F_NEED_SB = 1024, 2048  # row sums of a' (zb' may be non-zero) / column sums of b' (za')
 
 

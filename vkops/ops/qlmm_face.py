@@ -14,7 +14,6 @@ from ..tensor import TensorDesc
 from . import face_runtime
 from . import qlmm_coopmat as cm
 from . import qlmm
-from . import qlmm_dot as qd
 from .qlmm import QuantizedLinearMatMulDesc, plan
 from .qlmm_args import is_dev, pad4, param, quant_dtype
 
@@ -86,10 +85,8 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
             raise ValidationError(f"out must be a packed {out_dt} DeviceTensor of {out_desc.element_count} "
                                   f"elements; got {out!r}")
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
-    key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), (za is None, zb is None, zo is None), cm.COOPMAT_CONFIG,
-           cm.COOPMAT_SPLIT_K, cm.COOPMAT_GROUP_M, cm.COOPMAT_DIRECT, cm.COOPMAT_COLS, cm.DIRECT_CONFIG, cm.DIRECT_MAX_M, qlmm.FOLD,
-           qd.DOT, qd.DOT_MAX_M, qd.DOT_MAX_M_COOPMAT, qd.DOT_MAX_ROWS, qd.DOT_TARGET_GROUPS, qd.DOT_UNROLL, qd.DOT_SPLIT_MAX, qd.DOT_A_BYTES,
-           qd.DOT_COOP_MAX_M)
+    key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), (za is None, zb is None, zo is None),
+           qlmm.knob_key())
     if known[0] is not None or known[1] is not None:
         key += freeze(*(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,)) as call:
