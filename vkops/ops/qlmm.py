@@ -25,6 +25,7 @@ from . import qlmm_dot as qd
 from .slice1 import lower_packed
 
 _SELF = sys.modules[__name__]
+_VARS = (vars(_SELF), vars(cm), vars(qd))  # the knobs' namespaces, in knob_modules() order
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
@@ -46,7 +47,8 @@ def knob_modules():
 
 def knob_key() -> tuple:
     """Every knob's value, for the face's plan key: a call under other knob values plans again."""
-    return tuple(v for m in knob_modules() for v in map(vars(m).__getitem__, m.KNOBS))
+    return (tuple(map(_VARS[0].__getitem__, KNOBS)) + tuple(map(_VARS[1].__getitem__, cm.KNOBS))
+            + tuple(map(_VARS[2].__getitem__, qd.KNOBS)))  # no generator: this runs on every call
 
 
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
