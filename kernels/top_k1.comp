@@ -15,6 +15,8 @@
 //          to `cand`, sorted, and the last workgroup of the sequence to finish (atomic counter)
 //          merges those sorted runs (merge_cand) and writes the outputs: one dispatch, input read once.
 //          K = 1 (argmax_chunk) shares no threshold: each thread keeps its own best, no barrier.
+//          The threshold starts from the first step: for K <= WG/32 the worst of K thread groups'
+//          best keys, else the K-th of the threads' bests (a sort of WG entries).
 //          With RADIX (large K) a chunk is instead reduced by radix select (radix_topk): a few
 //          reads of the chunk and one sort, instead of compacting the buffer again and again.
 //   ROWS   (ROWS variants only) many short rows: one subgroup per sequence (top_k1_rows.glsl).
@@ -88,7 +90,7 @@ shared uint sidx[B];
 // 5-8% faster and the other modes (less bound by shared memory) slower, so only SEG swizzles.
 const bool SWIZZLE = MODE == 0u;
 #define SW(i) ((i) ^ (SWIZZLE ? (((i) >> 5u) & 1u) * 31u : 0u))
-shared uint s_base[gl_WorkGroupSize.x];
+shared uint s_base[gl_WorkGroupSize.x];  // SEG: row bases; FILTER: the seed's group maxima
 shared uint s_count, s_thr_k, s_thr_i, s_last, s_flag;
 // 8-bit digits: 11-bit ones (2048 bins) cost more in occupancy than they saved in passes on an H200.
 const uint NBINS = 256u;
@@ -296,14 +298,21 @@ void stream_topk(uint base, uint start, uint end) {
     barrier();
     const uint STEP = WG * EPI;
     bool vec = pc.vec != 0u;
+    // 16-byte rows: the next step's loads are in flight while this step is filtered.
+    uvec4 nxt[NV];
+    [[unroll]] for (uint v = 0u; v < NV; ++v) {
+        uint i0 = start + tid * EV + v * WG * EV;
+        nxt[v] = vec && i0 < end ? src4[(base + i0) / EV] : uvec4(0u);
+    }
     for (uint b0 = start; b0 < end; b0 += STEP) {
         uint keys[EPI];
         uint first;  // keys[u] is entry slot(vec, first, u)
         if (vec) {
             first = b0 + tid * EV;
             [[unroll]] for (uint v = 0u; v < NV; ++v) {
-                uint i0 = first + v * WG * EV;
-                uvec4 w = i0 < end ? src4[(base + i0) / EV] : uvec4(0u);
+                uvec4 w = nxt[v];
+                uint i1 = first + STEP + v * WG * EV;
+                nxt[v] = i1 < end ? src4[(base + i1) / EV] : uvec4(0u);
                 [[unroll]] for (uint e = 0u; e < EV; ++e) keys[v * EV + e] = make_key(VEC_ELEM(w, e));
             }
         } else {
@@ -319,7 +328,25 @@ void stream_topk(uint base, uint start, uint end) {
             if (slot(vec, first, u) < end) pending |= 1u << u;
         }
         uint tk = s_thr_k, ti = s_thr_i;
-        if (b0 == start) {
+        if (b0 == start && pc.K * 32u <= WG) {
+            // Small K: split the threads into K groups (tid % K); the worst of the groups' best keys
+            // bounds the K-th best of the chunk from below (K distinct entries reach it). Three
+            // barriers, where the per-thread seed below sorts WG entries.
+            uint bk = 0u;
+            [[unroll]] for (uint u = 0u; u < EPI; ++u)
+                if ((pending & (1u << u)) != 0u) bk = max(bk, keys[u]);
+            if (tid < pc.K) s_base[tid] = 0u;
+            barrier();
+            atomicMax(s_base[tid % pc.K], bk);
+            barrier();
+            if (tid == 0u) {
+                uint m = 0xFFFFFFFFu;
+                for (uint g = 0u; g < pc.K; ++g) m = min(m, s_base[g]);
+                s_thr_k = m;  // with index SENT_IDX: every entry of key m passes too
+            }
+            barrier();
+            tk = s_thr_k; ti = s_thr_i;
+        } else if (b0 == start) {
             // Seed the threshold: each thread buffers only its own best entry, and the K-th best of
             // those bounds the K-th best of the chunk from below. Without it every entry of the first
             // step beats the empty buffer's threshold and the buffer is compacted several times.

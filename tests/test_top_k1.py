@@ -227,22 +227,26 @@ def test_merge_of_sorted_runs(dev, rng, direction):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_small_k_filter_path(dev, rng, dtype):
     """Small K on long rows: K = 1 (argmax: each thread keeps its own best over the chunk, then the
-    workgroup reduces) and K = 3, 8 (the threshold filter). The best values tied at several places
-    (first occurrences win; increasing: the least), all in one thread's 16-byte loads, rows of a step - 1,
-    a step (16-byte loads) and a step + 1 (element loads), several chunks, a strided axis."""
+    workgroup reduces) and K = 3, 8, 16 (the threshold filter, seeded by K groups of threads while
+    32 K <= workgroup: 16 is the last such K at 512 invocations, 17 the first after it). The best values
+    tied at several places (first occurrences win; increasing: the least), all in one thread's 16-byte
+    loads, a row of positive values only (a seed that counted the zeros loaded past a row's end
+    would rank them first, increasing), rows of a step - 1, a step (16-byte loads) and a step + 1
+    (element loads) and a step - 64 16-byte loads, several chunks, a strided axis."""
     wg = dev.limits.workgroup(paths.WORKGROUP)
     step, ev = wg * paths.EPI, 16 // np.dtype(dtype).itemsize
     info = None if np.dtype(dtype).kind == "f" else np.iinfo(np.dtype(dtype))
     hi, lo = (np.inf, -np.inf) if info is None else (info.max, info.min)
-    for n in (step - 1, step, step + 1, 9 * step + 40):
-        x = radix_data(rng, dtype, (4, n), "random")
+    for n in (step - 1, step, step + 1, 9 * step + 40, step - 64 * ev):  # the last: 64 threads load past the end
+        x = radix_data(rng, dtype, (5, n), "random")
         if info is not None:  # keep the extremes free, then plant them
             x = np.clip(x, info.min + 1, info.max - 1).astype(dtype)
         one_thread = [j for j in range(0, n, wg * ev)][:4] + [1, 2, ev - 1]  # thread 0 loads these
         for r, at in enumerate(([n - 1, 5, n // 2], [0, n - 1], [(step - 1) % n, step % n, n - 2], one_thread)):
             x[r, at] = hi
             x[r, [a // 3 + 7 for a in at]] = lo
-        for k in (1, 3, 8):
+        x[4] = np.abs(x[4]) + 1 if info is None else np.maximum(np.abs(x[4].astype(np.int64)), 1).astype(dtype)
+        for k in (1, 3, 8) + ((16, 17) if n > step else ()):
             assert paths.device_path(dev.limits, 4, n, k, force="filter").path == "filter"
             for direction in DIRS:
                 for chunks in (None, 3):
