@@ -146,6 +146,22 @@ def test_short_rows_around_4b(dev, rng, direction):
         check(x, k, 1, direction)
 
 
+def test_long_rows_radix_rule():
+    """Chunks of long rows (the threshold filter's domain) go to radix select from pow2(K) = 128, and
+    from pow2(K) = 64 (K = 33) where a chunk is at most RADIX_SHORT_CHUNK_B * B elements (the H100's
+    measurements: one 32768 chunk a row, LLM rows' 8192-16384 chunks); K <= 32 keeps the filter."""
+    B = 2048  # 48 KiB of shared memory
+    want = {(4096, 32768): {32: False, 33: True, 64: True}, (1, 151936): {32: False, 50: True},
+            (64, 1 << 20): {32: False, 33: False, 64: False, 65: True, 256: True},
+            (1, 1 << 26): {64: False, 128: True}}
+    for (n_seq, n), ks in want.items():
+        for k, radix in ks.items():
+            p = paths.choose_path(n_seq, n, k, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+            assert (p.path, p.radix) == ("filter", radix), (n_seq, n, k, p)
+            assert radix == (p.Kp >= paths.RADIX_MIN_KP or (p.Kp >= 64 and p.chunk_len <= paths.RADIX_SHORT_CHUNK_B * B)), p
+        assert not paths.choose_path(n_seq, n, 64, 48 * 1024, force="filter").radix  # tests force the filter
+
+
 def test_axis_length_one_and_k_equals_length(dev, rng):
     check(random(rng, "float32", (5, 1, 3)), 1, 1)
     check(random(rng, "int8", (9, 33)), 33, 1, "increasing")

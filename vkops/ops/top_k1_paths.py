@@ -24,8 +24,15 @@ ROWS_MAX_L = 4096
 ROWS_MAX_KP = 256
 ROWS_MIN_SEQ = 512
 EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
-# pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024, and lost at K=64.
+# pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024.
 RADIX_MIN_KP = 128
+# ... and from pow2(K) = 64 on chunks of at most RADIX_SHORT_CHUNK_B * B elements, where the filter's
+# fixed cost per chunk (its seed and final compaction each sort 512 entries for K = 64) weighs most. H100,
+# 2026-11-23 (7), same call: 4096 x 32768 (one 32768 chunk a row) K=64 fp32 0.473 -> 0.400 ms, fp16
+# 0.498 -> 0.358; every fp16 LLM cell at K=50 (chunks of 8192-16384) 0.76-0.98x the filter's time; but
+# chunks of 2^18 (64 x 2^20, 1 x 2^26) 0.139 -> 0.144 and 0.206 -> 0.211: there the filter stays.
+RADIX_SHORT_MIN_KP = 64
+RADIX_SHORT_CHUNK_B = 16
 SHORT_ROW_RADIX_MIN_K = 2
 
 
@@ -116,6 +123,8 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         chunk_len = -(-length // chunks)
         chunk_len = -(-chunk_len // step) * step
         chunks = -(-length // chunk_len)
+        if force is None and Kp >= RADIX_SHORT_MIN_KP and chunk_len <= RADIX_SHORT_CHUNK_B * B:
+            radix = True
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
         cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
