@@ -279,6 +279,26 @@ def test_small_k_filter_path(dev, rng, dtype):
     check(x, 6, 0, "increasing", force="filter")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+def test_compaction_around_rank_bound(dev, rng, dtype):
+    """The threshold filter's compactions rank up to min(WG, 256) entries (each counts the entries that
+    beat it) and sort more with a bitonic network. K = 17 (no group seed) on an element-loaded row (a
+    strided axis) of n <= WG entries: the seed compaction holds exactly n (one entry a thread). n on both
+    sides of the bound and of the 8-key unroll, few distinct values (ties by index), or rising values (the
+    best entries last in the buffer), both directions."""
+    wg = dev.limits.workgroup(paths.WORKGROUP)
+    bound = min(wg, 256)
+    for n in (bound - 9, bound - 1, bound, bound + 1):
+        if n > wg:
+            continue
+        x = rng.integers(0, 6, size=(n, 2)).astype(dtype)
+        x[:, 1] = np.arange(n) // 3 % 200  # rising: the best at the last threads (the end of the buffer)
+        assert paths.device_path(dev.limits, 2, n, 17, force="filter").path == "filter"
+        for direction in DIRS:
+            check(x, 17, 0, direction, force="filter", chunks=1)
+            check(x, 3, 0, direction, force="filter", chunks=1)  # group seed, final compaction of few
+
+
 def test_llm_row_chunk_rule():
     """Chunks of few long rows on a GPU-sized device (the counts the H100 measured best): >= 56 pow2(K)
     elements, or >= 64 pow2(K) where the rows alone give more than one workgroup per SM; whole steps."""
