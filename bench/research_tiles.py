@@ -23,6 +23,7 @@ rng = np.random.default_rng(0)
 SWEEP = json.load(open(sys.argv[1][1:])) if sys.argv[1].startswith("@") else json.loads(sys.argv[1])  # [[M, K, N, [[name, config, split, direct_max_m, layout], ...]], ...]
 out = []
 torch = timing.cuda_torch()
+defaults = QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M
 for M, K, N, variants in SWEEP:
     a = rng.integers(-128, 128, (M, K), dtype=np.int8)
     b = rng.integers(-128, 128, (K, N), dtype=np.int8)
@@ -39,7 +40,7 @@ for M, K, N, variants in SWEEP:
         out.append({"shape": [M, K, N], "variant": "torch _int_mm", "gpu_ms": tg}); print(out[-1], flush=True)
     for name, config, split, dmax, layout, *kern in variants:
         QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M = config, split, dmax
-        dev._plans.clear()
+        dev._plans.clear()  # the plan of this variant is then the cache's last entry (read below)
         bb = dbc if layout == "cols" else db
         f = lambda i: vkops.quantized_linear_matmul(da, np.float32(0.02), None, bb, np.float32(0.02), None, so, None, out=outs[i], kernel=(kern or ['auto'])[0])
         try:
@@ -53,5 +54,5 @@ for M, K, N, variants in SWEEP:
         except Exception as e:  # noqa: BLE001
             row = {"shape": [M, K, N], "variant": name, "error": repr(e)[:200]}
         out.append(row); print(row, flush=True)
-    QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M = "auto", "auto", 16
+    QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M = defaults
 json.dump(out, open(os.path.join(os.environ.get("OUT", "/tmp"), "tiles.json"), "w"), indent=1)

@@ -24,9 +24,6 @@ from . import qlmm_coopmat as cm
 from . import qlmm_dot as qd
 from .slice1 import lower_packed
 
-_SELF = sys.modules[__name__]
-_VARS = (vars(_SELF), vars(cm), vars(qd))  # the knobs' namespaces, in knob_modules() order
-
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 
@@ -38,17 +35,21 @@ PORTABLE_WG = 256
 # GEMM per batch, as before issue 15 (bench/bench_qlmm_nd.py compares them). Part of the plan key.
 FOLD = True
 KNOBS = ("FOLD",)
+_KNOB_MODULES = (sys.modules[__name__], cm, qd)
+_KNOB_SOURCES = tuple((vars(m).__getitem__, m.KNOBS) for m in _KNOB_MODULES)  # (value getter, names)
 
 
 def knob_modules():
     """The modules whose KNOBS planning reads: this one, qlmm_coopmat and qlmm_dot."""
-    return _SELF, cm, qd
+    return _KNOB_MODULES
 
 
 def knob_key() -> tuple:
     """Every knob's value, for the face's plan key: a call under other knob values plans again."""
-    return (tuple(map(_VARS[0].__getitem__, KNOBS)) + tuple(map(_VARS[1].__getitem__, cm.KNOBS))
-            + tuple(map(_VARS[2].__getitem__, qd.KNOBS)))  # no generator: this runs on every call
+    key = ()
+    for get, names in _KNOB_SOURCES:  # no generator: this runs on every call
+        key += tuple(map(get, names))
+    return key
 
 
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
