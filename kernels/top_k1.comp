@@ -461,6 +461,7 @@ void merge_cand(uint c0, uint nruns) {
 // ---- RADIX: the top Kp of a chunk by radix select -------------------------------------------------
 // Keys carry ELEM_BITS significant bits (above them only the INCREASING flip's ones, equal for all).
 const uint KEY_BITS_MASK = ELEM_BITS == 32 ? 0xFFFFFFFFu : ((1u << ELEM_BITS) - 1u);
+const uint RADIX_LOADS = 4u;  // 8 was no faster on an H100
 const uint PASS_KEY_HIST = 0u, PASS_POS_HIST = 1u, PASS_COLLECT = 2u;
 
 // One pass over entries [lo_i, hi_i) of the sequence at `base` (lo_i/hi_i relative to the sequence).
@@ -475,14 +476,14 @@ void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint wid
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
     uint a0 = vec ? lo_i - lo_i % EV : lo_i;  // vector loads start on a 16-byte boundary
-    for (uint i0 = a0 + (vec ? tid * EV : tid); i0 < hi_i; i0 += 4u * step) {
-        uvec4 q[4];  // four loads in flight per thread; elements are extracted when used
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+    for (uint i0 = a0 + (vec ? tid * EV : tid); i0 < hi_i; i0 += RADIX_LOADS * step) {
+        uvec4 q[RADIX_LOADS];  // loads in flight per thread; elements are extracted when used
+        [[unroll]] for (uint u = 0u; u < RADIX_LOADS; ++u) {
             uint i = i0 + u * step;
             if (vec) q[u] = i < hi_i ? src4[(base + i) / EV] : uvec4(0u);
             else q[u].x = i < hi_i ? load_raw(base, i) : 0u;
         }
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        [[unroll]] for (uint u = 0u; u < RADIX_LOADS; ++u) {
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
@@ -547,49 +548,73 @@ void clear_hist() {
 // key resolves completely (ties), take the tied entries with the smallest indices (a position
 // select), so exactly K entries are collected. Then one sort. Reads the chunk 2-4 times instead of
 // compacting the buffer again and again.
-// Sampling fast path: the r-th largest key of 16 evenly spread blocks (1/16 of the chunk) is a guess
-// at a threshold with about 2.5 K keys at or above it; one pass collects them. It stands when
-// between K and B entries came in (then they hold the top K, ties included); otherwise the exact
-// radix select runs. Random data takes one full read instead of three.
-const uint SAMPLE_BLOCKS = 16u;
+// Sampling fast path: a threshold guessed from a sample, with about `want` keys of the chunk at or
+// above it if they are spread evenly; one pass collects them. It stands when between K and B entries
+// came in (then they hold the top K, ties included); a guess that collects fewer than K is tried once
+// more, lower; otherwise the exact radix select runs. Random data takes one full read instead of three.
+// The sample: every thread's best of m keys from strips of WG 16-byte loads spread over the chunk (one
+// read of about a quarter of a 2^15 chunk, kept in L2 for the collection); the guess is the r-th best
+// of those WG keys, r set so that about `want` keys of the chunk beat it (1 - (1 - want/n)^m of the
+// threads' bests do), found by 8-bit digits over one key a thread. Digits stop once the picked bin
+// holds at most 2 of them: the rest of the bin adds only a few entries to the collection.
 const uint SAMPLE_MIN_LEN = 1u << 15;
 
-uint sample_at(uint start, uint n, uint j) {
-    uint bl = n / (SAMPLE_BLOCKS * SAMPLE_BLOCKS);
-    return start + (j / bl) * (n / SAMPLE_BLOCKS) + j % bl;
-}
-
 bool sampled_topk(uint base, uint start, uint end, uint need) {
+    uint tid = gl_LocalInvocationID.x;
     uint n = end - start;
-    uint ns = SAMPLE_BLOCKS * (n / (SAMPLE_BLOCKS * SAMPLE_BLOCKS));  // sampled keys
-    uint want = min(need * 5u / 2u + 64u, B * 3u / 4u);  // keys expected at or above the guess
+    uint want = min(2u * need + 32u, B * 3u / 4u);  // keys expected at or above the guess
     // Only chunks of >= 2^15 keys: on an H100 it won from there (4096 x 32768, K=256: 0.56 -> 0.53
     // ms; 64 x 2^20 chunks of 2^16, K=256: 0.35 -> 0.27 ms); shorter chunks are cheap to read again.
     if (n < SAMPLE_MIN_LEN || want < need + need / 4u) return false;
-    uint r = max(4u, want / SAMPLE_BLOCKS);              // its rank among the sampled keys
-    uint prefix = 0u;
-    for (uint sh = uint(ELEM_BITS) - 8u;; sh -= 8u) {
-        clear_hist();
-        uint hmask = sh + 8u >= 32u ? 0u : (KEY_BITS_MASK << (sh + 8u)) & KEY_BITS_MASK;
-        for (uint j = gl_LocalInvocationID.x; j < ns; j += WG) {
-            uint key = make_key(load_raw(base, sample_at(start, n, j))) & KEY_BITS_MASK;
-            if ((key & hmask) == prefix) atomicAdd(hist[(key >> sh) & 255u], 1u);
+    bool vec = pc.vec != 0u;
+    uint ev = vec ? EV : 1u;
+    uint nl = clamp(n / (WG * ev * 8u), 4u, 16u) & ~3u;  // loads a thread, 4 in flight
+    uint strip = n / ev / nl;                             // loads between the strips' starts
+    if (strip < WG) return false;
+    // Keys a thread takes from each load (eu of its ev): the guess's rank r = WG (1 - (1 - want/n)^m),
+    // m = nl * eu, stays <= WG/4, where the threads' bests still stand for the sample's best keys.
+    float q = log(1.0 - float(want) / float(n));
+    uint eu = ev;
+    while (eu > 1u && float(nl * eu) * q < log(0.75)) eu >>= 1;
+    if (float(nl * eu) * q < log(0.75)) return false;
+    uint mk = 0u;  // this thread's best sampled key
+    for (uint l0 = 0u; l0 < nl; l0 += 4u) {
+        uvec4 w[4];
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            uint at = (l0 + u) * strip + tid;
+            if (vec) w[u] = src4[(base + start) / EV + at];
+            else w[u].x = load_raw(base, start + at);
         }
-        pick_bin(r, true, 256u);
-        prefix |= s_digit << sh;
-        r -= s_above;
-        if (sh == 0u) break;
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                if (e >= eu) break;
+                mk = max(mk, make_key(VEC_ELEM(w[u], e)) & KEY_BITS_MASK);
+            }
+        }
     }
-    if (prefix == 0u) return false;  // the guess admits every key
-    if (gl_LocalInvocationID.x == 0u) s_count = 0u;
-    barrier();
-    radix_pass(PASS_COLLECT, base, start, end, 0u, 0u, prefix - 1u, 0u, 0u);
-    barrier();
-    uint c = s_count;
-    barrier();
-    if (c < need || c > B) return false;
-    compact(c);
-    return true;
+    uint r = max(4u, uint(float(WG) * (1.0 - exp(float(nl * eu) * q)) + 0.5));
+    for (uint attempt = 0u; attempt < 2u; ++attempt) {
+        uint prefix = 0u, rr = attempt == 0u ? r : min(2u * r + 4u, WG);
+        for (uint sh = uint(ELEM_BITS) - 8u;; sh -= 8u) {
+            clear_hist();
+            uint hmask = sh + 8u >= 32u ? 0u : (KEY_BITS_MASK << (sh + 8u)) & KEY_BITS_MASK;
+            if ((mk & hmask) == prefix) atomicAdd(hist[(mk >> sh) & 255u], 1u);
+            pick_bin(rr, true, 256u);
+            prefix |= s_digit << sh;
+            rr -= s_above;
+            if (sh == 0u || s_inbin <= 2u) break;
+        }
+        if (prefix == 0u) return false;  // the guess admits every key
+        if (tid == 0u) s_count = 0u;
+        barrier();
+        radix_pass(PASS_COLLECT, base, start, end, 0u, 0u, prefix - 1u, 0u, 0u);
+        barrier();
+        uint c = s_count;
+        barrier();
+        if (c > B) return false;
+        if (c >= need) { compact(c); return true; }
+    }
+    return false;
 }
 
 void radix_topk(uint base, uint start, uint end) {
