@@ -358,7 +358,7 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
     sampled key (element 4t of a row of 2^15, inside the first strip) is one of WG distinct winners and
     every other element is one tied loser, so the guess collects about r keys. On a 512-invocation
     workgroup, K=64 collects fewer than K (r = 39), and the retry at 2r + 4 stands; K=256 falls short
-    twice (r = 121, then 246) and goes on to the exact select over a row of ties."""
+    twice (r = 101, then 206) and goes on to the exact select over a row of ties."""
     wg = dev.limits.workgroup(paths.WORKGROUP)
     x = np.full((1, 1 << 15), -1.0, np.float32)
     x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
