@@ -552,8 +552,8 @@ void clear_hist() {
 // above it if they are spread evenly; one pass collects them. It stands when between K and B entries
 // came in (then they hold the top K, ties included); a guess that collects fewer than K is tried once
 // more, lower; otherwise the exact radix select runs. Random data takes one full read instead of three.
-// The sample: every thread's best of m keys from strips of WG 16-byte loads spread over the chunk (one
-// read of about a quarter of a 2^15 chunk, kept in L2 for the collection); the guess is the r-th best
+// The sample: every thread's best of m keys from strips of WG loads (16-byte ones where rows allow)
+// spread over the chunk (about a quarter of a 2^15 chunk, read again by the collection soon after); the guess is the r-th best
 // of those WG keys, r set so that about `want` keys of the chunk beat it (1 - (1 - want/n)^m of the
 // threads' bests do), found by 8-bit digits over one key a thread. Digits stop once the picked bin
 // holds at most 2 of them: the rest of the bin adds only a few entries to the collection.
@@ -577,8 +577,10 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
     // m = nl * eu, stays <= WG/4, where the threads' bests still stand for the sample's best keys.
     float q = log(1.0 - float(want) / float(n));
     uint eu = ev;
-    while (eu > 1u && float(nl * eu) * q < log(0.75)) eu >>= 1;
-    if (float(nl * eu) * q < log(0.75)) return false;
+    while (float(nl * eu) * q < log(0.75)) {
+        if (eu == 1u) return false;
+        eu >>= 1;
+    }
     uint mk = 0u;  // this thread's best sampled key
     for (uint l0 = 0u; l0 < nl; l0 += 4u) {
         uvec4 w[4];
