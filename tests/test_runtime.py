@@ -262,6 +262,35 @@ def test_steady_stream_allocates_nothing(dev, rng):
     assert s1["buffers_reused"] > s0["buffers_reused"]
 
 
+def test_batches_of_scratch_using_calls_build_no_descriptor_sets(dev, rng):
+    """Batches of the same calls that each take a scratch buffer (TOP_K1's chunk candidates and
+    counters, on a long row) bind the same buffers batch after batch, so the descriptor sets of the
+    first batch serve every later one. (The allocator hands out its idle blocks lowest serial first;
+    last in, first out rotated the batch's scratch by one a batch: ten new sets a batch of ten.)"""
+    x = vkops.to_device(rng.standard_normal((2, 300000)).astype(np.float32), dev)
+    outs = [(dev.empty(vkops.TensorDesc("float32", (2, 40))), dev.empty(vkops.TensorDesc("uint32", (2, 40))))
+            for _ in range(10)]
+
+    def batch():
+        with dev.batch():
+            for o in outs:
+                vkops.top_k(x, 40, out=o)
+
+    batch()
+    p = next(reversed(dev._plans._entries.values()))
+    assert any(b.role == "scratch" and not b.zeroed for b in p.buffers), "the case must take scratch"
+    batch()
+    s0 = dev.stats()
+    for _ in range(3):
+        batch()
+    s1 = dev.stats()
+    assert s1["algorithms"] == s0["algorithms"] and s1["buffers_created"] == s0["buffers_created"]
+    from vkops import reference
+
+    want_v, want_i = reference.top_k1(x.numpy(), 40, 1)
+    assert np.array_equal(outs[-1][0].numpy(), want_v) and np.array_equal(outs[-1][1].numpy(), want_i)
+
+
 def test_allocator_size_classes_and_trim(dev):
     from vkops.runtime.memory import size_class
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import collections
 import functools
+import heapq
 import itertools
 import math
 from typing import Dict, List, Optional, Tuple
@@ -101,7 +102,10 @@ class Allocator:
         self.host_visible = tensor_type == "host"
         self.idle_limit = idle_limit
         self._on_free = on_free  # called with a serial whose block is destroyed
-        self._idle: Dict[int, List[_Block]] = collections.defaultdict(list)
+        # Idle blocks by class, each a heap by serial: a request takes the lowest serial, so a steady
+        # stream of the same calls binds the same buffers every time (however late a holder lets go)
+        # and reuses the descriptor sets built for them; LIFO rotated a batch's scratch by one a batch.
+        self._idle: Dict[int, List[Tuple[int, _Block]]] = collections.defaultdict(list)
         self.idle_bytes = 0
         self.held_bytes = 0  # every block this allocator made and has not freed, in use or idle
         self.created = 0
@@ -119,7 +123,7 @@ class Allocator:
         with dev._lock:
             idle = self._idle.get(cls)
             if idle:
-                block = idle.pop()
+                block = heapq.heappop(idle)[1]
                 self.idle_bytes -= block.nbytes
                 self.reused += 1
             else:
@@ -158,7 +162,7 @@ class Allocator:
             if block.nbytes > self.idle_limit:
                 self._destroy(block)
                 return
-            self._idle[block.words].append(block)
+            heapq.heappush(self._idle[block.words], (block.serial, block))
             self.idle_bytes += block.nbytes
             while self.idle_bytes > self.idle_limit:
                 self._destroy_largest()
@@ -173,7 +177,9 @@ class Allocator:
 
     def _destroy_largest(self):
         words = max(w for w, blocks in self._idle.items() if blocks)
-        block = self._idle[words].pop(0)
+        heap = self._idle[words]
+        block = heap.pop(heap.index(max(heap)))[1]  # the newest: requests take the oldest first
+        heapq.heapify(heap)
         self.idle_bytes -= block.nbytes
         self._destroy(block)
 
