@@ -60,9 +60,10 @@ def main() -> int:
             spv.unlink(missing_ok=True)
             sys.stderr.write(f"{name}: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
             return 1
-        if opts and opts[0].get("optimize"):
-            # spirv-opt -O unrolls the [[unroll]] loops and keeps register arrays in registers here,
-            # instead of leaving it to each driver's heuristics.
+        # spirv-opt -O unrolls the [[unroll]] loops and keeps register arrays in registers here,
+        # instead of leaving it to each driver's heuristics. "optimize": 2 runs it twice: arrays indexed
+        # by a loop that only the first pass unrolled become registers in the second.
+        for _ in range(int(opts[0].get("optimize", 0)) if opts else 0):
             r = subprocess.run([tool("spirv-opt"), "-O", f"--target-env={env}", str(spv), "-o", str(spv)],
                                capture_output=True, text=True)
             if r.returncode != 0:

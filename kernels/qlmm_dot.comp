@@ -69,18 +69,6 @@ uint load4_a(uint e) {
     return (lo >> s) | (hi << (32u - s));
 }
 
-// Transpose a 4x4 byte block: w[r] holds columns 0..3 of row r; afterwards w[c] holds rows 0..3 of column c.
-void transpose4(inout uint w0, inout uint w1, inout uint w2, inout uint w3) {
-    uint a0 = (w0 & 0x00FF00FFu) | ((w1 << 8) & 0xFF00FF00u);
-    uint a1 = ((w0 >> 8) & 0x00FF00FFu) | (w1 & 0xFF00FF00u);
-    uint a2 = (w2 & 0x00FF00FFu) | ((w3 << 8) & 0xFF00FF00u);
-    uint a3 = ((w2 >> 8) & 0x00FF00FFu) | (w3 & 0xFF00FF00u);
-    w0 = (a0 & 0x0000FFFFu) | (a2 << 16);
-    w2 = (a0 >> 16) | (a2 & 0xFFFF0000u);
-    w1 = (a1 & 0x0000FFFFu) | (a3 << 16);
-    w3 = (a1 >> 16) | (a3 & 0xFFFF0000u);
-}
-
 // This thread's B blocks j0 .. j0 + UNROLL - 1 (those below ce): bv[u][c] = 16 k of column nq + c.
 uvec4 bv[UNROLL][4];
 void load_b(uint j0, uint ce, bool cols, uint nq, uint N, uint bbase, uint b_flip) {
@@ -121,16 +109,6 @@ void tile_io(uint base, bool add) {
                 if (add) acc[m][c] += int(sh[e >> 2][e & 3u]); else sh[e >> 2][e & 3u] = uint(acc[m][c]);
             }
         }
-}
-
-// Requantize sums v of row m, columns n .. n + 3 (those below N) and store them.
-void store4(ivec4 v, uint z, uint m, uint n) {
-    float sa = sa_at(m), so = so_at(m);
-    int zo = zo_at(m);
-    uint o[8];
-    [[unroll]] for (uint c = 0u; c < 8u; ++c) o[c] = 0u;
-    [[unroll]] for (uint c = 0u; c < 4u; ++c) o[c] = n + c < pc.N ? requant(v[c], sa * sb_at(n + c) / so, zo) : 0u;
-    store_bytes((z * pc.M + m) * pc.N + n, min(4u, pc.N - n), o);
 }
 
 void main() {
