@@ -30,3 +30,11 @@ VARIANTS.update({  # QLinearMatMul for decoding-sized M on integer dot products 
     "qlmm_dot": ("qlmm_dot.comp", {}),
     "qlmm_dot_sk": ("qlmm_dot.comp", {"SPLIT_K": 1}),
 })
+# QLinearMatMul for decoding-sized M, B streamed into cooperative matrices (ops/qlmm_stream.py): one module
+# per tile shape (16 rows; columns NR with PF steps in flight), so spirv-opt (run twice) keeps the steps in
+# registers.
+for _mt in (16,):
+    for _nr, _pf in ((32, 2), (64, 4)):
+        for _sk in (0, 1):
+            VARIANTS[f"qlmm_stream_m{_mt}n{_nr}p{_pf}" + ("_sk" if _sk else "")] = (
+                "qlmm_stream.comp", {"MT": f"{_mt}u", "NR": f"{_nr}u", "PF": f"{_pf}u", "SPLIT_K": _sk}, {"optimize": 2})

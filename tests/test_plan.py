@@ -16,6 +16,7 @@ from vkops.runtime import Batch
 from vkops.runtime.execute import run_plan as run_json_plan
 from vkops.tensor import TensorDesc
 from vkops.ops import qlmm_coopmat as QC
+from vkops.ops import qlmm_stream as QS
 
 ROOT = Path(__file__).resolve().parent.parent
 # A device on paper (lavapipe's figures): planning needs no device.
@@ -193,9 +194,11 @@ def test_cli_writes_a_plan(tmp_path):
     assert p.limits.profile == "minimum" and p.dispatches[0].spec[:2] == (128, 1024)
 
 
-def test_qlmm_reads_b_directly_for_decoding_sized_m():
-    """M <= 16, signed B, no zero-point sums, K in whole chunks: the DIRECT_B variant with more split-K;
-    anything else keeps the staged kernel (planned for a device with verified cooperative matrices)."""
+def test_qlmm_reads_b_directly_for_decoding_sized_m(monkeypatch):
+    """With the B-streaming kernel off: M <= 16, signed B, no zero-point sums, K in whole chunks: the
+    DIRECT_B variant with more split-K; anything else keeps the staged kernel (planned for a device with
+    verified cooperative matrices)."""
+    monkeypatch.setattr(QS, "STREAM", False)
     lim = PAPER.replace(device_type="discrete", shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True)
 
@@ -220,10 +223,11 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m():
     assert kernel(desc(16, 4096, 4096), split_k=1)[0] == "qlmm_coopmat_direct"
 
 
-def test_qlmm_reads_column_major_b_in_place():
+def test_qlmm_reads_column_major_b_in_place(monkeypatch):
     """b viewed column-major (k stride 1: PyTorch's N x K Linear weight, transposed) goes straight to the
-    direct-B kernel (flag F_B_COLS, b_sk = the n stride, no copy); wherever another kernel runs it is
-    packed by a SLICE1 first, as before."""
+    direct-B kernel (flag F_B_COLS, b_sk = the n stride, no copy) with the B-streaming kernel off;
+    wherever another kernel runs it is packed by a SLICE1 first, as before."""
+    monkeypatch.setattr(QS, "STREAM", False)
     lim = PAPER.replace(device_type="discrete", shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True)
 
@@ -256,3 +260,51 @@ def test_qlmm_reads_column_major_b_in_place():
     for sk in (1, 3):
         p = qlmm.plan(desc(13, 512, 144), lim, kernel="coopmat", config=QC.DIRECT_CONFIG, split_k=sk)
         assert p.dispatches[0].kernel == "qlmm_coopmat_direct" + ("_sk" if sk > 1 else "") and len(p.dispatches) == 1
+
+
+def test_qlmm_streams_b_for_decoding_sized_m():
+    """On a device with verified cooperative matrices, auto takes the B-streaming kernel for up to
+    STREAM_MAX_M rows: 32 columns a workgroup while the column tiles fit about a wave, else 64; split-K
+    only where the tiles are too few; a row of ones (after at most 15 rows) where B's column sums are needed;
+    column-major B read in place. Rows beyond it, or no verified cooperative matrices, plan as before."""
+    lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
+                        coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
+
+    def desc(M, K, N, a="int8", b="int8", zp=False, n_stride=None):
+        one = (1, 1, 1, 1)
+        bd = TensorDesc(b, (1, 1, K, N), (0, 0, 1, n_stride)) if n_stride else TensorDesc(b, (1, 1, K, N))
+        return qlmm.QuantizedLinearMatMulDesc(
+            TensorDesc(a, (1, 1, M, K)), TensorDesc("float32", one), TensorDesc(a, one) if zp else None,
+            bd, TensorDesc("float32", one), TensorDesc(b, one) if zp else None, TensorDesc("float32", one), None,
+            TensorDesc("int8", (1, 1, M, N))).validate()
+
+    def plan(d, limits=lim, **kw):
+        p = qlmm.plan(d, limits, **kw)
+        last = p.dispatches[-1]
+        return [x.kernel for x in p.dispatches], last.groups, p.note("split_k"), last.spec
+
+    assert plan(desc(16, 4096, 4096)) == (["qlmm_stream_m16n32p2"], (128, 1, 1), 1, (256,))
+    assert plan(desc(1, 4096, 4096))[0] == ["qlmm_stream_m16n32p2"]  # not the dot kernel: no split-K
+    assert plan(desc(5, 8192, 8192))[:3] == (["qlmm_stream_m16n64p4"], (128, 1, 1), 1)  # 256 tiles of 32
+    assert plan(desc(16, 4096, 1024))[:3] == (["qlmm_stream_m16n32p2_sk"], (128, 1, 1), 4)  # 32 tiles
+    assert plan(desc(15, 4096, 4096, "uint8", "uint8", zp=True))[0] == ["qlmm_stream_m16n32p2"]  # + row of ones
+    assert plan(desc(16, 4096, 4096, "uint8", zp=True))[0][0].startswith("qlmm_dot")  # no row left for it
+    p = qlmm.plan(desc(15, 4096, 4096, zp=True), lim)
+    assert p.dispatches[0].push[3] & (1024 | 2048) == 1024 | 2048  # both sums: zero points unknown
+    cols = qlmm.plan(desc(16, 4096, 4096, n_stride=4096), lim)
+    assert [x.kernel for x in cols.dispatches] == ["qlmm_stream_m16n32p2"] and cols.note("b_layout") == "column-major"
+    assert plan(desc(17, 4096, 4096))[0] == ["qlmm_coopmat_sk"]  # above STREAM_MAX_M: the staged kernel
+    assert plan(desc(16, 4096, 4096), lim.replace(coopmat_verified=False))[0] != ["qlmm_stream_m16n32p2"]
+    assert plan(desc(16, 4096, 4096), lim.replace(coopmat_split_verified=False))[2] == 1
+    assert plan(desc(16, 4096, 1024), lim.replace(coopmat_split_verified=False))[:3] == (["qlmm_stream_m16n32p2"], (32, 1, 1), 1)
+    # forced: kernel and width (the self-check plans this way), split-K
+    assert plan(desc(13, 1040, 144), kernel="stream", config="nr64", split_k=3)[:3] == (["qlmm_stream_m16n64p4_sk"], (9, 1, 1), 3)
+    with pytest.raises(vkops.DeviceLimitError, match="M = 17 is above 16 rows"):
+        qlmm.plan(desc(17, 4096, 4096), lim, kernel="stream")
+    with pytest.raises(vkops.DeviceLimitError, match="cooperative_matrix"):
+        qlmm.plan(desc(16, 4096, 4096), PAPER, kernel="stream")
+    with pytest.raises(vkops.ValidationError, match="config must be one of"):
+        qlmm.plan(desc(16, 4096, 4096), lim, kernel="stream", config="nr48")
+    # within the minimum's 16 KiB of shared memory the workgroup shrinks until the slabs fit
+    small = lim.replace(shared_memory_bytes=16384)
+    assert plan(desc(16, 4096, 4096), small)[3] == (64,)

@@ -11,7 +11,7 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.limits import PROFILES, Limits
-from vkops.ops import qlmm, slice1, top_k1, top_k1_paths
+from vkops.ops import qlmm, qlmm_stream, slice1, top_k1, top_k1_paths
 from vkops.tensor import TensorDesc
 from vkops.ops import qlmm_coopmat as QC
 
@@ -30,7 +30,10 @@ LIMITS = {"minimum": PROFILES["minimum"], "v3dv": PROFILES["raspberry-pi-v3dv"],
           "paper+subgroups": PAPER_SG,
           # integer dot products (the decoding-sized qlmm kernel) within the smallest limits, and on paper
           "minimum+dot": PROFILES["minimum"].replace(integer_dot_product=True),
-          "paper+dot": PAPER.replace(integer_dot_product=True)}
+          "paper+dot": PAPER.replace(integer_dot_product=True),
+          # verified cooperative matrices: decoding-sized qlmm streams B (kernels/qlmm_stream.comp)
+          "paper+coopmat": PAPER.replace(name="paper+coopmat", cooperative_matrix=True, coopmat_verified=True,
+                                         coopmat_split_verified=True)}
 
 
 def topk(shape, k, dtype="float32", axis=-1):
@@ -68,6 +71,7 @@ def plans(lim):
     yield qlmm.plan(qd(1, 9, 4096, 260), lim)                        # decoding-sized: dot where offered
     yield qlmm.plan(qd(1, 33, 160, 4096, zp=False), lim)
     yield qlmm.plan(qd(1, 32, 256, 512, zp=False), lim)               # 32 rows: dot where its tile fits
+    yield qlmm.plan(qd(1, 15, 4096, 4096), lim)                        # aligned: B streamed where verified
 
 
 @pytest.mark.parametrize("name", LIMITS)
@@ -91,6 +95,8 @@ def test_plans_fit_their_limits(name):
         assert seen == {("top_k1", 128), ("slice1", 128), ("qlmm", 128)}
     if name.endswith("+dot"):
         assert any(p.dispatches[-1].kernel.startswith("qlmm_dot") for p in plans(lim))
+    if name == "paper+coopmat":
+        assert any(p.dispatches[-1].kernel.startswith("qlmm_stream") for p in plans(lim))
     if name == "paper":  # where the device allows, the sizes the kernels were tuned with
         assert seen == {("top_k1", 512), ("slice1", 256), ("qlmm", 256)}
     if name == "paper+subgroups":
@@ -107,6 +113,13 @@ def test_shared_memory_mirror_matches_the_spirv():
         assert 0 < shared_memory_bytes(rows, {0: wg, 1: B}) <= top_k1_paths.shared_bytes(B, wg)
     q = (SPV / "qlmm.spv").read_bytes()
     assert shared_memory_bytes(q, {0: 256}) == 8192 and shared_memory_bytes(q, {0: 128}) == 6144
+    # qlmm_stream: per subgroup its slabs, then the workgroup's tile and row sums (and the split flag)
+    for mt in qlmm_stream.TILE_ROWS:
+        for nr in qlmm_stream.TILES:
+            for sk in ("", "_sk"):
+                s = (SPV / f"{qlmm_stream.kernel(mt, nr)}{sk}.spv").read_bytes()
+                for wg in (64, 128, 256):
+                    assert shared_memory_bytes(s, {0: wg}) == qlmm_stream.shared_bytes(wg, mt, nr, bool(sk)), (mt, nr, sk, wg)
     # qlmm_dot: A's chunk or one partial tile, whichever is larger (a spec-constant select), + row sums
     for name, extra in (("qlmm_dot", 0), ("qlmm_dot_sk", 4)):
         d = (SPV / f"{name}.spv").read_bytes()

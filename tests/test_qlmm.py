@@ -9,6 +9,7 @@ from vkops import reference
 from vkops.ops import qlmm as qmod
 from vkops.tensor import TensorDesc
 from vkops.ops import qlmm_coopmat as QC
+from vkops.ops import qlmm_stream as QS
 from vkops.ops import qlmm_dot as QD
 
 I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
@@ -197,6 +198,21 @@ def test_kernel_selection(dev, rng, monkeypatch):
         run_both(problem(rng, U8, U8, U8, 40, 96, 48, "axis", "axis"), U8, kernel="coopmat")
         assert QC.self_check(dev)
         assert QC.self_check(dev, split=True)
+        # the B-streaming kernel: both widths, with and without split-K (4 splits of 65 steps, the last
+        # partial), zero points (the row of ones after 15 rows), column-major B, N not in whole tiles
+        for nr in QS.TILES:
+            for target in (1, 4000):
+                monkeypatch.setattr(QS, "STREAM_NR", nr)
+                monkeypatch.setattr(QS, "STREAM_TARGET_GROUPS", target)
+                for M, adt, bdt, zps in ((16, I8, I8, "none"), (15, U8, U8, "axis"), (7, U8, I8, "tensor")):
+                    args3 = problem(rng, adt, bdt, I8, M, 4112, 144, "axis", zps)
+                    want = reference.quantized_linear_matmul(*args3)
+                    close(vkops.quantized_linear_matmul(*args3, kernel="stream"), want)
+                    b = args3[3]
+                    bcols = dev.tensor(np.ascontiguousarray(b[0, 0].T)).as_strided(b.shape, (0, 0, 1, b.shape[2]))
+                    close(vkops.quantized_linear_matmul(*args3[:3], bcols, *args3[4:], kernel="stream").numpy(), want)
+                    p = next(reversed(dev._plans._entries.values()))
+                    assert p.dispatches[-1].kernel == QS.kernel(16, nr) + ("_sk" if target > 1 else "")
         for sk in (2, 3):  # split-K, forced: K = 320 in 128-chunks (32x64x128 for M = 24), partial last
             monkeypatch.setattr(QC, "COOPMAT_SPLIT_K", sk)
             for zps in ("none", "axis"):
@@ -445,10 +461,12 @@ def test_dot_kernel_refusals(dev, rng, monkeypatch):
 
 
 def test_auto_kernel_rule_for_small_m(monkeypatch):
-    """Pure planning: where cooperative matrices are verified, the direct-B kernel keeps row-major signed
-    B without zero-point sums above DOT_COOP_MAX_M rows; the dot kernel takes fewer rows, column-major
-    B and zero points, up to DOT_MAX_M_COOPMAT rows; a device without cooperative matrices gets the dot
-    kernel for M <= DOT_MAX_M."""
+    """Pure planning: where cooperative matrices are verified, the B-streaming kernel takes every
+    product of up to STREAM_MAX_M rows (any layout of B, zero points or not; 15 when B's column sums take
+    a row of A's tile). With it off, the direct-B
+    kernel keeps row-major signed B without zero-point sums above DOT_COOP_MAX_M rows; the dot kernel
+    takes fewer rows, column-major B and zero points, up to DOT_MAX_M_COOPMAT rows; a device without
+    cooperative matrices gets the dot kernel for M <= DOT_MAX_M."""
     h100 = vkops.Limits(name="coopmat+dot", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
                         max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
                         max_storage_buffer_range=2**32 - 1, subgroup_operations=0xFF, cooperative_matrix=True,
@@ -463,6 +481,12 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
                                             t(adt, (1, 1, M, N))).validate()
         return _gemms(qmod.plan(d, lim))[-1].kernel
 
+    for k in (kernel(h100, 1), kernel(h100, 16), kernel(h100, 16, cols=True), kernel(h100, 15, U8, I8, zp=True),
+              kernel(h100, 15, I8, U8, zp=True), kernel(h100, 16, I8, U8)):  # B's offset: row sums of A only
+        assert k.startswith("qlmm_stream"), k
+    assert kernel(h100, 16, U8, I8, zp=True).startswith("qlmm_dot")  # B's column sums: no row left
+    assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
+    monkeypatch.setattr(QS, "STREAM", False)
     cap = QD.DOT_COOP_MAX_M
     assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")
     for k in (kernel(h100, cap), kernel(h100, 1), kernel(h100, 16, cols=True), kernel(h100, 16, U8, I8, zp=True),
@@ -475,6 +499,7 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
     monkeypatch.setattr(QC, "DIRECT_MAX_M", 32)
     assert kernel(h100, 32).startswith("qlmm_coopmat_direct") and not kernel(h100, 33).startswith("qlmm_coopmat_direct")
     monkeypatch.undo()
+    monkeypatch.setattr(QS, "STREAM", False)
     assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
     plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
     assert QD.DOT_MAX_M_COOPMAT == 16 < QD.DOT_MAX_M == 32

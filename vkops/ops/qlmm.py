@@ -22,6 +22,7 @@ from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from . import qlmm_coopmat as cm
 from . import qlmm_dot as qd
+from . import qlmm_stream as qs
 from .slice1 import lower_packed
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
@@ -35,12 +36,12 @@ PORTABLE_WG = 256
 # GEMM per batch, as before issue 15 (bench/bench_qlmm_nd.py compares them). Part of the plan key.
 FOLD = True
 KNOBS = ("FOLD",)
-_KNOB_MODULES = (sys.modules[__name__], cm, qd)
+_KNOB_MODULES = (sys.modules[__name__], cm, qd, qs)
 _KNOB_SOURCES = tuple((vars(m).__getitem__, m.KNOBS) for m in _KNOB_MODULES)  # (value getter, names)
 
 
 def knob_modules():
-    """The modules whose KNOBS planning reads: this one, qlmm_coopmat and qlmm_dot."""
+    """The modules whose KNOBS planning reads: this one, qlmm_coopmat, qlmm_dot and qlmm_stream."""
     return _KNOB_MODULES
 
 
@@ -176,16 +177,16 @@ def choose_kernel(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kern
                and all(s % 16 == 0 for s in a_st[:3]) and all(s % 16 == 0 for s in b_st[:3]))
     if kernel == "portable":
         return "portable"
-    if kernel == "coopmat":
+    if kernel in ("coopmat", "stream"):
         if not lim.cooperative_matrix:
-            raise DeviceLimitError(f"kernel='coopmat' needs VK_KHR_cooperative_matrix with shape {cm.COOPMAT_SHAPE} "
+            raise DeviceLimitError(f"kernel={kernel!r} needs VK_KHR_cooperative_matrix with shape {cm.COOPMAT_SHAPE} "
                                    f"and 32-lane subgroups; {lim.name} does not offer them")
         if not aligned:
-            raise ValidationError(f"kernel='coopmat' needs K and N multiples of 16 and 16-element aligned strides; "
+            raise ValidationError(f"kernel={kernel!r} needs K and N multiples of 16 and 16-element aligned strides; "
                                   f"got K={desc.k}, N={desc.n}, a strides {a_st}, b strides {b_st}")
         return "coopmat"
     if kernel != "auto":
-        raise ValidationError(f"kernel must be 'auto', 'portable', 'coopmat' or 'dot'; got {kernel!r}")
+        raise ValidationError(f"kernel must be 'auto', 'portable', 'coopmat', 'stream' or 'dot'; got {kernel!r}")
     return "coopmat" if aligned and lim.cooperative_matrix and lim.coopmat_verified else "portable"
 
 
@@ -239,7 +240,9 @@ def plan(desc: QuantizedLinearMatMulDesc, limits: Limits, *, kernel: str = "auto
          split_k=None) -> Plan:
     """The dispatch of a validated QUANTIZED_LINEAR_MATRIX_MULTIPLY (pure: no device). Its inputs are the
     descriptor's tensors in order, absent zero points left out. `zero_points` = (a_zp, b_zp) as NumPy
-    arrays when the host knows them (lets the cooperative-matrix path skip the row/column sums)."""
+    arrays when the host knows them (lets the cooperative-matrix path skip the row/column sums).
+    `config`: a cooperative-matrix tile (qlmm_coopmat.COOPMAT_CONFIGS), or "nr32" / "nr64" with
+    kernel="stream" (the B-streaming kernel's width)."""
     bld = Builder("qlmm", limits)
     ins = [None if getattr(desc, f) is None else bld.input(getattr(desc, f), f) for f in _INPUTS]
     out = bld.output(desc.output, "output")
@@ -284,11 +287,18 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     a_free = _zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)  # za' = 0
     b_free = _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known)  # zb' = 0
     which = "dot" if kernel == "dot" else choose_kernel(lim, desc, a_st, b_st, kernel)
+    stream = None  # (MT, NR) where the B-streaming kernel can run
+    if which == "coopmat" and qs.STREAM or kernel == "stream":
+        stream, why_stream = qs.why_not(lim, M, N, Bo * Co, not a_free, config if kernel == "stream" else None)
+        if kernel == "stream" and stream is None:
+            raise DeviceLimitError(f"kernel='stream' cannot run this product: {why_stream}")
+    if stream is not None and (kernel == "stream" or (kernel == "auto" and qs.preferred(M))):
+        which = "stream"
     if which == "coopmat":
         config, kname = cm.resolve(config or cm.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free,
                                    desc.b.data_type.is_signed)
     direct = which == "coopmat" and kname == "qlmm_coopmat_direct"
-    if kernel == "auto" and dot is not None and qd.preferred(M, b_cols, direct):
+    if kernel == "auto" and dot is not None and which != "stream" and qd.preferred(M, b_cols, direct):
         which = "dot"
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
@@ -306,11 +316,14 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
     elif which == "dot":
         kname, spec, bm, bn = "qlmm_dot", qd.spec(lim, dot), dot, qd.DOT_COLS
+    elif which == "stream":
+        (bm, bn), kname = stream, qs.kernel(*stream)
+        spec = qs.spec(lim, bm, bn)
     else:
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-    if b_cols and not (which == "dot" or direct):
+    if b_cols and not (which in ("dot", "stream") or direct):
         b_cols = False
         b = packed_inner(b)
         b_st = _strides(b.desc)[:3] + (1,)
@@ -326,7 +339,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     flags |= _flag(desc.a_scale, F_SA_ROW) | _flag(desc.a_zero_point, F_ZA_ROW)
     flags |= _flag(desc.b_scale, F_SB_COL) | _flag(desc.b_zero_point, F_ZB_COL)
     flags |= _flag(desc.output_scale, F_SO_ROW) | _flag(desc.output_zero_point, F_ZO_ROW)
-    if which == "dot":  # zero-point sums only where a shifted zero point may be non-zero
+    if which in ("dot", "stream"):  # zero-point sums only where a shifted zero point may be non-zero
         flags |= (0 if b_free else qd.F_NEED_SA) | (0 if a_free else qd.F_NEED_SB)
     pc["flags"] = flags
     if b_cols:
@@ -348,6 +361,10 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         slot = tm * tn + tm + tn  # the int32 tile, then its row and column sums
     elif which == "dot":
         sk, slot = qd.splits(tiles, K, spec[0], split_k), bm * bn
+    elif which == "stream":
+        sk, slot = qs.splits(tiles, K, bn, spec[0], split_k), bm * bn
+        if split_k in (None, "auto") and not lim.coopmat_split_verified:
+            sk = 1  # auto splits only where the split-K variants passed their self-check
     if sk > 1:  # each split stores its partial tile in a slot; the last of a tile to arrive adds them
         kname += "_sk"
         pc["splits"] = sk
@@ -361,7 +378,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                                    f"{lim.name} allows {lmt}")
     if which == "coopmat":
         batch.notes.update(config=config, split_k=sk)
-    elif which == "dot":
+    elif which in ("dot", "stream"):
         batch.notes.update(rows=bm, split_k=sk)
     batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out] + extra,
                    writes=[8] + extra_writes,

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..limits import Limits
 from ..tensor import TensorDesc
-from . import qlmm_dot
+from . import qlmm_dot, qlmm_stream
 
 # Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
 COOPMAT_CONFIGS = {
@@ -124,7 +124,8 @@ def coopmat_supported(dev) -> bool:
 
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
-                    "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk")
+                    "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk") + tuple(
+    qlmm_stream.kernel(mt, nr) + sk for mt in qlmm_stream.TILE_ROWS for nr in qlmm_stream.TILES for sk in ("", "_sk"))
 _verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
 _verdict_lock = threading.Lock()
 
@@ -192,16 +193,23 @@ def self_check(dev, split: bool = False) -> bool:
     # B read directly, row-major and column-major (a transposed view)
     direct = [(np.int8, np.int8, False, DIRECT_CONFIG, sk, cols) for sk in ((3,) if split else (1,))
               for cols in (False, True)]
-    cases = [c + (1, False) for c in cases] + direct
+    # B streamed (kernel "stream", config "nr<NR>"): every tile shape of kernels/variants.py, signed
+    # without sums (13 rows) and unsigned with zero points from a column-major view (15 rows and the row
+    # of ones)
+    stream = [(a, b, zp, f"nr{nr}", 3 if split else 1, cols) for nr in qlmm_stream.TILES
+              for a, b, zp, cols in ((np.int8, np.int8, False, False), (np.uint8, np.uint8, True, True))]
+    cases = [c + (1, False) for c in cases] + direct + stream
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
         cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2, False), (np.int8, np.int8, False, "32x64x128_2x2", 3, False),
-                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False)] + direct
+                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False)] + direct + stream
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         batches = 2
         if config == DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
             # TILE_K; N a multiple of 16, not of TILE_N
             M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[DIRECT_CONFIG][2], 1
+        if config.startswith("nr"):  # N not a multiple of NR, K not of the steps
+            M, N, K, batches = 15 if zps else 13, 144, 1040, 1
         a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (batches, 1, M, K)).astype(a_dt)
         b = rng.integers(np.iinfo(b_dt).min, np.iinfo(b_dt).max + 1, (1, 1, K, N)).astype(b_dt)
         sa = rng.uniform(0.01, 0.03, (1, 1, M, 1)).astype(np.float32)
@@ -218,10 +226,13 @@ def self_check(dev, split: bool = False) -> bool:
                                          TensorDesc(np.int8, want.shape)).validate()
         out = dev.empty(desc.output)
         batch = Batch(dev)
-        p = plan(desc, device_limits(dev, verified=False), kernel="coopmat", config=config, split_k=sk)
-        if config == DIRECT_CONFIG:  # the case runs what it checks
-            assert p.dispatches[-1].kernel.startswith("qlmm_coopmat_direct"), p.dispatches[-1].kernel
+        kind = "stream" if config.startswith("nr") else "coopmat"
+        p = plan(desc, device_limits(dev, verified=False), kernel=kind, config=config, split_k=sk)
+        if config == DIRECT_CONFIG or kind == "stream":  # the case runs what it checks
+            assert p.dispatches[-1].kernel.startswith("qlmm_coopmat_direct" if kind == "coopmat" else
+                                                      "qlmm_stream_m16n" + config[2:])
             assert cols == (p.note("b_layout") == "column-major") and len(p.dispatches) == 1
+            assert kind == "coopmat" or p.note("split_k") == sk, (p.note("split_k"), sk)
         execute(p, batch, [t for t in ts if t is not None], [out])
         batch.run()
         got = out.numpy()

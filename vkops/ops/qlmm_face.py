@@ -40,10 +40,10 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         the dtype of a, b and the output (Python ints take that dtype, range-checked).
     output_dtype: INT8 or UINT8 when output_zero_point does not fix it; default: a's dtype.
     out: optional packed DeviceTensor of the output's dtype and element count to write into.
-    kernel: "auto" (packed integer dot products for up to 32 rows where the device has them, 16 beside
-        verified cooperative matrices; else the
-        cooperative-matrix kernel where the device offers it and it passed its self-check; else the
-        portable one), "portable", "coopmat" or "dot".
+    kernel: "auto" (where the device's cooperative matrices passed their self-check: up to 16 rows
+        B streamed through them, "stream"; more rows the tiled cooperative-matrix kernel; else packed
+        integer dot products for up to 32 rows where the device has them; else the portable kernel),
+        "portable", "coopmat", "stream" or "dot".
 
     Returns the int8/uint8 result {..., M, N} with the larger operand's rank: a NumPy array for NumPy
     inputs, a DeviceTensor for device tensors. When b and every parameter are shared across a's
