@@ -7,8 +7,8 @@ torch._int_mm (B column-major and row-major) and ONNX Runtime's CPU QLinearMatMu
     python bench/bench_qlmm.py --small     # CPU-driver shapes (the default on one)
 
 Research flags, kept here: --configs all (on a cooperative-matrix device, more vkops rows: the
-portable kernel and other tiles / split-K; decoding shapes: the cooperative-matrix kernel and the
-integer-dot-product kernel's knobs, see SKINNY_CONFIGS). Dropped: the
+portable kernel and other tiles / split-K; decoding shapes: the
+B-streaming kernel off and at each width, and the dot kernel, see SKINNY_CONFIGS). Dropped: the
 one-dispatch-per-submission column (ms_1sub) and --configs' group-M variant.
 """
 from __future__ import annotations
@@ -24,12 +24,11 @@ import vkops  # noqa: E402
 from vkops.bench import commands, presets, runner, timing  # noqa: E402
 from vkops.ops import qlmm_coopmat as QC  # noqa: E402
 
-# Decoding shapes: the cooperative-matrix kernels (what auto ran before the integer-dot-product kernel)
-# and the dot kernel's knobs (ops/qlmm.py), including 32 rows per workgroup.
-SKINNY_CONFIGS = {"coopmat": {"kernel": "coopmat"},
-                  **{f"dot unroll {u}": {"knobs": {"DOT_UNROLL": u}} for u in (1, 4)},
-                  **{f"dot groups {g}": {"knobs": {"DOT_TARGET_GROUPS": g}} for g in (66, 264, 528)},
-                  "dot rows 32": {"kernel": "dot", "knobs": {"DOT_MAX_M_COOPMAT": 32}}}
+# Decoding shapes: what auto ran before the B-streaming kernel (STREAM off: the direct-B, staged and
+# integer-dot-product kernels), the streaming kernel's two widths, and the dot kernel on its own.
+SKINNY_CONFIGS = {"no stream (before)": {"knobs": {"STREAM": False}},
+                  **{f"stream {w} wide": {"kernel": "stream", "knobs": {"STREAM_NR": w}} for w in (32, 64)},
+                  "dot": {"kernel": "dot"}}
 LARGE_CONFIGS = {c: {"config": c} for c in ("128x256x64_4x2", "256x128x64_2x4", "64x64x64_2x2")}
 LARGE_CONFIGS.update({"32x64x128 sk1": {"config": "32x64x128_2x2", "split_k": 1},
                       "32x64x128 sk8": {"config": "32x64x128_2x2", "split_k": 8}})
