@@ -188,6 +188,14 @@ def test_cli_writes_a_plan(tmp_path):
     r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "8", "--k", "256", "--n", "64",
                         "--kernel", "dot", "--limits", "minimum"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "VK_KHR_shader_integer_dot_product" in r.stderr, r.stderr
+    coop = json.dumps(PAPER.replace(subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True).to_dict())
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "8", "--k", "4096", "--n", "4096",
+                        "--kernel", "stream", "--limits", "/dev/stdin"], input=coop, cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert Plan.from_json(r.stdout).dispatches[-1].kernel == "qlmm_stream_m16n32p2"
+    r = subprocess.run([sys.executable, "-m", "vkops", "plan", "qlmm", "--m", "8", "--k", "256", "--n", "64",
+                        "--kernel", "stream", "--limits", "minimum"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "VK_KHR_cooperative_matrix" in r.stderr, r.stderr
     r = subprocess.run([sys.executable, "-m", "vkops", "plan", "top_k", "--shape", "4,300000", "--k", "50",
                         "--limits", "minimum"], cwd=ROOT, capture_output=True, text=True)
     p = Plan.from_json(r.stdout)
