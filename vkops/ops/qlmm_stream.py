@@ -18,8 +18,9 @@ STREAM = True
 STREAM_MAX_M = 16
 STREAM_MIN_M = 1        # auto leaves fewer rows to the integer-dot-product kernel
 # Tile widths (variants.py): NR columns with PF steps in flight, 32 while the column tiles fit about a
-# wave (STREAM_WAVE workgroups), else 64. H100: 4096 columns 128 workgroups of 32 (13.3 us; 64 wide with
-# split-K 2: 32-46); 8192 columns 128 of 64 (52.6 us; 256 of 32: 57.7).
+# wave (STREAM_WAVE workgroups) or 64 would need split-K, else 64. H100: 4096 columns 128 workgroups of
+# 32 (13.3 us; 64 wide with split-K 2: 32-46); 8192 columns 128 of 64 (52.6 us; 256 of 32: 57.7); 14336
+# columns 224 of 64 (51.9 us; 448 of 32: 63.1).
 TILES = {32: 2, 64: 4}
 STREAM_NR = "auto"
 STREAM_WAVE = 160
@@ -52,7 +53,9 @@ def width(N: int, batches: int) -> int:
         if STREAM_NR not in TILES:
             raise ValidationError(f"vkops.ops.qlmm_stream.STREAM_NR must be 'auto' or one of {tuple(TILES)}; got {STREAM_NR!r}")
         return STREAM_NR
-    return 32 if -(-N // 32) * batches <= STREAM_WAVE else 64
+    if -(-N // 32) * batches <= STREAM_WAVE or -(-N // 64) * batches < STREAM_TARGET_GROUPS:
+        return 32
+    return 64
 
 
 def shared_bytes(wg: int, mt: int, nr: int, split: bool = True) -> int:
