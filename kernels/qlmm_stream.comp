@@ -71,7 +71,8 @@ layout(binding = 9) coherent buffer Part { int part[]; };
 layout(binding = 10) coherent buffer Cnt { uint cnt[]; };
 shared uint last_flag;
 #endif
-const uint F_NEED_SA = 1024u, F_NEED_SB = 2048u;  // zb' (resp. za') may be non-zero: row (column) sums
+// zb' (resp. za') may be non-zero: row (column) sums; the values of qlmm_dot.comp (ops/qlmm_dot.py sets both)
+const uint F_NEED_SA = 1024u, F_NEED_SB = 2048u;
 
 shared uvec4 Bsl[NSG * BSLAB];
 shared uvec4 Asl[NSG * ASLAB];
