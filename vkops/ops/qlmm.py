@@ -288,7 +288,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     b_free = _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known)  # zb' = 0
     which = "dot" if kernel == "dot" else choose_kernel(lim, desc, a_st, b_st, kernel)
     stream = None  # (MT, NR) where the B-streaming kernel can run
-    if which == "coopmat" and qs.STREAM or kernel == "stream":
+    if (which == "coopmat" and qs.STREAM) or kernel == "stream":
         stream, why_stream = qs.why_not(lim, M, N, Bo * Co, not a_free, config if kernel == "stream" else None)
         if kernel == "stream" and stream is None:
             raise DeviceLimitError(f"kernel='stream' cannot run this product: {why_stream}")
