@@ -4,7 +4,7 @@
     python bench/bench_top_k1.py --grid llm    # LLM vocabularies = ... --preset llm
     python bench/bench_top_k1.py --small       # CPU-driver shapes (the default on one) = ... --preset small
 
-    python bench/bench_top_k1.py --grid rows   # many short rows: ROWS against the workgroup paths (forced)
+    python bench/bench_top_k1.py --grid rows   # many short rows: ROWS and RSORT against the workgroup paths (forced)
 
 Research flags, kept here: --workgroup N (TOP_K1's wanted workgroup size, read at planning time),
 --sweep-chunks 2,4,8,16 [--force filter|radix|seg|sort|rows] (one more vkops row per forced chunk count;
@@ -26,11 +26,13 @@ from vkops.bench import cases, commands, presets, runner, timing  # noqa: E402
 from vkops.ops import top_k1_paths  # noqa: E402
 
 
-# Many short rows (ROWS, one subgroup per row, against SEG and radix select); 2048 x 8192 is past ROWS_MAX_L.
+# Many short rows (ROWS, one subgroup per row, and RSORT, one workgroup's radix sort per row, against SEG and
+# radix select); 2048 x 8192 is past ROWS_MAX_L.
 ROWS_GRID = [cases.top_k_case(shape, dt, k) for dt, shape, ks in (
     ("float32", (32768, 1024), (1, 8, 64, 256, 1024)), ("float32", (16384, 2048), (1, 8, 64, 256, 1024)),
     ("float32", (4096, 4096), (1, 8, 64, 256, 1024)), ("float32", (2048, 8192), (8, 64, 256)),
-    ("float32", (512, 1024), (8, 64, 256)), ("float16", (32768, 1024), (8, 256)), ("uint8", (32768, 1024), (8, 256)))
+    ("float32", (512, 1024), (8, 64, 256, 1024)), ("float16", (32768, 1024), (8, 256, 1024)),
+    ("uint8", (32768, 1024), (8, 256, 1024)))
     for k in ks]
 
 
@@ -43,7 +45,7 @@ def main():
     ap.add_argument("--dtypes", default=None, help="dtypes to run, e.g. float32")
     ap.add_argument("--against", default="torch", help="baselines (default torch)")
     ap.add_argument("--workgroup", type=int, default=None, help="TOP_K1's wanted workgroup size (default 512)")
-    ap.add_argument("--force", default=None, choices=["filter", "radix", "seg", "sort", "rows"],
+    ap.add_argument("--force", default=None, choices=["filter", "radix", "seg", "sort", "rows", "rsort"],
                     help="with --sweep-chunks")
     ap.add_argument("--sweep-chunks", default=None, help="e.g. 2,4,8,16: a vkops row per forced chunk count")
     ap.add_argument("--out", default=None)
@@ -57,7 +59,7 @@ def main():
              and (not args.dtypes or c.dtype in args.dtypes.split(","))]
     variants = {}
     if args.grid == "rows":  # every short-row path forced (a path that cannot take a case is listed as skipped)
-        variants = {f: {"force": f} for f in ("rows", "radix", "seg")}
+        variants = {f: {"force": f} for f in ("rows", "rsort", "radix", "seg")}
     for c in map(int, (args.sweep_chunks or "").split(",") if args.sweep_chunks else []):
         variants[f"chunks={c}" + (f" {args.force}" if args.force else "")] = {"chunks": c, "force": args.force}
     cfg = runner.Config(cases=cases, against=[a for a in args.against.split(",") if a and a != "none"],

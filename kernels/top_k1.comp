@@ -79,6 +79,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 const uint MODE_SEG = 0, MODE_FILTER = 1, MODE_SORT_INIT = 2, MODE_SORT_GLOBAL = 3, MODE_SORT_LOCAL = 4;
+const uint MODE_RSORT = 5;  // ROWS modules: MODE_RSORT runs run_rsort (top_k1_rsort.glsl), any other run_rows
 const uint SENT_IDX = 0xFFFFFFFFu;  // sentinel (key 0, index ~0) ranks below every real element
 const uint WG = gl_WorkGroupSize.x;
 
@@ -97,6 +98,11 @@ const uint NBINS = 256u;
 shared uint hist[NBINS];
 shared uint s_grp[NBINS / 32u];
 shared uint s_digit, s_above, s_inbin;
+#if ROWS
+// RSORT's digit counters, broadcast slots and subgroup totals (top_k1_rsort.glsl); 1 word for ROWS.
+layout(constant_id = 4) const uint RS_SH = 1u;
+shared uint rs_sh[RS_SH];
+#endif
 
 // ---- keys --------------------------------------------------------------------------------------
 uint make_key(uint raw) {
@@ -677,6 +683,7 @@ void radix_topk(uint base, uint start, uint end) {
 
 #if ROWS
 #include "top_k1_rows.glsl"
+#include "top_k1_rsort.glsl"
 #endif
 
 // ---- modes -------------------------------------------------------------------------------------
@@ -796,7 +803,8 @@ void main() {
     uint g = linear_group();
     if (g >= pc.n_groups) return;
 #if ROWS
-    run_rows(g);
+    if (MODE == MODE_RSORT) run_rsort(g);
+    else run_rows(g);
     return;
 #endif
     if (MODE == MODE_SEG) run_seg(g);

@@ -503,3 +503,75 @@ def test_rows_choice(dev):
     assert paths.device_path(minimum, paths.ROWS_MIN_SEQ, 1024, 64).path != "rows"
     with pytest.raises(vkops.ValidationError, match="rows path needs subgroup ballot"):
         paths.device_path(minimum, 8, 1024, 64, force="rows")
+
+
+# ---- RSORT: one workgroup radix-sorts a whole row ---------------------------------------------------
+def rsort_or_skip(dev, n, L, k):
+    """RSORT's path here (forced); skipped where the device or profile lacks subgroup ballot/arithmetic
+    (RSORT is never planned there: test_rsort_choice)."""
+    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
+        pytest.skip("no subgroup ballot/arithmetic: RSORT is never planned (test_rsort_choice checks that)")
+    p = paths.rsort_path(dev.limits, n, L, k, force=True)
+    assert p is not None, f"{dev.limits.name} should run RSORT on rows of {L}"
+    return p
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["random", "ties", "const", "special"])
+def test_rsort_path(dev, rng, dtype, kind):
+    """Rows around the workgroup's items (WG x E - 1, WG x E, WG x E + 1 for E = 1, 2 and the most a lane
+    holds), K = 1, in between and L, both directions; a strided axis."""
+    p = rsort_or_skip(dev, 4, 64, 64)
+    wg = p.workgroup
+    for L in (wg - 1, wg, wg + 1, 2 * wg, paths.RSORT_MAX_E * wg - 1, paths.RSORT_MAX_E * wg):
+        q = rsort_or_skip(dev, 3, L, L)
+        assert q.workgroup == wg and q.B >= L
+        x = radix_data(rng, dtype, (3, L), kind)
+        for k in sorted({1, L // 2 + 1, L}):
+            for direction in DIRS:
+                check(x, k, -1, direction, force="rsort")
+    check(radix_data(rng, dtype, (300, 5), kind), 300, 0, "increasing", force="rsort")  # strided axis
+
+
+def test_rsort_ties_keep_ascending_indices(dev, rng):
+    """Equal keys across lanes, items and subgroups come out by ascending index in both directions; a
+    pass whose digit every item shares is skipped (constant rows, the zero high bytes of narrow keys)."""
+    L = 500  # 8 items a lane, several subgroups, on every device that runs RSORT
+    rsort_or_skip(dev, 2, L, L)
+    x = np.zeros((2, L), np.float32)
+    x[:, ::7] = 1.0
+    x[1, 3::5] = -0.0
+    for direction in DIRS:
+        v, i = check(x, L, 1, direction, force="rsort")
+    v, i = check(x, L, 1, "decreasing", force="rsort")
+    np.testing.assert_array_equal(i[0, :len(range(0, L, 7))], np.arange(0, L, 7))
+    check(np.full((3, L), 7, np.int8), L, 1, "increasing", force="rsort")
+    check(np.full((3, L), np.nan, np.float16), 10, 1, "decreasing", force="rsort")
+
+
+def test_rsort_choice(dev):
+    """RSORT for many rows of 513..1024 with pow2(K) > 256 where the device has subgroup ballot +
+    arithmetic (one dispatch of a ROWS module in MODE_RSORT); SEG outside those, and within the Vulkan 1.1
+    minimum."""
+    lim = dev.limits
+    n, L = paths.RSORT_MIN_SEQ, paths.RSORT_MAX_L
+    if lim.has_subgroup("basic", "ballot", "arithmetic"):
+        p = paths.rsort_path(lim, n, L, 1024)
+        if p is not None:  # on devices whose counters fit (lavapipe's 4-lane subgroups: 32 KiB do not)
+            assert paths.device_path(lim, n, L, 1024).path == "rsort"
+            assert paths.device_path(lim, n, paths.RSORT_MIN_L, 257).path == "rsort"
+            assert paths.device_path(lim, n, L, 256).path == "rows"
+            assert paths.device_path(lim, n - 1, L, 1024).path != "rsort"
+            assert paths.device_path(lim, n, paths.RSORT_MIN_L - 1, 512).path != "rsort"
+            x = vkops.TensorDesc(vkops.DataType.FLOAT32, (n, L))
+            vd, idd = tk.output_descs(x, 1, 1024)
+            plan = tk.plan(tk.TopK1Desc(x, vd, idd, 1, 1024).validate(), lim)
+            (step,) = plan.dispatches
+            assert step.kernel == "top_k1_rows_f32" and step.spec[2] == tk.MODE_RSORT
+            assert step.spec[4] == p.rs_sh == paths.rsort_shared_words(p.workgroup, lim.min_subgroup_size)
+        elif lim.min_subgroup_size >= 8:
+            pytest.fail(f"{lim.name}: RSORT should fit rows of {L} with subgroups of >= 8")
+    minimum = lim.within("minimum")
+    assert paths.device_path(minimum, n, L, 1024).path == "seg"
+    with pytest.raises(vkops.ValidationError, match="rsort path needs subgroup ballot"):
+        paths.device_path(minimum, 8, 1024, 1024, force="rsort")

@@ -11,6 +11,10 @@ takes is decided by the rules in top_k1_paths.py (pure):
           From pow2(K) >= RADIX_MIN_KP, and on short rows (B/2 < L <= 4B) from K = 2, a chunk is
           reduced by radix select instead (8-bit key digits until the keys at or above the K-th
           key's prefix fit the buffer, a position select among ties), then sorted once.
+  rsort   >= 4096 rows of 513..1024 with pow2(K) > 256, on devices with subgroup ballot + arithmetic: one
+          workgroup radix-sorts the whole row in shared memory (8-bit digits, ballot-matched ranks: a
+          stable order, so ties keep ascending indices), then writes its first K
+          (kernels/top_k1_rsort.glsl, in the ROWS modules).
   sort    pow2(K) > B/2 on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches; the last one writes the first K.
 """
@@ -36,7 +40,7 @@ SENT_IDX = 0xFFFFFFFF
 
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
-MODE_SEG, MODE_FILTER, MODE_SORT_INIT, MODE_SORT_GLOBAL, MODE_SORT_LOCAL = range(5)
+MODE_SEG, MODE_FILTER, MODE_SORT_INIT, MODE_SORT_GLOBAL, MODE_SORT_LOCAL, MODE_RSORT = range(6)
 
 
 class AxisDirection(enum.IntEnum):
@@ -157,7 +161,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     pc["axis_stride"], pc["inner"], pc["n_other"] = strides[axis], inner, len(other)
     for i, (s, t) in enumerate(other):
         pc["o_sizes"][i], pc["o_strides"][i] = s, t
-    kernel = f"top_k1_{'rows_' if p.path == 'rows' else ''}{_KERNELS[inp.data_type]}"
+    kernel = f"top_k1_{'rows_' if p.path in ('rows', 'rsort') else ''}{_KERNELS[inp.data_type]}"
     ev = 128 // bits
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
@@ -166,6 +170,11 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         pc["n_groups"], pc["G"] = -(-n_seq // p.G), p.G
         b.dispatch(kernel, [x, values, indices], writes=[1, 2], groups=lim.grid(int(pc["n_groups"]), "TOP_K1"),
                    push=pc.reshape(1).view(np.uint32), spec=spec)
+        return p
+    if p.path == "rsort":  # a ROWS module too: one workgroup a row
+        pc["n_groups"] = n_seq
+        b.dispatch(kernel, [x, values, indices], writes=[1, 2], groups=lim.grid(n_seq, "TOP_K1"),
+                   push=pc.reshape(1).view(np.uint32), spec=spec + (MODE_RSORT, 0, p.rs_sh))
         return p
     ctr = b.counters(1)  # bound but unused unless several chunks share a row
 
@@ -261,8 +270,8 @@ def _direction(direction, largest, sorted_) -> AxisDirection:
 
 def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[str] = None,
            chunks: Optional[int] = None):
-    """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort"
-    or "rows") and `chunks` (workgroups per row on the filter path; ROWS' candidate cap) override the
+    """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort",
+    "rows" or "rsort") and `chunks` (workgroups per row on the filter path; ROWS' candidate cap) override the
     choice of device_path()."""
     Call, freeze = face_runtime()
 

@@ -52,6 +52,7 @@ class Path:
     cap: int = 0         # filter: entries buffered before a compaction; rows: candidate buffer
     radix: bool = False  # filter: chunks by radix select instead of the running threshold
     workgroup: int = WORKGROUP
+    rs_sh: int = 1       # rsort: words of its counters (RS_SH in top_k1.comp)
 
 
 NBINS = 256  # radix histogram bins (NBINS in top_k1.comp)
@@ -162,11 +163,61 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
     return Path("rows", B, Kp, G=max(1, wg // limits.subgroup_size), cap=cap, workgroup=wg)
 
 
+# RSORT (a ROWS module's MODE_RSORT, kernels/top_k1_rsort.glsl): one workgroup radix-sorts a whole row in
+# shared memory. Taken for pow2(K) above ROWS' largest on rows of RSORT_MIN_L..RSORT_MAX_L, at least
+# RSORT_MIN_SEQ of them, where SEG sorted the row with a bitonic network of about 55 barrier steps. On an
+# H100 (2026-11-24, bench_top_k1.py --grid rows), K=1024, GPU ms RSORT / SEG: 32768 x 1024 fp32 1.313 /
+# 1.551, fp16 0.934 / 1.590, uint8 0.565 / 1.579 (before its matches were split from its counts); 512 x
+# 1024 fp32 0.036 / 0.030. Longer rows keep radix select: 16384 x 2048 K=1024 2.0 against 1.21, 4096 x
+# 4096 0.95 against 0.36.
+RSORT_MIN_L = 513
+RSORT_MAX_L = 1024
+RSORT_MIN_SEQ = 4096
+RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl)
+RSORT_ITEMS = 8       # items a lane wanted: the workgroup is pow2(L) / 8, within [64, 256]
+
+
+def rsort_shared_words(workgroup: int, min_subgroup: int) -> int:
+    """RS_SH: 256 digit counters per subgroup, two broadcast slots per invocation, a total per subgroup
+    (for the most subgroups the workgroup may be split into)."""
+    nsub = workgroup // min_subgroup
+    return nsub * NBINS + 2 * workgroup + nsub
+
+
+def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False) -> Optional[Path]:
+    """The RSORT lowering where it applies, else None."""
+    Kp = _pow2(k)
+    if not limits.has_subgroup("basic", "ballot", "arithmetic"):
+        return None
+    if not force and (Kp <= ROWS_MAX_KP or not RSORT_MIN_L <= length <= RSORT_MAX_L or n_seq < RSORT_MIN_SEQ):
+        return None
+    # The wanted workgroup, or a smaller one (more items a lane) where its counters do not fit: devices
+    # with small subgroups need 256 words for each of many subgroups.
+    wg = limits.workgroup(min(256, max(64, _pow2(length) // RSORT_ITEMS)))
+    while wg >= max(64, limits.max_subgroup_size) and -(-length // wg) <= RSORT_MAX_E:
+        B = wg * -(-length // wg)  # the items: a lane's E, padded
+        rs_sh = rsort_shared_words(wg, limits.min_subgroup_size)
+        if shared_bytes(B, wg) + 4 * rs_sh <= limits.shared_memory_bytes:
+            return Path("rsort", B, Kp, workgroup=wg, rs_sh=rs_sh)
+        wg //= 2
+    return None
+
+
 def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
     """choose_path() with the device's shared memory and workgroup target (a CPU device gets far fewer
     chunks); ROWS where it applies. `force="rows"` takes ROWS wherever the device can run it, and then
     `chunks`, if given, is its candidate cap (a knob for bench sweeps)."""
     force, chunks = kw.get("force"), kw.get("chunks")
+    if force == "rsort" or (force is None and chunks is None):
+        p = rsort_path(limits, n_seq, length, k, force=force == "rsort")
+        if p is not None:
+            return p
+        if force == "rsort":
+            raise ValidationError(f"rsort path needs subgroup ballot + arithmetic, rows of <= {RSORT_MAX_E} "
+                                  f"elements an invocation and its counters in shared memory (256 words a "
+                                  f"subgroup); got L={length} on {limits.name} (subgroups of "
+                                  f"{limits.min_subgroup_size}-{limits.max_subgroup_size}, "
+                                  f"{limits.shared_memory_bytes} bytes of shared memory)")
     if force == "rows" or (force is None and chunks is None):
         p = rows_path(limits, n_seq, length, k, force=force == "rows", cap=chunks if force == "rows" else None)
         if p is not None:
