@@ -166,10 +166,9 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
 # RSORT (a ROWS module's MODE_RSORT, kernels/top_k1_rsort.glsl): one workgroup radix-sorts a whole row in
 # shared memory. Taken for pow2(K) above ROWS' largest on rows of RSORT_MIN_L..RSORT_MAX_L, at least
 # RSORT_MIN_SEQ of them, where SEG sorted the row with a bitonic network of about 55 barrier steps. On an
-# H100 (2026-11-24, bench_top_k1.py --grid rows), K=1024, GPU ms RSORT / SEG: 32768 x 1024 fp32 1.313 /
-# 1.551, fp16 0.934 / 1.590, uint8 0.565 / 1.579 (before its matches were split from its counts); 512 x
-# 1024 fp32 0.036 / 0.030. Longer rows keep radix select: 16384 x 2048 K=1024 2.0 against 1.21, 4096 x
-# 4096 0.95 against 0.36.
+# H100 (2026-11-24, README's TOP_K1 footnote 6), K=1024, GPU ms RSORT / SEG: 32768 x 1024 fp32 1.305 /
+# 1.551, fp16 0.927 / 1.590, uint8 0.447 / 1.579; 512 x 1024 fp32 0.036 / 0.030. Longer rows keep radix
+# select: 16384 x 2048 K=1024 2.0 against 1.21, 4096 x 4096 0.95 against 0.36.
 RSORT_MIN_L = 513
 RSORT_MAX_L = 1024
 RSORT_MIN_SEQ = 4096
