@@ -167,11 +167,12 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
 # shared memory. Taken for pow2(K) above ROWS' largest on rows of RSORT_MIN_L..RSORT_MAX_L, at least
 # RSORT_MIN_SEQ of them, where SEG sorted the row with a bitonic network of about 55 barrier steps. On an
 # H100 (2026-11-24, README's TOP_K1 footnote 6), K=1024, GPU ms RSORT / SEG: 32768 x 1024 fp32 1.305 /
-# 1.551, fp16 0.927 / 1.590, uint8 0.447 / 1.579; 512 x 1024 fp32 0.036 / 0.030. Longer rows keep radix
-# select: 16384 x 2048 K=1024 2.0 against 1.21, 4096 x 4096 0.95 against 0.36.
+# 1.551, fp16 0.927 / 1.590, uint8 0.447 / 1.579; fewer rows of 1024 (fp32): 8192 0.342 / 0.404, 2048
+# 0.089 / 0.106, 512 0.030 / 0.030 (0.036 in another call). Longer rows keep radix select: 16384 x 2048
+# K=1024 2.0 against 1.21, 4096 x 4096 0.95 against 0.36.
 RSORT_MIN_L = 513
 RSORT_MAX_L = 1024
-RSORT_MIN_SEQ = 4096
+RSORT_MIN_SEQ = 2048
 RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl)
 RSORT_ITEMS = 8       # items a lane wanted: the workgroup is pow2(L) / 8, within [64, 256]
 
