@@ -547,6 +547,11 @@ def test_rsort_ties_keep_ascending_indices(dev, rng):
     np.testing.assert_array_equal(i[0, :len(range(0, L, 7))], np.arange(0, L, 7))
     check(np.full((3, L), 7, np.int8), L, 1, "increasing", force="rsort")
     check(np.full((3, L), np.nan, np.float16), 10, 1, "decreasing", force="rsort")
+    # the middle axis of a 3-D tensor (sequences strided by 3, outputs interleaved with other sequences')
+    x3 = np.round(rng.standard_normal((2, L, 3)) * 3).astype(np.float16)
+    for k in (L, L // 2 + 1):
+        check(x3, k, 1, "decreasing", force="rsort")
+        check(x3.astype(np.uint8), k, 1, "increasing", force="rsort")
 
 
 def test_rsort_choice(dev):
