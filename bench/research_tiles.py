@@ -5,7 +5,8 @@ check allows), torch _int_mm (B column-major, A padded to 32 rows) beside it. RE
 
     bash bench/gpu.sh python3 bench/research_tiles.py @bench/sweep_tiles.json   # -> $OUT/tiles.json
 
-A sweep is [[M, K, N, [[name, config, split_k, DIRECT_MAX_M, "rows" | "cols", kernel], ...]], ...]."""
+A sweep is [[M, K, N, [[name, config, split_k, DIRECT_MAX_M, "rows" | "cols", kernel], ...]], ...]; a config
+not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run."""
 import json
 import os
 import sys
@@ -39,6 +40,9 @@ for M, K, N, variants in SWEEP:
         tg, _ = timing.torch_ms(lambda: torch._int_mm(ta, tb.t()), method=M_)
         out.append({"shape": [M, K, N], "variant": "torch _int_mm", "gpu_ms": tg}); print(out[-1], flush=True)
     for name, config, split, dmax, layout, *kern in variants:
+        if config != "auto" and config not in QC.COOPMAT_CONFIGS:  # a tile not in the table: "TMxTNxTK_WxH"
+            tm, tn, tk = map(int, config.split("_")[0].split("x"))
+            QC.COOPMAT_CONFIGS[config] = (tm, tn, tk) + tuple(map(int, config.split("_")[1].split("x")))
         QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M = config, split, dmax
         dev._plans.clear()  # the plan of this variant is then the cache's last entry (read below)
         bb = dbc if layout == "cols" else db

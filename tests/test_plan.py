@@ -317,3 +317,24 @@ def test_qlmm_streams_b_for_decoding_sized_m():
     # within the minimum's 16 KiB of shared memory the workgroup shrinks until the slabs fit
     small = lim.replace(shared_memory_bytes=16384)
     assert plan(desc(16, 4096, 4096), small)[3] == (64,)
+
+
+def test_qlmm_mid_m_tiles():
+    """65..MID_MAX_M rows where 128 x 128 tiles leave too few workgroups: 128 x 64 tiles of 8 subgroups,
+    split-K toward MID_TARGET_GROUPS; 33..64 rows and larger products plan as before."""
+    lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
+                        coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
+
+    def plan(M, K, N):
+        p = qlmm.plan(qlmm_desc(M, K, N, zp=False), lim)
+        d = p.dispatches[-1]
+        return d.kernel, p.note("config"), p.note("split_k"), d.groups
+
+    # (uint8 A: the _zp variants, which shift A into int8)
+    assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
+    assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (128, 1, 1))
+    assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (64, 2, 1))
+    assert plan(64, 4096, 4096)[1] == "64x64x64_2x2" and plan(257, 4096, 4096)[1] == "64x64x64_2x2"
+    assert plan(4096, 4096, 4096)[1] == "128x128x64_2x2"
+    tm, tn, tk, sw, sh = QC.check_config(QC.MID_CONFIG)
+    assert (tm, tn, sw * sh) == (128, 64, 8) and QC.MID_CONFIG in QC.AUTO_CONFIGS  # the self-check runs it

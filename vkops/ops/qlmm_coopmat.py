@@ -38,6 +38,8 @@ COOPMAT_CONFIGS = {
     "64x64x256_4x1": (64, 64, 256, 4, 1),
     "128x64x256_4x1": (128, 64, 256, 4, 1),
     "128x64x128_4x1": (128, 64, 128, 4, 1),
+    # 8 subgroups of 64 rows x 16 columns: 65-256 rows (MID_CONFIG)
+    "128x64x128_4x2": (128, 64, 128, 4, 2),
 }
 # M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
 # matrices (kernels/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
@@ -62,19 +64,29 @@ SPLIT_MIN_CHUNKS = 4
 SPLIT_MAX = 16
 
 
-def auto_split(tiles: int, nchunks: int) -> int:
+def auto_split(tiles: int, nchunks: int, target: int = 0) -> int:
     if tiles >= AUTO_MIN_GROUPS // 2:
         return 1
-    s = min(SPLIT_MAX, max(1, SPLIT_TARGET_GROUPS // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
+    s = min(SPLIT_MAX, max(1, (target or SPLIT_TARGET_GROUPS) // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
     return s if s >= 2 else 1
 
 
 # "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
 COOPMAT_CONFIG = "auto"
-AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2")
+AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2", "128x64x128_4x2")
 AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
+# 65..MID_MAX_M rows where the large tile leaves too few workgroups: 128 x 64 tiles (each subgroup 64 rows x
+# 16 columns, K steps of 128), split-K toward MID_TARGET_GROUPS (one a SM). H100, 2026-11-24
+# (bench/research_tiles.py @bench/sweep_m128.json), GPU ms before -> after (64x64x64 tiles, split toward
+# 256): 128 x 4096^2 0.047 -> 0.0385 (split 2; torch _int_mm 0.036), 128 x 8192^2 0.178 -> 0.145, 256 x
+# 4096^2 0.074 -> 0.056, 256 x 8192^2 0.386 -> 0.283; split 4 at 128 x 4096^2 0.047. At 64 rows the old
+# tile stayed better at 8192^2 (0.101 against 0.141), so <= 64 rows keep it.
+MID_CONFIG = "128x64x128_4x2"
+MID_MAX_M = 256
+MID_TARGET_GROUPS = 128
 # The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
 KNOBS = ("COOPMAT_CONFIG", "AUTO_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
+         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS",
          "SPLIT_MIN_CHUNKS", "SPLIT_MAX", "COOPMAT_GROUP_M", "COOPMAT_DIRECT", "COOPMAT_COLS", "DIRECT_CONFIG",
          "DIRECT_MAX_M")
 
@@ -85,7 +97,12 @@ def auto_config(M: int, N: int, batch: int) -> str:
     tm, tn = COOPMAT_CONFIGS[AUTO_CONFIGS[0]][:2]
     if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
         return AUTO_CONFIGS[0]
-    return "64x64x64_2x2"
+    return MID_CONFIG if 64 < M <= MID_MAX_M else "64x64x64_2x2"
+
+
+def split_target(config: str) -> int:
+    """The workgroup count auto split-K aims at for a tile config."""
+    return MID_TARGET_GROUPS if config == MID_CONFIG else SPLIT_TARGET_GROUPS
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool) -> Tuple[str, str]:
@@ -201,7 +218,8 @@ def self_check(dev, split: bool = False) -> bool:
     cases = [c + (1, False) for c in cases] + direct + stream
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
         cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2, False), (np.int8, np.int8, False, "32x64x128_2x2", 3, False),
-                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False)] + direct + stream
+                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False), (np.int8, np.uint8, True, MID_CONFIG, 2, False)] \
+            + direct + stream
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         batches = 2
