@@ -1,7 +1,8 @@
-"""Research A/B (not a benchmark of record): QLinearMatMul's tile for 65..MID_MAX_M rows
-(qlmm_coopmat.MID_CONFIG) against the one before it (MID_MAX_M = 0: 64 x 64 x 64 tiles, split toward 256
-workgroups), int8 and uint8 with zero points, GPU ms from Vulkan timestamps in one process, 4 rows of each
-output checked against the oracle (within 1: float32 rounding at a .5 tie). README, session 10.
+"""Research A/B (not a benchmark of record): QLinearMatMul's tiles by row count (qlmm_coopmat SMALL_CONFIG,
+LOW_CONFIG, MID_CONFIG) against the ones before them (32 x 64 x 128 and 64 x 64 x 64 tiles of 2 x 2
+subgroups, split toward 256 workgroups), int8 and uint8 with zero points, GPU ms from Vulkan timestamps in
+one process, 4 rows of each output checked against the oracle (within 1: float32 rounding at a .5 tie).
+README, session 10.
 
     bash bench/gpu.sh python3 bench/research_mid.py
 """
@@ -14,7 +15,10 @@ from vkops.bench import timing
 from vkops.ops import qlmm_coopmat as QC
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device(); rng = np.random.default_rng(0)
-for (M, K, N) in ((128, 4096, 4096), (256, 4096, 4096), (128, 8192, 8192), (96, 4096, 4096)):
+BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2"}
+NOW = {k: getattr(QC, k) for k in BEFORE}
+for (M, K, N) in ((32, 4096, 4096), (32, 8192, 8192), (64, 4096, 4096), (64, 8192, 8192), (128, 4096, 4096),
+                  (256, 4096, 4096), (128, 8192, 8192), (96, 4096, 4096)):
     for zp in (True, False):
         a = rng.integers(0, 256, (M, K), dtype=np.uint8) if zp else rng.integers(-128, 128, (M, K), dtype=np.int8)
         b = rng.integers(-128, 128, (K, N), dtype=np.int8)
@@ -23,11 +27,13 @@ for (M, K, N) in ((128, 4096, 4096), (256, 4096, 4096), (128, 8192, 8192), (96, 
         da, db = dev.tensor(a), dev.tensor(b)
         want = reference.quantized_linear_matmul(a[:4], np.float32(0.02), za, b, np.float32(0.02), zb, so, None)
         res = {}
-        for mid in (QC.MID_MAX_M, 0):
-            old = QC.MID_MAX_M; QC.MID_MAX_M = mid
+        for side, knobs in (("now", NOW), ("before", BEFORE)):
+            for k, v in knobs.items():
+                setattr(QC, k, v)
             f = lambda i=0: vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so, None)
             r = f().numpy()
             ok = np.abs(r[:4].astype(int) - want.astype(int)).max() <= 1
-            res[mid] = (round(timing.vk_gpu_ms(f, device=dev, method=M_), 4), ok)
-            QC.MID_MAX_M = old
-        print((M, K, N), "zp" if zp else "int8", "mid tile", res[QC.MID_MAX_M], "old tile", res[0], flush=True)
+            res[side] = (round(timing.vk_gpu_ms(f, device=dev, method=M_), 4), bool(ok))
+        for k, v in NOW.items():
+            setattr(QC, k, v)
+        print((M, K, N), "zp" if zp else "int8", "now", res["now"], "before", res["before"], flush=True)

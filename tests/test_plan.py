@@ -319,9 +319,10 @@ def test_qlmm_streams_b_for_decoding_sized_m():
     assert plan(desc(16, 4096, 4096), small)[3] == (64,)
 
 
-def test_qlmm_mid_m_tiles():
-    """65..MID_MAX_M rows where 128 x 128 tiles leave too few workgroups: 128 x 64 tiles of 8 subgroups,
-    split-K toward MID_TARGET_GROUPS; 33..64 rows and larger products plan as before."""
+def test_qlmm_tiles_by_rows():
+    """Where 128 x 128 tiles leave too few workgroups, tiles of subgroups 16 columns wide by row count: up to
+    32 rows SMALL_CONFIG, 33..64 LOW_CONFIG, 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward
+    MID_TARGET_GROUPS); more rows 64 x 64 x 64; large products 128 x 128. Each is in the self-check."""
     lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
 
@@ -334,7 +335,10 @@ def test_qlmm_mid_m_tiles():
     assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
     assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (128, 1, 1))
     assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (64, 2, 1))
-    assert plan(64, 4096, 4096)[1] == "64x64x64_2x2" and plan(257, 4096, 4096)[1] == "64x64x64_2x2"
-    assert plan(4096, 4096, 4096)[1] == "128x128x64_2x2"
-    tm, tn, tk, sw, sh = QC.check_config(QC.MID_CONFIG)
-    assert (tm, tn, sw * sh) == (128, 64, 8) and QC.MID_CONFIG in QC.AUTO_CONFIGS  # the self-check runs it
+    assert plan(257, 4096, 4096)[1] == "64x64x64_2x2" and plan(4096, 4096, 4096)[1] == "128x128x64_2x2"
+    assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.LOW_CONFIG, 4, (256, 1, 1))  # 64 tiles, split 4
+    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_sk", QC.LOW_CONFIG, 2, (256, 1, 1))
+    assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.SMALL_CONFIG, 4, (256, 1, 1))
+    for c, rows in ((QC.SMALL_CONFIG, 32), (QC.LOW_CONFIG, 64), (QC.MID_CONFIG, 128)):
+        tm, tn, tk, sw, sh = QC.check_config(c)
+        assert (tm, tn, tn // sw) == (rows, 64, 16) and c in QC.AUTO_CONFIGS

@@ -38,7 +38,10 @@ COOPMAT_CONFIGS = {
     "64x64x256_4x1": (64, 64, 256, 4, 1),
     "128x64x256_4x1": (128, 64, 256, 4, 1),
     "128x64x128_4x1": (128, 64, 128, 4, 1),
-    # 8 subgroups of 64 rows x 16 columns: 65-256 rows (MID_CONFIG)
+    # subgroups of 16 columns and the tile's rows: up to 32 rows (SMALL_CONFIG), 33-64 (LOW_CONFIG) and
+    # 65-256 (MID_CONFIG, 64 rows a subgroup)
+    "32x64x128_4x1": (32, 64, 128, 4, 1),
+    "64x64x128_4x2": (64, 64, 128, 4, 2),
     "128x64x128_4x2": (128, 64, 128, 4, 2),
 }
 # M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
@@ -73,7 +76,7 @@ def auto_split(tiles: int, nchunks: int, target: int = 0) -> int:
 
 # "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
 COOPMAT_CONFIG = "auto"
-AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_2x2", "128x64x128_4x2")
+AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_4x1", "64x64x128_4x2", "128x64x128_4x2")
 AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
 # 65..MID_MAX_M rows where the large tile leaves too few workgroups: 128 x 64 tiles (each subgroup 64 rows x
 # 16 columns, K steps of 128), split-K toward MID_TARGET_GROUPS (one a SM). H100, 2026-11-24
@@ -84,20 +87,29 @@ AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
 MID_CONFIG = "128x64x128_4x2"
 MID_MAX_M = 256
 MID_TARGET_GROUPS = 128
+# Up to 32 rows (where neither B streaming nor dot products take the call) and 33..64: subgroups of 16
+# columns too, K steps of 128, split toward SPLIT_TARGET_GROUPS as before. Same card and day
+# (bench/research_tiles.py @bench/sweep_m64.json), GPU ms before (32x64x128 / 64x64x64 tiles of 2x2
+# subgroups) -> after: 32 x 4096^2 0.0253 -> 0.0225 (split 4), 32 x 8192^2 0.0824 -> 0.067 (split 2), 64 x
+# 4096^2 0.0338 -> 0.0288, 64 x 8192^2 0.1005 -> 0.0816, 48 x 4096^2 0.031 -> 0.0272.
+SMALL_CONFIG = "32x64x128_4x1"
+LOW_CONFIG = "64x64x128_4x2"
 # The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
 KNOBS = ("COOPMAT_CONFIG", "AUTO_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
-         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS",
+         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS", "SMALL_CONFIG", "LOW_CONFIG",
          "SPLIT_MIN_CHUNKS", "SPLIT_MAX", "COOPMAT_GROUP_M", "COOPMAT_DIRECT", "COOPMAT_COLS", "DIRECT_CONFIG",
          "DIRECT_MAX_M")
 
 
 def auto_config(M: int, N: int, batch: int) -> str:
     if M <= 32:
-        return "32x64x128_2x2"
+        return SMALL_CONFIG
     tm, tn = COOPMAT_CONFIGS[AUTO_CONFIGS[0]][:2]
     if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
         return AUTO_CONFIGS[0]
-    return MID_CONFIG if 64 < M <= MID_MAX_M else "64x64x64_2x2"
+    if M <= 64:
+        return LOW_CONFIG
+    return MID_CONFIG if M <= MID_MAX_M else "64x64x64_2x2"
 
 
 def split_target(config: str) -> int:
@@ -217,9 +229,9 @@ def self_check(dev, split: bool = False) -> bool:
               for a, b, zp, cols in ((np.int8, np.int8, False, False), (np.uint8, np.uint8, True, True))]
     cases = [c + (1, False) for c in cases] + direct + stream
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
-        cases = [(np.uint8, np.int8, True, "32x64x128_2x2", 2, False), (np.int8, np.int8, False, "32x64x128_2x2", 3, False),
-                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False), (np.int8, np.uint8, True, MID_CONFIG, 2, False)] \
-            + direct + stream
+        cases = [(np.uint8, np.int8, True, SMALL_CONFIG, 2, False), (np.int8, np.int8, False, SMALL_CONFIG, 3, False),
+                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False), (np.int8, np.uint8, True, MID_CONFIG, 2, False),
+                 (np.uint8, np.int8, True, LOW_CONFIG, 3, False)] + direct + stream
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         batches = 2
