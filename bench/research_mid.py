@@ -1,10 +1,10 @@
-"""Research A/B (not a benchmark of record): QLinearMatMul's tiles by row count (qlmm_coopmat SMALL_CONFIG,
-LOW_CONFIG, MID_CONFIG) against the ones before them (32 x 64 x 128 and 64 x 64 x 64 tiles of 2 x 2
-subgroups, split toward 256 workgroups), int8 and uint8 with zero points, GPU ms from Vulkan timestamps in
+"""Research A/B (not a benchmark of record): QLinearMatMul's tiles (qlmm_coopmat SMALL_CONFIG, LOW_CONFIG,
+MID_CONFIG, LARGE_CONFIG) against the ones before them (32 x 64 x 128, 64 x 64 x 64 and 128 x 128 x 64 tiles
+of 2 x 2 subgroups, split toward 256 workgroups), int8 and uint8 with zero points, GPU ms from Vulkan timestamps in
 one process, 4 rows of each output checked against the oracle (within 1: float32 rounding at a .5 tie).
 README, session 10.
 
-    bash bench/gpu.sh python3 bench/research_mid.py
+    bash bench/gpu.sh python3 bench/research_mid.py [MxKxN ...]
 """
 import os, sys
 import numpy as np
@@ -15,10 +15,12 @@ from vkops.bench import timing
 from vkops.ops import qlmm_coopmat as QC
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device(); rng = np.random.default_rng(0)
-BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2"}
+BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2", "LARGE_CONFIG": "128x128x64_2x2"}
 NOW = {k: getattr(QC, k) for k in BEFORE}
-for (M, K, N) in ((32, 4096, 4096), (32, 8192, 8192), (64, 4096, 4096), (64, 8192, 8192), (128, 4096, 4096),
-                  (256, 4096, 4096), (128, 8192, 8192), (96, 4096, 4096)):
+SHAPES = [tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or [
+    (32, 4096, 4096), (32, 8192, 8192), (64, 4096, 4096), (64, 8192, 8192), (128, 4096, 4096),
+    (256, 4096, 4096), (128, 8192, 8192), (96, 4096, 4096)]
+for (M, K, N) in SHAPES:
     for zp in (True, False):
         a = rng.integers(0, 256, (M, K), dtype=np.uint8) if zp else rng.integers(-128, 128, (M, K), dtype=np.int8)
         b = rng.integers(-128, 128, (K, N), dtype=np.int8)

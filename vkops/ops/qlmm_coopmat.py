@@ -17,6 +17,7 @@ from . import qlmm_dot, qlmm_stream
 # Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
 COOPMAT_CONFIGS = {
     "128x128x64_2x2": (128, 128, 64, 2, 2),
+    "128x128x64_4x1": (128, 128, 64, 4, 1),  # LARGE_CONFIG: 4 subgroups of 128 rows x 32 columns
     "128x256x64_4x2": (128, 256, 64, 4, 2),
     "256x128x64_2x4": (256, 128, 64, 2, 4),
     "128x128x32_2x2": (128, 128, 32, 2, 2),
@@ -76,7 +77,11 @@ def auto_split(tiles: int, nchunks: int, target: int = 0) -> int:
 
 # "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
 COOPMAT_CONFIG = "auto"
-AUTO_CONFIGS = ("128x128x64_2x2", "64x64x64_2x2", "32x64x128_4x1", "64x64x128_4x2", "128x64x128_4x2")
+# Large products: 128 x 128 tiles whose 4 subgroups each own all 128 rows and 32 columns (16 accumulators).
+# H100, 2026-11-24 (bench/research_tiles.py @bench/sweep_large.json, two runs), GPU ms against the 2 x 2
+# subgroups of 64 x 64 before: 4096^3 0.574 -> 0.493 (240 -> 279 TOPS), 8192^3 5.39 -> 4.75 (204 -> 231).
+LARGE_CONFIG = "128x128x64_4x1"
+AUTO_CONFIGS = (LARGE_CONFIG, "64x64x64_2x2", "32x64x128_4x1", "64x64x128_4x2", "128x64x128_4x2")
 AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
 # 65..MID_MAX_M rows where the large tile leaves too few workgroups: 128 x 64 tiles (each subgroup 64 rows x
 # 16 columns, K steps of 128), split-K toward MID_TARGET_GROUPS (one a SM). H100, 2026-11-24
@@ -96,7 +101,7 @@ SMALL_CONFIG = "32x64x128_4x1"
 LOW_CONFIG = "64x64x128_4x2"
 # The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
 KNOBS = ("COOPMAT_CONFIG", "AUTO_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
-         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS", "SMALL_CONFIG", "LOW_CONFIG",
+         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS", "SMALL_CONFIG", "LOW_CONFIG", "LARGE_CONFIG",
          "SPLIT_MIN_CHUNKS", "SPLIT_MAX", "COOPMAT_GROUP_M", "COOPMAT_DIRECT", "COOPMAT_COLS", "DIRECT_CONFIG",
          "DIRECT_MAX_M")
 
@@ -104,9 +109,9 @@ KNOBS = ("COOPMAT_CONFIG", "AUTO_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K",
 def auto_config(M: int, N: int, batch: int) -> str:
     if M <= 32:
         return SMALL_CONFIG
-    tm, tn = COOPMAT_CONFIGS[AUTO_CONFIGS[0]][:2]
+    tm, tn = COOPMAT_CONFIGS[LARGE_CONFIG][:2]
     if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
-        return AUTO_CONFIGS[0]
+        return LARGE_CONFIG
     if M <= 64:
         return LOW_CONFIG
     return MID_CONFIG if M <= MID_MAX_M else "64x64x64_2x2"
