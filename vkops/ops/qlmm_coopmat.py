@@ -58,8 +58,11 @@ DIRECT_MAX_M = 16
 # Column-major B (a transposed view, k stride 1) read in place by the direct-B kernel; False packs it
 # to row-major first with a SLICE1 copy, as every other kernel needs.
 COOPMAT_COLS = True
-# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp).
-COOPMAT_GROUP_M = 1
+# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp),
+# so the B tiles a wave reads are shared by GROUP_M rows of A in L2. H100, 2026-11-24, LARGE_CONFIG, GPU ms
+# for GROUP_M 1 / 2 / 4 / 8 / 16: 8192^3 4.73 / 4.70 / 4.25 / 4.38 / 4.52 (B's 64 MiB exceed the L2); 4096^3
+# 0.494 / 0.493 / 0.491 / 0.497 / 0.532.
+COOPMAT_GROUP_M = 4
 # Split-K for few output tiles (small M, N and batch): "auto" picks a factor so that about
 # SPLIT_TARGET_GROUPS workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks; an int forces it.
 COOPMAT_SPLIT_K = "auto"
