@@ -440,14 +440,20 @@ def test_top_k_argument_errors():
 
 
 # ---- ROWS: one subgroup per sequence ------------------------------------------------------------
-def rows_or_skip(dev, n, L, k):
-    """ROWS' path here; the test is skipped where the device (or the profile it is planned within, e.g.
-    CI's minimum leg) lacks subgroup ballot/arithmetic: ROWS is never planned there (test_rows_choice)."""
+def subgroup_path_or_skip(dev, path, n, L, k):
+    """The forced ROWS or RSORT path ("rows", "rsort") here; the test is skipped where the device (or the
+    profile it is planned within, e.g. CI's minimum leg) lacks subgroup ballot/arithmetic: neither is
+    planned there (test_rows_choice and test_rsort_choice check that)."""
     if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
-        pytest.skip("no subgroup ballot/arithmetic: ROWS is never planned (test_rows_choice checks that)")
-    p = paths.rows_path(dev.limits, n, L, k, force=True)
-    assert p is not None, f"{dev.limits.name} should run ROWS (subgroup ops {dev.limits.subgroup_operations:#x})"
+        pytest.skip(f"no subgroup ballot/arithmetic: {path} is never planned")
+    p = {"rows": paths.rows_path, "rsort": paths.rsort_path}[path](dev.limits, n, L, k, force=True)
+    assert p is not None, (f"{dev.limits.name} should run {path} on rows of {L} (subgroup ops "
+                           f"{dev.limits.subgroup_operations:#x})")
     return p
+
+
+def rows_or_skip(dev, n, L, k):
+    return subgroup_path_or_skip(dev, "rows", n, L, k)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -507,13 +513,7 @@ def test_rows_choice(dev):
 
 # ---- RSORT: one workgroup radix-sorts a whole row ---------------------------------------------------
 def rsort_or_skip(dev, n, L, k):
-    """RSORT's path here (forced); skipped where the device or profile lacks subgroup ballot/arithmetic
-    (RSORT is never planned there: test_rsort_choice)."""
-    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
-        pytest.skip("no subgroup ballot/arithmetic: RSORT is never planned (test_rsort_choice checks that)")
-    p = paths.rsort_path(dev.limits, n, L, k, force=True)
-    assert p is not None, f"{dev.limits.name} should run RSORT on rows of {L}"
-    return p
+    return subgroup_path_or_skip(dev, "rsort", n, L, k)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
