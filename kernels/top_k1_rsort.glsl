@@ -17,7 +17,7 @@
 // rs_sh (RS_SH words, sized by the host: ops/top_k1_paths.py): [g * 256 + r] subgroup g's counter of digit
 // rank r (r = 255 - digit, so the scan runs in output order), then 2 * WG broadcast slots (two item
 // parities, so a slot is rewritten only after every lane has read it), then one total per subgroup.
-const uint RS_E = 8u;  // items a lane at most (registers: a key, an index and a rank each; 16 ran 5% slower at 8)
+const uint RS_E = 8u;  // items a lane at most (registers: a key, an index, a match/rank each); 16 ran 5% slower
 
 void rs_match(uint r, out uint cnt, out uint excl, out uint leader) {
     if (gl_SubgroupSize <= 32u) {  // one word of ballot bits: a quarter of the general case's work
