@@ -166,15 +166,14 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
     spec = (p.workgroup, p.B)
-    if p.path == "rows":  # the ROWS modules bind the input and the outputs only
-        pc["n_groups"], pc["G"] = -(-n_seq // p.G), p.G
+    if p.path in ("rows", "rsort"):  # the ROWS modules bind the input and the outputs only
+        if p.path == "rows":  # G rows a workgroup, one a subgroup
+            pc["n_groups"], pc["G"] = -(-n_seq // p.G), p.G
+        else:  # RSORT: one row a workgroup; its mode and counters' size as specialization constants
+            pc["n_groups"] = n_seq
+            spec += (MODE_RSORT, 0, p.rs_sh)
         b.dispatch(kernel, [x, values, indices], writes=[1, 2], groups=lim.grid(int(pc["n_groups"]), "TOP_K1"),
                    push=pc.reshape(1).view(np.uint32), spec=spec)
-        return p
-    if p.path == "rsort":  # a ROWS module too: one workgroup a row
-        pc["n_groups"] = n_seq
-        b.dispatch(kernel, [x, values, indices], writes=[1, 2], groups=lim.grid(n_seq, "TOP_K1"),
-                   push=pc.reshape(1).view(np.uint32), spec=spec + (MODE_RSORT, 0, p.rs_sh))
         return p
     ctr = b.counters(1)  # bound but unused unless several chunks share a row
 
