@@ -90,8 +90,8 @@ AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
 # 16 columns, K steps of 128), split-K toward MID_TARGET_GROUPS (one a SM). H100, 2026-11-24
 # (bench/research_tiles.py @bench/sweep_m128.json), GPU ms before -> after (64x64x64 tiles, split toward
 # 256): 128 x 4096^2 0.047 -> 0.0385 (split 2; torch _int_mm 0.036), 128 x 8192^2 0.178 -> 0.145, 256 x
-# 4096^2 0.074 -> 0.056, 256 x 8192^2 0.386 -> 0.283; split 4 at 128 x 4096^2 0.047. At 64 rows the old
-# tile stayed better at 8192^2 (0.101 against 0.141), so <= 64 rows keep it.
+# 4096^2 0.074 -> 0.056, 256 x 8192^2 0.386 -> 0.283; split 4 at 128 x 4096^2 0.047. At 64 rows this
+# tile lost at 8192^2 (0.141 against 0.101), so <= 64 rows take LOW_CONFIG (below).
 MID_CONFIG = "128x64x128_4x2"
 MID_MAX_M = 256
 MID_TARGET_GROUPS = 128
