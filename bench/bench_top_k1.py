@@ -7,7 +7,7 @@
     python bench/bench_top_k1.py --grid rows   # many short rows: ROWS and RSORT against the workgroup paths (forced)
 
 Research flags, kept here: --workgroup N (TOP_K1's wanted workgroup size, read at planning time),
---sweep-chunks 2,4,8,16 [--force filter|radix|seg|sort|rows] (one more vkops row per forced chunk count;
+--sweep-chunks 2,4,8,16 [--force filter|radix|seg|sort|rows|rsort] (one more vkops row per forced chunk count;
 with rows: per candidate cap),
 --only 1x151936,8x32000 and --dtypes float16 (subsets of the grid). Every row is checked against
 vkops.reference (the old --no-check is gone).
