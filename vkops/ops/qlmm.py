@@ -354,7 +354,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         if sk == "auto":
             # direct B: more splits (a quarter of the chunks, up to 16) keep more loads in flight
             sk = min(cm.SPLIT_MAX, max(1, nchunks // 4)) if kname.startswith("qlmm_coopmat_direct") else \
-                cm.auto_split(tiles, nchunks, cm.split_target(config))
+                cm.auto_split(tiles, nchunks, config)
             sk = sk if sk > 1 and lim.coopmat_split_verified else 1
         else:
             sk = max(1, min(int(sk), nchunks))

@@ -71,10 +71,11 @@ SPLIT_MIN_CHUNKS = 4
 SPLIT_MAX = 16
 
 
-def auto_split(tiles: int, nchunks: int, target: int = 0) -> int:
+def auto_split(tiles: int, nchunks: int, config: str) -> int:
     if tiles >= AUTO_MIN_GROUPS // 2:
         return 1
-    s = min(SPLIT_MAX, max(1, (target or SPLIT_TARGET_GROUPS) // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
+    target = MID_TARGET_GROUPS if config == MID_CONFIG else SPLIT_TARGET_GROUPS
+    s = min(SPLIT_MAX, max(1, target // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
     return s if s >= 2 else 1
 
 
@@ -119,10 +120,6 @@ def auto_config(M: int, N: int, batch: int) -> str:
         return LOW_CONFIG
     return MID_CONFIG if M <= MID_MAX_M else "64x64x64_2x2"
 
-
-def split_target(config: str) -> int:
-    """The workgroup count auto split-K aims at for a tile config."""
-    return MID_TARGET_GROUPS if config == MID_CONFIG else SPLIT_TARGET_GROUPS
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool) -> Tuple[str, str]:

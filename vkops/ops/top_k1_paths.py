@@ -173,8 +173,7 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
 RSORT_MIN_L = 513
 RSORT_MAX_L = 1024
 RSORT_MIN_SEQ = 2048
-RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl)
-RSORT_ITEMS = 8       # items a lane wanted: the workgroup is pow2(L) / 8, within [64, 256]
+RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl); the workgroup is pow2(L) / 8 in [64, 256]
 
 
 def rsort_shared_words(workgroup: int, min_subgroup: int) -> int:
@@ -193,7 +192,7 @@ def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fa
         return None
     # The wanted workgroup, or a smaller one (more items a lane) where its counters do not fit: devices
     # with small subgroups need 256 words for each of many subgroups.
-    wg = limits.workgroup(min(256, max(64, _pow2(length) // RSORT_ITEMS)))
+    wg = limits.workgroup(min(256, max(64, _pow2(length) // RSORT_MAX_E)))
     while wg >= max(64, limits.max_subgroup_size) and -(-length // wg) <= RSORT_MAX_E:
         B = wg * -(-length // wg)  # the items: a lane's E, padded
         rs_sh = rsort_shared_words(wg, limits.min_subgroup_size)
