@@ -32,6 +32,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #include "common.glsl"
 
@@ -84,7 +85,13 @@ const uint SENT_IDX = 0xFFFFFFFFu;  // sentinel (key 0, index ~0) ranks below ev
 const uint WG = gl_WorkGroupSize.x;
 
 shared uint skey[B];
+#if ROWS
+// RSORT exchanges one word a position, through skey alone: sidx is ROWS' (its shared memory sets how
+// many workgroups an SM holds, which set RSORT's speed).
+shared uint sidx[MODE == MODE_RSORT ? 1u : B];
+#else
 shared uint sidx[B];
+#endif
 // SEG: every skey/sidx access goes through SW: entries [32, 64) of each 64-block sit in reversed
 // bank order, so the compare-exchange pairs of strides 1..16 (2-way bank conflicts in a plain
 // layout) and runs of 32 consecutive entries both touch 32 distinct banks. On an H100 that made SEG

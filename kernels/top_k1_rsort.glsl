@@ -8,15 +8,27 @@
 // stable order: after the last digit, keys descend and equal keys keep ascending indices.
 // A pass first matches every item (the lanes holding the same digit find each other with 8 ballots),
 // then counts the items of each digit per subgroup, item by item in order: the lowest lane of a match
-// adds their count to its
-// subgroup's counter of that digit and leaves the old count in a shared slot for the others (items e and
-// e+1 are ordered by a subgroup barrier). One scan over (digit descending, subgroup) turns the counters
-// into first positions, and every item is stored at its place. A digit shared by every item (the high
-// bytes of narrow keys, constant data) makes the pass the identity: it is skipped.
+// adds their count to its subgroup's counter of that digit and hands the old count to the others by a
+// shuffle (items e and e+1 are ordered by a subgroup barrier). One scan over (digit descending,
+// subgroup) turns the counters into first positions, and every item is stored at its place. A digit
+// shared by every item (the high bytes of narrow keys, constant data) makes the pass the identity: it
+// is skipped.
 //
-// rs_sh (RS_SH words, sized by the host: ops/top_k1_paths.py): [g * 256 + r] subgroup g's counter of digit
-// rank r (r = 255 - digit, so the scan runs in output order), then 2 * WG broadcast slots (two item
-// parities, so a slot is rewritten only after every lane has read it), then one total per subgroup.
+// Shared memory sets the speed: each workgroup is a chain of dependent steps, so what counts is how
+// many an SM holds. On an H100, 16 KiB more a workgroup made 32768 x 1024 K=1024 2.7x slower, and
+// cutting it from ~13 KiB to ~6 (the changes below) 1.31 -> 0.84 ms. So the items move through one
+// word a position (skey alone; sidx is cut to one entry in this mode): the key bits later passes still
+// read together with the index where they fit (every pass of 8/16-bit keys, passes 1-2 of 32-bit
+// keys), keys then indices in two rounds where they do not (pass 0 of 32-bit keys), indices alone in
+// the last pass (the values are re-read from the input). The counters hold 16 bits (two digits a word,
+// updated atomically).
+//
+// rs_sh (RS_SH words, sized by the host: ops/top_k1_paths.py): [g * RS_CW + w] subgroup g's counters of
+// digit ranks 2w (low half) and 2w + 1 (high half) (rank r = 255 - digit, so the scan runs in output
+// order), then one total per subgroup.
+const uint RS_CW = 128u;  // counter words a subgroup: 256 digits, 16 bits each
+const uint RS_IB = 11u;   // index bits in an exchanged word (rows of <= 2047; padding 2047)
+const uint RS_PAD = (1u << RS_IB) - 1u;
 const uint RS_E = 8u;  // items a lane at most (registers: a key, an index, a match/rank each); 16 ran 5% slower
 
 void rs_match(uint r, out uint cnt, out uint excl, out uint leader) {
@@ -48,9 +60,8 @@ void run_rsort(uint s) {
     uint tid = gl_LocalInvocationID.x;
     uint E = (pc.L + WG - 1u) / WG;
     uint n_items = E * WG;
-    uint c0 = sg * 256u;                   // this subgroup's counters
-    uint bc0 = NSG * 256u;                 // broadcast slots
-    uint t0 = bc0 + 2u * WG;               // subgroup totals
+    uint c0 = sg * RS_CW;                  // this subgroup's counters
+    uint t0 = NSG * RS_CW;                 // subgroup totals
     uint slot = sg * SGS + lane;           // the scan's order (gl_LocalInvocationID need not follow subgroups)
     uint p0 = sg * E * SGS + lane;         // position of item 0; item e is at p0 + e * SGS
     uint base = seq_base(s);
@@ -60,9 +71,9 @@ void run_rsort(uint s) {
         uint p = p0 + e * SGS;
         bool ok = e < E && p < pc.L;
         k[e] = ok ? make_key(load_raw(base, p)) & KEY_BITS_MASK : 0u;  // padding ranks last (key 0,
-        ix[e] = ok ? p : SENT_IDX;                                      // positions after every element)
+        ix[e] = ok ? p : RS_PAD;                                        // positions after every element)
     }
-    for (uint d = lane; d < 256u; d += SGS) rs_sh[c0 + d] = 0u;
+    for (uint d = lane; d < RS_CW; d += SGS) rs_sh[c0 + d] = 0u;
     if (tid == 0u) s_flag = 0u;            // ordered before its first use by the barrier after the counts
     sg_sync();
 
@@ -80,32 +91,32 @@ void run_rsort(uint s) {
             if (e < E) {
                 uint r = 255u - ((k[e] >> sh) & 255u);
                 uint leader = rk[e] >> 16;
-                uint par = bc0 + (e & 1u) * WG + sg * SGS;
-                if (lane == leader) {
-                    uint old = rs_sh[c0 + r];
-                    rs_sh[c0 + r] = old + (rk[e] & 255u);
-                    rs_sh[par + lane] = old;
+                uint old = 0u;
+                if (lane == leader) {  // two digits share a word (16-bit halves): atomic
+                    uint hs = (r & 1u) * 16u;
+                    old = (atomicAdd(rs_sh[c0 + (r >> 1)], (rk[e] & 255u) << hs) >> hs) & 0xFFFFu;
                 }
-                sg_sync();
-                rk[e] = rs_sh[par + leader] + ((rk[e] >> 8) & 255u);
+                sg_sync();             // orders this item's counts before the next item's
+                rk[e] = subgroupShuffle(old, leader) + ((rk[e] >> 8) & 255u);
             }
         }
         barrier();
-        // Scan: thread t takes digit ranks [t * RPT, t * RPT + RPT); each counter becomes its subgroup's
-        // first position of the digit.
-        const uint RPT = WG >= 256u ? 1u : 256u / WG;
-        uint tot[4];                           // RPT <= 4: the host's workgroups have >= 64 invocations
+        // Scan: thread `slot` takes counter words [slot * WPT, slot * WPT + WPT) (two digit ranks each);
+        // each count becomes its subgroup's first position of the digit.
+        const uint WPT = WG >= RS_CW ? 1u : RS_CW / WG;
+        uint tot[4];                           // 2 * WPT <= 4: the host's workgroups have >= 64 invocations
         uint mine = 0u;
-        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-            tot[j] = 0u;
-            uint r = slot * RPT + j;
-            if (j < RPT && r < 256u) {
+        [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+            uint w = slot * WPT + j;
+            tot[2u * j] = 0u; tot[2u * j + 1u] = 0u;
+            if (j < WPT && w < RS_CW) {
                 for (uint g = 0u; g < NSG; ++g) {
-                    uint c = rs_sh[g * 256u + r];
-                    rs_sh[g * 256u + r] = tot[j];
-                    tot[j] += c;
+                    uint c = rs_sh[g * RS_CW + w];
+                    rs_sh[g * RS_CW + w] = tot[2u * j] | (tot[2u * j + 1u] << 16);
+                    tot[2u * j] += c & 0xFFFFu;
+                    tot[2u * j + 1u] += c >> 16;
                 }
-                mine += tot[j];
+                mine += tot[2u * j] + tot[2u * j + 1u];
             }
         }
         uint incl = subgroupInclusiveAdd(mine);
@@ -113,36 +124,52 @@ void run_rsort(uint s) {
         barrier();
         uint first = incl - mine;
         for (uint g = 0u; g < sg; ++g) first += rs_sh[t0 + g];
-        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-            uint r = slot * RPT + j;
-            if (j < RPT && r < 256u) {
-                if (tot[j] == n_items) s_flag = sh + 1u;  // one digit holds every item: the pass keeps the order
-                for (uint g = 0u; g < NSG; ++g) rs_sh[g * 256u + r] += first;
-                first += tot[j];
+        [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+            uint w = slot * WPT + j;
+            if (j < WPT && w < RS_CW) {
+                uint lo = tot[2u * j], hi = tot[2u * j + 1u];
+                // one digit holds every item: the pass keeps the order
+                if (lo == n_items || hi == n_items) s_flag = sh + 1u;
+                uint add = first | ((first + lo) << 16);  // positions < 2^16: no carry between halves
+                for (uint g = 0u; g < NSG; ++g) rs_sh[g * RS_CW + w] += add;
+                first += lo + hi;
             }
         }
         barrier();
-        bool keep = s_flag == sh + 1u;
-        if (!keep) {
+        if (s_flag != sh + 1u) {
+            // Every item to its place through one word a position: the key bits later passes read and
+            // the index together where they fit in 32 bits, else keys and indices in two rounds; the
+            // last pass moves indices only (the values are re-read from the input).
+            uint pos[RS_E];
             [[unroll]] for (uint e = 0u; e < RS_E; ++e) {
-                if (e < E) {
-                    uint p = rs_sh[c0 + 255u - ((k[e] >> sh) & 255u)] + rk[e];
-                    skey[p] = k[e];
-                    sidx[p] = ix[e];
+                uint r = 255u - ((k[e] >> sh) & 255u);
+                pos[e] = e < E ? ((rs_sh[c0 + (r >> 1)] >> ((r & 1u) * 16u)) & 0xFFFFu) + rk[e] : 0u;
+            }
+            uint hi_bits = ELEM_BITS - sh - 8u;  // key bits still to sort
+            if (hi_bits > 32u - RS_IB) {
+                [[unroll]] for (uint e = 0u; e < RS_E; ++e) if (e < E) skey[pos[e]] = k[e];
+                barrier();
+                [[unroll]] for (uint e = 0u; e < RS_E; ++e) if (e < E) k[e] = skey[p0 + e * SGS];
+                barrier();
+                [[unroll]] for (uint e = 0u; e < RS_E; ++e) if (e < E) skey[pos[e]] = ix[e];
+                barrier();
+                [[unroll]] for (uint e = 0u; e < RS_E; ++e) if (e < E) ix[e] = skey[p0 + e * SGS];
+            } else {
+                uint lo_sh = sh + 8u;          // < 32 here: the last pass has hi_bits 0
+                [[unroll]] for (uint e = 0u; e < RS_E; ++e)
+                    if (e < E) skey[pos[e]] = (hi_bits == 0u ? 0u : (k[e] >> lo_sh)) | (ix[e] << (32u - RS_IB));
+                barrier();
+                [[unroll]] for (uint e = 0u; e < RS_E; ++e) {
+                    if (e < E) {
+                        uint w = skey[p0 + e * SGS];
+                        k[e] = hi_bits == 0u ? 0u : (w & ((1u << (32u - RS_IB)) - 1u)) << lo_sh;
+                        ix[e] = w >> (32u - RS_IB);
+                    }
                 }
             }
         }
-        barrier();
-        if (!keep) {
-            [[unroll]] for (uint e = 0u; e < RS_E; ++e) {
-                if (e < E) {
-                    k[e] = skey[p0 + e * SGS];
-                    ix[e] = sidx[p0 + e * SGS];
-                }
-            }
-        }
-        for (uint d = lane; d < 256u; d += SGS) rs_sh[c0 + d] = 0u;
-        barrier();                             // skey / sidx are read; counters cleared
+        for (uint d = lane; d < RS_CW; d += SGS) rs_sh[c0 + d] = 0u;
+        barrier();                             // skey is read; counters cleared
     }
     // Item e of this lane is the (p0 + e * SGS)-th best: positions below K are outputs.
     [[unroll]] for (uint e = 0u; e < RS_E; ++e) {

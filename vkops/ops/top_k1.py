@@ -1,6 +1,6 @@
 """DML_TOP_K1: descriptor (pure), lowering to the top_k1 kernels, and the NumPy face. Which path a call
 takes is decided by the rules in top_k1_paths.py (pure):
-  rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic:
+  rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic + shuffle:
           one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
           (kernels/top_k1_rows.glsl; rows of <= 32 keys per lane stay in registers).
   seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch
@@ -11,7 +11,7 @@ takes is decided by the rules in top_k1_paths.py (pure):
           From pow2(K) >= RADIX_MIN_KP, and on short rows (B/2 < L <= 4B) from K = 2, a chunk is
           reduced by radix select instead (8-bit key digits until the keys at or above the K-th
           key's prefix fit the buffer, a position select among ties), then sorted once.
-  rsort   >= 2048 rows of 513..1024 with pow2(K) > 256, on devices with subgroup ballot + arithmetic: one
+  rsort   >= 2048 rows of 513..1024 with pow2(K) > 256, on devices with subgroup ballot + arithmetic + shuffle: one
           workgroup radix-sorts the whole row in shared memory (8-bit digits, ballot-matched ranks: a
           stable order, so ties keep ascending indices), then writes its first K
           (kernels/top_k1_rsort.glsl, in the ROWS modules).

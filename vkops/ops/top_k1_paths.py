@@ -21,6 +21,8 @@ TARGET_GROUPS = 256
 # (bench_top_k1.py --grid rows) it beat SEG and radix select 1.1-11x on 32768 x 1024, 16384 x 2048 and
 # 4096 x 4096 for K <= 256, and lost to radix select on 2048 x 8192 (0.168 vs 0.102 ms at K=8).
 ROWS_MAX_L = 4096
+# The ROWS modules (ROWS and RSORT) declare these subgroup operations (not guaranteed by Vulkan 1.1).
+ROWS_SUBGROUP_OPS = ("basic", "ballot", "arithmetic", "shuffle")
 ROWS_MAX_KP = 256
 ROWS_MIN_SEQ = 512
 EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
@@ -141,7 +143,7 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
     owns B / (subgroups) shared entries: a 256-bin histogram, then the candidates; the workgroup is at most
     4 subgroups of the smallest size the device may run, so each owns >= B/4."""
     Kp = _pow2(k)
-    if not limits.has_subgroup("basic", "ballot", "arithmetic") or Kp > ROWS_MAX_KP:
+    if not limits.has_subgroup(*ROWS_SUBGROUP_OPS) or Kp > ROWS_MAX_KP:
         return None
     if not force and (length > ROWS_MAX_L or n_seq < ROWS_MIN_SEQ):
         return None
@@ -177,16 +179,22 @@ RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl); the wo
 
 
 def rsort_shared_words(workgroup: int, min_subgroup: int) -> int:
-    """RS_SH: 256 digit counters per subgroup, two broadcast slots per invocation, a total per subgroup
-    (for the most subgroups the workgroup may be split into)."""
+    """RS_SH: 256 digit counters of 16 bits per subgroup (RS_CW words) and a total per subgroup (for the
+    most subgroups the workgroup may be split into)."""
     nsub = workgroup // min_subgroup
-    return nsub * NBINS + 2 * workgroup + nsub
+    return nsub * (NBINS // 2) + nsub
+
+
+def rsort_shared_bytes(B: int, workgroup: int, rs_sh: int) -> int:
+    """Shared memory of the RSORT pipeline (a ROWS module declares only what ROWS and RSORT use): skey[B],
+    sidx cut to one entry, RS_SH counter words and s_flag (tests/test_portability.py checks the SPIR-V)."""
+    return 4 * (B + 1 + rs_sh + 1)
 
 
 def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False) -> Optional[Path]:
     """The RSORT lowering where it applies, else None."""
     Kp = _pow2(k)
-    if not limits.has_subgroup("basic", "ballot", "arithmetic"):
+    if not limits.has_subgroup(*ROWS_SUBGROUP_OPS):
         return None
     if not force and (Kp <= ROWS_MAX_KP or not RSORT_MIN_L <= length <= RSORT_MAX_L or n_seq < RSORT_MIN_SEQ):
         return None
@@ -196,7 +204,7 @@ def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fa
     while wg >= max(64, limits.max_subgroup_size) and -(-length // wg) <= RSORT_MAX_E:
         B = wg * -(-length // wg)  # the items: a lane's E, padded
         rs_sh = rsort_shared_words(wg, limits.min_subgroup_size)
-        if shared_bytes(B, wg) + 4 * rs_sh <= limits.shared_memory_bytes:
+        if rsort_shared_bytes(B, wg, rs_sh) <= limits.shared_memory_bytes:
             return Path("rsort", B, Kp, workgroup=wg, rs_sh=rs_sh)
         wg //= 2
     return None
@@ -212,7 +220,7 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
         if p is not None:
             return p
         if force == "rsort":
-            raise ValidationError(f"rsort path needs subgroup ballot + arithmetic, rows of <= {RSORT_MAX_E} "
+            raise ValidationError(f"rsort path needs subgroup ballot + arithmetic + shuffle, rows of <= {RSORT_MAX_E} "
                                   f"elements an invocation and its counters in shared memory (256 words a "
                                   f"subgroup); got L={length} on {limits.name} (subgroups of "
                                   f"{limits.min_subgroup_size}-{limits.max_subgroup_size}, "
@@ -222,7 +230,7 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
         if p is not None:
             return p
         if force == "rows":
-            raise ValidationError(f"rows path needs subgroup ballot + arithmetic and pow2(K) <= {ROWS_MAX_KP}; "
+            raise ValidationError(f"rows path needs subgroup ballot + arithmetic + shuffle and pow2(K) <= {ROWS_MAX_KP}; "
                                   f"got K={k} on {limits.name}")
     return choose_path(n_seq, length, k, limits.shared_memory_bytes,
                        target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
