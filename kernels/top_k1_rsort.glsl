@@ -27,7 +27,7 @@
 // digit ranks 2w (low half) and 2w + 1 (high half) (rank r = 255 - digit, so the scan runs in output
 // order), then one total per subgroup.
 const uint RS_CW = 128u;  // counter words a subgroup: 256 digits, 16 bits each
-const uint RS_IB = 11u;   // index bits in an exchanged word (rows of <= 2047; padding 2047)
+const uint RS_IB = 12u;   // index bits in an exchanged word (rows of <= 4096; padding 4095, never written)
 const uint RS_PAD = (1u << RS_IB) - 1u;
 const uint RS_E = 8u;  // items a lane at most (registers: a key, an index, a match/rank each); 16 ran 5% slower
 

@@ -444,7 +444,7 @@ def subgroup_path_or_skip(dev, path, n, L, k):
     """The forced ROWS or RSORT path ("rows", "rsort") here; the test is skipped where the device (or the
     profile it is planned within, e.g. CI's minimum leg) lacks subgroup ballot/arithmetic: neither is
     planned there (test_rows_choice and test_rsort_choice check that)."""
-    if not dev.limits.has_subgroup("basic", "ballot", "arithmetic"):
+    if not dev.limits.has_subgroup(*paths.ROWS_SUBGROUP_OPS):
         pytest.skip(f"no subgroup ballot/arithmetic: {path} is never planned")
     p = {"rows": paths.rows_path, "rsort": paths.rsort_path}[path](dev.limits, n, L, k, force=True)
     assert p is not None, (f"{dev.limits.name} should run {path} on rows of {L} (subgroup ops "
@@ -498,7 +498,7 @@ def test_rows_choice(dev):
     """ROWS for many short rows with pow2(K) <= 256 where the device has subgroup ballot + arithmetic;
     never within the Vulkan 1.1 minimum (which guarantees only basic subgroup operations)."""
     lim = dev.limits
-    if lim.has_subgroup("basic", "ballot", "arithmetic"):
+    if lim.has_subgroup(*paths.ROWS_SUBGROUP_OPS):
         assert paths.device_path(lim, paths.ROWS_MIN_SEQ, 1024, 64).path == "rows"
         assert paths.device_path(lim, paths.ROWS_MIN_SEQ, paths.ROWS_MAX_L, 256).path == "rows"
         assert paths.device_path(lim, paths.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
@@ -533,6 +533,23 @@ def test_rsort_path(dev, rng, dtype, kind):
     check(radix_data(rng, dtype, (300, 5), kind), 300, 0, "increasing", force="rsort")  # strided axis
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_rsort_long_rows(dev, rng, dtype):
+    """The longest rows RSORT takes (RSORT_MAX_L, workgroups of 256) and, where shared memory holds their
+    counters (an H100; not lavapipe), rows of 4096 when forced (workgroups of 512): indices past 2047 in
+    the exchanged words' 12 index bits; ties."""
+    for L in (paths.RSORT_MAX_L - 1, paths.RSORT_MAX_L, 4096):
+        p = paths.rsort_path(dev.limits, 2, L, L, force=True)
+        if p is None:  # counters that do not fit this device's shared memory (small subgroups)
+            assert L > 1024 or not dev.limits.has_subgroup(*paths.ROWS_SUBGROUP_OPS)
+            continue
+        for kind in ("random", "ties"):
+            x = radix_data(rng, dtype, (2, L), kind)
+            for k in sorted({300, L}):
+                check(x, k, -1, "decreasing", force="rsort")
+        check(x, L, -1, "increasing", force="rsort")
+
+
 def test_rsort_ties_keep_ascending_indices(dev, rng):
     """Equal keys across lanes, items and subgroups come out by ascending index in both directions; a
     pass whose digit every item shares is skipped (constant rows, the zero high bytes of narrow keys)."""
@@ -555,17 +572,18 @@ def test_rsort_ties_keep_ascending_indices(dev, rng):
 
 
 def test_rsort_choice(dev):
-    """RSORT for many rows of 513..1024 with pow2(K) > 256 where the device has subgroup ballot +
-    arithmetic (one dispatch of a ROWS module in MODE_RSORT); SEG outside those, and within the Vulkan 1.1
-    minimum."""
+    """RSORT for rows of RSORT_MIN_L..RSORT_MAX_L (at least RSORT_MIN_SEQ of them) with pow2(K) > 256 where
+    the device has the ROWS modules' subgroup operations (one dispatch of a ROWS module in MODE_RSORT);
+    another path outside those, and within the Vulkan 1.1 minimum."""
     lim = dev.limits
     n, L = paths.RSORT_MIN_SEQ, paths.RSORT_MAX_L
-    if lim.has_subgroup("basic", "ballot", "arithmetic"):
+    if lim.has_subgroup(*paths.ROWS_SUBGROUP_OPS):
         p = paths.rsort_path(lim, n, L, 1024)
         if p is not None:  # on devices whose counters fit (lavapipe's 4-lane subgroups: 32 KiB do not)
             assert paths.device_path(lim, n, L, 1024).path == "rsort"
             assert paths.device_path(lim, n, paths.RSORT_MIN_L, 257).path == "rsort"
-            assert paths.device_path(lim, n, L, 256).path == "rows"
+            assert paths.device_path(lim, n, L, 256).path != "rsort"
+            assert paths.device_path(lim, n, L + 1, 1024).path != "rsort"
             assert paths.device_path(lim, n - 1, L, 1024).path != "rsort"
             assert paths.device_path(lim, n, paths.RSORT_MIN_L - 1, 512).path != "rsort"
             x = vkops.TensorDesc(vkops.DataType.FLOAT32, (n, L))
@@ -577,6 +595,6 @@ def test_rsort_choice(dev):
         elif lim.min_subgroup_size >= 8:
             pytest.fail(f"{lim.name}: RSORT should fit rows of {L} with subgroups of >= 8")
     minimum = lim.within("minimum")
-    assert paths.device_path(minimum, n, L, 1024).path == "seg"
+    assert paths.device_path(minimum, n, L, 1024).path != "rsort"
     with pytest.raises(vkops.ValidationError, match="rsort path needs subgroup ballot"):
         paths.device_path(minimum, 8, 1024, 1024, force="rsort")

@@ -167,15 +167,17 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
 
 # RSORT (a ROWS module's MODE_RSORT, kernels/top_k1_rsort.glsl): one workgroup radix-sorts a whole row in
 # shared memory. Taken for pow2(K) above ROWS' largest on rows of RSORT_MIN_L..RSORT_MAX_L, at least
-# RSORT_MIN_SEQ of them, where SEG sorted the row with a bitonic network of about 55 barrier steps. On an
-# H100 (2026-11-24, README's TOP_K1 footnote 6), K=1024, GPU ms RSORT / SEG: 32768 x 1024 fp32 1.305 /
-# 1.551, fp16 0.927 / 1.590, uint8 0.447 / 1.579; fewer rows of 1024 (fp32): 8192 0.342 / 0.404, 2048
-# 0.089 / 0.106, 512 0.030 / 0.030 (0.036 in another call). Longer rows keep radix select: 16384 x 2048
-# K=1024 2.0 against 1.21, 4096 x 4096 0.95 against 0.36.
+# RSORT_MIN_SEQ of them, where SEG sorted the row with a bitonic network of about 55 barrier steps and
+# radix select still sorted up to 2K entries. On an H100 (2026-11-24, session 11, README's TOP_K1 footnote
+# 6), fp32 K=1024, GPU ms RSORT / the previous path: 32768 x 1024 0.84 / SEG 1.55; 64, 256, 512 rows of
+# 1024 0.016 / 0.020, 0.017 / 0.020, 0.021 / 0.030; 1 x 1024 0.016 / 0.013 (so from 64 rows); 16384 x 2048
+# 0.93 / radix 1.21 (fp16 0.58 / 1.27), 2048 x 2048 0.124 / 0.161; rows of 4096 (workgroups of 512) keep
+# radix select: 4096 x 4096 0.66 / 0.355, 1024 x 4096 0.157 / 0.097.
 RSORT_MIN_L = 513
-RSORT_MAX_L = 1024
-RSORT_MIN_SEQ = 2048
-RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl); the workgroup is pow2(L) / 8 in [64, 256]
+RSORT_MAX_L = 2048
+RSORT_MIN_SEQ = 64
+RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl); the workgroup is pow2(L) / 8 in [64, 512]
+RSORT_MAX_WG = 512    # rows of <= 4096 (RS_IB in top_k1_rsort.glsl: 12 index bits)
 
 
 def rsort_shared_words(workgroup: int, min_subgroup: int) -> int:
@@ -200,7 +202,7 @@ def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fa
         return None
     # The wanted workgroup, or a smaller one (more items a lane) where its counters do not fit: devices
     # with small subgroups need 256 words for each of many subgroups.
-    wg = limits.workgroup(min(256, max(64, _pow2(length) // RSORT_MAX_E)))
+    wg = limits.workgroup(min(RSORT_MAX_WG, max(64, _pow2(length) // RSORT_MAX_E)))
     while wg >= max(64, limits.max_subgroup_size) and -(-length // wg) <= RSORT_MAX_E:
         B = wg * -(-length // wg)  # the items: a lane's E, padded
         rs_sh = rsort_shared_words(wg, limits.min_subgroup_size)
