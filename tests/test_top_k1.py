@@ -368,6 +368,31 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
         check(x, k, -1, direction, force="radix", chunks=1)
 
 
+def test_one_long_chunk_smaller_buffer(dev, rng):
+    """One long chunk a row by radix select plans a buffer of max(4 * pow2(K), RADIX_ONE_CHUNK_MIN_B)
+    entries (not the device's largest), and its sampled guess, retries and exact select stay exact there:
+    random rows, ties, and the guess that falls short (as in test_radix_sampled_guess_too_high)."""
+    B = shared_b(dev)
+    n = 8 * B + 1  # one chunk (the CPU's long chunks, and the H100's 2^15 a row), longer than 4 * B
+    for k in (64, 256):
+        Kp = paths._pow2(k)
+        p = paths.device_path(dev.limits, 1, n, k)
+        if not (p.path == "filter" and p.radix and p.chunks == 1):
+            continue  # this device plans the row otherwise (e.g. many chunks)
+        assert p.B == max(min(B, 4 * Kp), paths.RADIX_ONE_CHUNK_MIN_B) <= B
+        for kind in ("random", "ties"):
+            check(radix_data(rng, "float32", (2, n), kind), k, -1, "decreasing")
+        wg = dev.limits.workgroup(paths.WORKGROUP)
+        x = np.full((1, n), -1.0, np.float32)
+        x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
+        check(x, k, -1, "increasing")
+        check(-x, k, -1, "increasing")
+    gpu = paths.choose_path(4096, 32768, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+    assert (gpu.chunks, gpu.radix, gpu.B) == (1, True, 1024)
+    assert paths.choose_path(4096, 32768, 1024, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).B == 2048
+    assert paths.choose_path(1, 151936, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).B == 2048
+
+
 @pytest.mark.parametrize("direction", DIRS)
 def test_sort_path(dev, rng, direction):
     B = shared_b(dev)
