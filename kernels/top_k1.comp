@@ -571,6 +571,9 @@ void clear_hist() {
 // threads' bests do), found by 8-bit digits over one key a thread. Digits stop once the picked bin
 // holds at most 2 of them: the rest of the bin adds only a few entries to the collection.
 const uint SAMPLE_MIN_LEN = 1u << 15;
+// ... and at most 2^19: on 2^20-key chunks (1 x 2^26, K=1024: 64 chunks) the exact select ran 0.907 ms
+// against the guess's 1.046 (H100); 2^18-key chunks (64 x 2^20) kept it (0.290 against 0.317).
+const uint SAMPLE_MAX_LEN = 1u << 19;
 
 bool sampled_topk(uint base, uint start, uint end, uint need) {
     uint tid = gl_LocalInvocationID.x;
@@ -580,7 +583,7 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
     uint want = min(need + need / 2u + 64u, B * 3u / 4u);
     // Only chunks of >= 2^15 keys: on an H100 it won from there (4096 x 32768, K=256: 0.56 -> 0.53
     // ms; 64 x 2^20 chunks of 2^16, K=256: 0.35 -> 0.27 ms); shorter chunks are cheap to read again.
-    if (n < SAMPLE_MIN_LEN || want < need + need / 4u) return false;
+    if (n < SAMPLE_MIN_LEN || n > SAMPLE_MAX_LEN || want < need + need / 4u) return false;
     bool vec = pc.vec != 0u;
     uint ev = vec ? EV : 1u;
     uint nl = clamp(n / (WG * ev * 8u), 4u, 16u) & ~3u;  // loads a thread, 4 in flight

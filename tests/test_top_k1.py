@@ -393,6 +393,18 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
     assert paths.choose_path(1, 151936, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).B == 2048
 
 
+def test_huge_rows_chunks_and_sample_limit(dev, rng):
+    """A huge row with K = 1024 takes 128 chunks (about a wave of workgroups; 65536 / K would be 64), of
+    2^19 keys, where the sampled guess still applies; two such rows keep 64 each; a chunk past
+    SAMPLE_MAX_LEN (2^19) skips the guess for the exact select."""
+    p = paths.choose_path(1, 1 << 26, 1024, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+    assert (p.chunks, p.chunk_len, p.radix) == (128, 1 << 19, True)
+    assert paths.choose_path(2, 1 << 25, 1024, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks == 64
+    assert paths.choose_path(1, 1 << 26, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks == 256
+    x = radix_data(rng, "float32", (1, (1 << 20) + 4096), "random")  # one chunk past SAMPLE_MAX_LEN
+    check(x, 1000, -1, "increasing", force="radix", chunks=1)
+
+
 @pytest.mark.parametrize("direction", DIRS)
 def test_sort_path(dev, rng, direction):
     B = shared_b(dev)
