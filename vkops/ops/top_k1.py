@@ -11,7 +11,7 @@ takes is decided by the rules in top_k1_paths.py (pure):
           From pow2(K) >= RADIX_MIN_KP, and on short rows (B/2 < L <= 4B) from K = 2, a chunk is
           reduced by radix select instead (8-bit key digits until the keys at or above the K-th
           key's prefix fit the buffer, a position select among ties), then sorted once.
-  rsort   >= 2048 rows of 513..1024 with pow2(K) > 256, on devices with subgroup ballot + arithmetic + shuffle: one
+  rsort   >= 64 rows of 513..2048 with pow2(K) > 256, on devices with subgroup ballot + arithmetic + shuffle: one
           workgroup radix-sorts the whole row in shared memory (8-bit digits, ballot-matched ranks: a
           stable order, so ties keep ascending indices), then writes its first K
           (kernels/top_k1_rsort.glsl, in the ROWS modules).
