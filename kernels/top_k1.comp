@@ -106,7 +106,7 @@ shared uint hist[NBINS];
 shared uint s_grp[NBINS / 32u];
 shared uint s_digit, s_above, s_inbin;
 #if ROWS
-// RSORT's digit counters, broadcast slots and subgroup totals (top_k1_rsort.glsl); 1 word for ROWS.
+// RSORT's digit counters and subgroup totals (top_k1_rsort.glsl); 1 word for ROWS.
 layout(constant_id = 4) const uint RS_SH = 1u;
 shared uint rs_sh[RS_SH];
 #endif
