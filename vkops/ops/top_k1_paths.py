@@ -212,7 +212,7 @@ def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fa
     if not force and (Kp <= ROWS_MAX_KP or not RSORT_MIN_L <= length <= RSORT_MAX_L or n_seq < RSORT_MIN_SEQ):
         return None
     # The wanted workgroup, or a smaller one (more items a lane) where its counters do not fit: devices
-    # with small subgroups need 256 words for each of many subgroups.
+    # with small subgroups need 128 words for each of many subgroups.
     wg = limits.workgroup(min(RSORT_MAX_WG, max(64, _pow2(length) // RSORT_MAX_E)))
     while wg >= max(64, limits.max_subgroup_size) and -(-length // wg) <= RSORT_MAX_E:
         B = wg * -(-length // wg)  # the items: a lane's E, padded
@@ -234,7 +234,7 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
             return p
         if force == "rsort":
             raise ValidationError(f"rsort path needs subgroup ballot + arithmetic + shuffle, rows of <= {RSORT_MAX_E} "
-                                  f"elements an invocation and its counters in shared memory (256 words a "
+                                  f"elements an invocation and its counters in shared memory (128 words a "
                                   f"subgroup); got L={length} on {limits.name} (subgroups of "
                                   f"{limits.min_subgroup_size}-{limits.max_subgroup_size}, "
                                   f"{limits.shared_memory_bytes} bytes of shared memory)")
