@@ -402,7 +402,7 @@ def test_huge_rows_chunks_and_sample_limit(dev, rng):
     assert paths.choose_path(2, 1 << 25, 1024, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks == 64
     assert paths.choose_path(1, 1 << 26, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks == 256
     x = radix_data(rng, "float32", (1, (1 << 20) + 4096), "random")  # one chunk past SAMPLE_MAX_LEN
-    check(x, 1000, -1, "increasing", force="radix", chunks=1)
+    check(x, big_k(dev), -1, "increasing", force="radix", chunks=1)
 
 
 @pytest.mark.parametrize("direction", DIRS)
