@@ -18,9 +18,9 @@
 // many an SM holds. On an H100, 16 KiB more a workgroup made 32768 x 1024 K=1024 2.7x slower, and
 // cutting it from ~13 KiB to ~6 (the changes below) 1.31 -> 0.84 ms. So the items move through one
 // word a position (skey alone; sidx is cut to one entry in this mode): the key bits later passes still
-// read together with the index where they fit (every pass of 8/16-bit keys, passes 1-2 of 32-bit
-// keys), keys then indices in two rounds where they do not (pass 0 of 32-bit keys), indices alone in
-// the last pass (the values are re-read from the input). The counters hold 16 bits (two digits a word,
+// read together with the index where they fit (pass 0 of 16-bit keys, passes 1-2 of 32-bit keys),
+// keys then indices in two rounds where they do not (pass 0 of 32-bit keys), indices alone in the
+// last pass (the values are re-read from the input; 8-bit keys have only that one). The counters hold 16 bits (two digits a word,
 // updated atomically).
 //
 // rs_sh (RS_SH words, sized by the host: ops/top_k1_paths.py): [g * RS_CW + w] subgroup g's counters of
