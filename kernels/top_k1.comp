@@ -87,7 +87,7 @@ const uint WG = gl_WorkGroupSize.x;
 shared uint skey[B];
 #if ROWS
 // RSORT exchanges one word a position, through skey alone: sidx is ROWS' (its shared memory sets how
-// many workgroups an SM holds, which set RSORT's speed).
+// many workgroups an SM holds, which sets RSORT's speed).
 shared uint sidx[MODE == MODE_RSORT ? 1u : B];
 #else
 shared uint sidx[B];
