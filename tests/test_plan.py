@@ -335,10 +335,10 @@ def test_qlmm_tiles_by_rows():
     assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
     assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (128, 1, 1))
     assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (64, 2, 1))
-    assert plan(257, 4096, 4096)[1] == "64x64x64_2x2" and plan(4096, 4096, 4096)[1] == QC.LARGE_CONFIG
+    assert plan(257, 4096, 4096)[1] == QC.FEW_TILES_CONFIG == "64x64x64_2x2" and plan(4096, 4096, 4096)[1] == QC.LARGE_CONFIG
     assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.LOW_CONFIG, 4, (256, 1, 1))  # 64 tiles, split 4
     assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_sk", QC.LOW_CONFIG, 2, (256, 1, 1))
     assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.SMALL_CONFIG, 4, (256, 1, 1))
     for c, rows in ((QC.SMALL_CONFIG, 32), (QC.LOW_CONFIG, 64), (QC.MID_CONFIG, 128)):
         tm, tn, tk, sw, sh = QC.check_config(c)
-        assert (tm, tn, tn // sw) == (rows, 64, 16) and c in QC.AUTO_CONFIGS
+        assert (tm, tn, tn // sw) == (rows, 64, 16) and c in QC.auto_configs()

@@ -85,7 +85,6 @@ COOPMAT_CONFIG = "auto"
 # H100, 2026-11-24 (bench/research_tiles.py @bench/sweep_large.json, two runs), GPU ms against the 2 x 2
 # subgroups of 64 x 64 before: 4096^3 0.574 -> 0.493 (240 -> 279 TOPS), 8192^3 5.39 -> 4.75 (204 -> 231).
 LARGE_CONFIG = "128x128x64_4x1"
-AUTO_CONFIGS = (LARGE_CONFIG, "64x64x64_2x2", "32x64x128_4x1", "64x64x128_4x2", "128x64x128_4x2")
 AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
 # 65..MID_MAX_M rows where the large tile leaves too few workgroups: 128 x 64 tiles (each subgroup 64 rows x
 # 16 columns, K steps of 128), split-K toward MID_TARGET_GROUPS (one a SM). H100, 2026-11-24
@@ -103,9 +102,11 @@ MID_TARGET_GROUPS = 128
 # 4096^2 0.0338 -> 0.0288, 64 x 8192^2 0.1005 -> 0.0816, 48 x 4096^2 0.031 -> 0.0272.
 SMALL_CONFIG = "32x64x128_4x1"
 LOW_CONFIG = "64x64x128_4x2"
+# More than MID_MAX_M rows where the large tile leaves too few workgroups.
+FEW_TILES_CONFIG = "64x64x64_2x2"
 # The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
-KNOBS = ("COOPMAT_CONFIG", "AUTO_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
-         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS", "SMALL_CONFIG", "LOW_CONFIG", "LARGE_CONFIG",
+KNOBS = ("COOPMAT_CONFIG", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
+         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS", "SMALL_CONFIG", "LOW_CONFIG", "LARGE_CONFIG", "FEW_TILES_CONFIG",
          "SPLIT_MIN_CHUNKS", "SPLIT_MAX", "COOPMAT_GROUP_M", "COOPMAT_DIRECT", "COOPMAT_COLS", "DIRECT_CONFIG",
          "DIRECT_MAX_M")
 
@@ -118,8 +119,12 @@ def auto_config(M: int, N: int, batch: int) -> str:
         return LARGE_CONFIG
     if M <= 64:
         return LOW_CONFIG
-    return MID_CONFIG if M <= MID_MAX_M else "64x64x64_2x2"
+    return MID_CONFIG if M <= MID_MAX_M else FEW_TILES_CONFIG
 
+
+def auto_configs() -> Tuple[str, ...]:
+    """Every tile auto_config() may pick, with the knobs as they are now (the self-check covers each)."""
+    return LARGE_CONFIG, FEW_TILES_CONFIG, SMALL_CONFIG, LOW_CONFIG, MID_CONFIG
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool) -> Tuple[str, str]:
@@ -220,8 +225,8 @@ def self_check(dev, split: bool = False) -> bool:
 
     rng = np.random.default_rng(1234)
     ok = True
-    cases = [(np.uint8, np.int8, True, c) for c in AUTO_CONFIGS] + [(np.int8, np.int8, False, AUTO_CONFIGS[0]),
-                                                                     (np.uint8, np.uint8, True, AUTO_CONFIGS[0])]
+    cases = [(np.uint8, np.int8, True, c) for c in auto_configs()] + [(np.int8, np.int8, False, LARGE_CONFIG),
+                                                                       (np.uint8, np.uint8, True, LARGE_CONFIG)]
     if COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
     # B read directly, row-major and column-major (a transposed view)
@@ -235,7 +240,7 @@ def self_check(dev, split: bool = False) -> bool:
     cases = [c + (1, False) for c in cases] + direct + stream
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
         cases = [(np.uint8, np.int8, True, SMALL_CONFIG, 2, False), (np.int8, np.int8, False, SMALL_CONFIG, 3, False),
-                 (np.uint8, np.uint8, True, "64x64x64_2x2", 4, False), (np.int8, np.uint8, True, MID_CONFIG, 2, False),
+                 (np.uint8, np.uint8, True, FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, MID_CONFIG, 2, False),
                  (np.uint8, np.int8, True, LOW_CONFIG, 3, False)] + direct + stream
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
