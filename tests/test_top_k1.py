@@ -352,6 +352,15 @@ def test_radix_sampled_threshold_on_long_chunks(dev, rng, dtype, kind):
     check(x, big_k(dev), -1, "increasing", force="radix", chunks=2)
 
 
+def guess_too_high_row(dev, rng, n):
+    """A row of n tied losers (-1) but one distinct winner at element 4t of each thread t's first sampled
+    strip: the sampled guess then collects only about its rank r of keys."""
+    wg = dev.limits.workgroup(paths.WORKGROUP)
+    x = np.full((1, n), -1.0, np.float32)
+    x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
+    return x
+
+
 @pytest.mark.parametrize("direction", DIRS)
 def test_radix_sampled_guess_too_high(dev, rng, direction):
     """The sampled guess is the r-th best of the threads' best sampled keys. Here every thread's first
@@ -359,9 +368,7 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
     every other element is one tied loser, so the guess collects about r keys. On a 512-invocation
     workgroup, K=64 collects fewer than K (r = 39), and the retry at 2r + 4 stands; K=256 falls short
     twice (r = 101, then 206) and goes on to the exact select over a row of ties."""
-    wg = dev.limits.workgroup(paths.WORKGROUP)
-    x = np.full((1, 1 << 15), -1.0, np.float32)
-    x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
+    x = guess_too_high_row(dev, rng, 1 << 15)
     if direction == "increasing":
         x = -x
     for k in (64, min(256, big_k(dev))):
@@ -382,9 +389,7 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
         assert p.B == max(min(B, 4 * Kp), paths.RADIX_ONE_CHUNK_MIN_B) <= B
         for kind in ("random", "ties"):
             check(radix_data(rng, "float32", (2, n), kind), k, -1, "decreasing")
-        wg = dev.limits.workgroup(paths.WORKGROUP)
-        x = np.full((1, n), -1.0, np.float32)
-        x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
+        x = guess_too_high_row(dev, rng, n)
         check(x, k, -1, "increasing")
         check(-x, k, -1, "increasing")
     gpu = paths.choose_path(4096, 32768, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
