@@ -54,7 +54,7 @@ layout(binding = 0) readonly buffer Src4 { uvec4 src4[]; };   // the same buffer
 layout(binding = 1) buffer OutVal { uint oval[]; };           // atomics for 8/16-bit values
 layout(binding = 2) writeonly buffer OutIdx { uint oidx[]; };
 layout(binding = 3) coherent buffer Cand { uint cand[]; };    // (key, index) pairs
-layout(binding = 4) coherent buffer Ctr { uint ctr[]; };      // per-sequence finished-chunk counters
+layout(binding = 4) coherent buffer Ctr { uint ctr[]; };      // finished-chunk counters: per sequence, then per merge group
 
 // Mirrored by vkops.ops.top_k1.TOPK_PUSH.
 layout(push_constant) uniform Push {
@@ -67,7 +67,7 @@ layout(push_constant) uniform Push {
     uint flip;        // 0 (DECREASING) or ~0 (INCREASING)
     uint axis_stride; // input element stride along the axis
     uint inner;       // product of output sizes after the axis
-    uint G;           // SEG: sequences per workgroup
+    uint G;           // SEG: sequences per workgroup; FILTER: chunks a first-level merge group (run_filter)
     uint P;           // SEG: per-sequence slot (pow2); SORT: padded row length
     uint size;        // SORT: bitonic stage size
     uint stride;      // SORT_GLOBAL: compare distance
@@ -439,13 +439,13 @@ void stream_topk(uint base, uint start, uint end) {
 }
 
 
-// FILTER, the last workgroup of a sequence: the top Kp of `nruns` chunks' candidates (each chunk's
-// top K, sorted, at cand[c0 + r * K]) into skey/sidx[0, Kp), sorted. The runs are sorted already, so
+// FILTER, the last workgroup of a sequence (or of a merge group): the top Kp of `nruns` sorted runs of K
+// candidates (run r at cand[c0 + r * rstride * K]) into skey/sidx[0, Kp), sorted. The runs are sorted already, so
 // they are only merged: up to B/Kp runs at a time are loaded, odd slots reversed (the alternating
 // directions merge_runs pairs), and log2(slots) levels of one bitonic merge each leave the best Kp
 // in slot 0, which stays for the next load. On an H100 that replaced stream_topk's repeated
 // compactions (whole-buffer sorts) over the candidates.
-void merge_cand(uint c0, uint nruns) {
+void merge_cand(uint c0, uint nruns, uint rstride) {
     uint tid = gl_LocalInvocationID.x;
     uint Kp = pc.Kp, R = B / Kp;  // Kp <= B/2: at least two slots
     uint next = 0u, s0 = 0u;      // next run to load; slots already holding a result (0 or 1)
@@ -457,7 +457,7 @@ void merge_cand(uint c0, uint nruns) {
             uint r = next + sl - s0, jj = (sl & 1u) != 0u ? Kp - 1u - j : j;
             uint k = 0u, ix = SENT_IDX;
             if (sl < s0 + take && jj < pc.K) {
-                uint at = 2u * (c0 + r * pc.K + jj);
+                uint at = 2u * (c0 + r * rstride * pc.K + jj);
                 k = cand[at];
                 ix = cand[at + 1u];
             }
@@ -727,6 +727,22 @@ void run_seg(uint g) {
     }
 }
 
+// Whether this workgroup is the last of `n` to arrive at counter `at` (which it then leaves zero for the
+// next dispatch); every workgroup's buffer writes before its arrival are visible to the last one.
+bool last_to_arrive(uint at, uint n) {
+    memoryBarrierBuffer();
+    barrier();  // also orders the reads of s_last after an earlier call before its next write
+    if (gl_LocalInvocationID.x == 0u) {
+        uint done = atomicAdd(ctr[at], 1u);
+        s_last = done == n - 1u ? 1u : 0u;
+        if (s_last != 0u) ctr[at] = 0u;
+    }
+    barrier();
+    bool last = s_last != 0u;
+    if (last) memoryBarrierBuffer();
+    return last;
+}
+
 void run_filter(uint g) {
     uint tid = gl_LocalInvocationID.x;
     uint s = g / pc.chunks, c = g % pc.chunks;
@@ -743,17 +759,27 @@ void run_filter(uint g) {
         cand[2u * (out0 + j)] = skey[SW(j)];
         cand[2u * (out0 + j) + 1u] = sidx[SW(j)];
     }
-    memoryBarrierBuffer();
-    barrier();
-    if (tid == 0u) {
-        uint done = atomicAdd(ctr[s], 1u);
-        s_last = done == pc.chunks - 1u ? 1u : 0u;
-        if (s_last != 0u) ctr[s] = 0u;  // leave the counter zero for the next dispatch
+    uint c0 = s * pc.chunks * pc.K;
+    uint gs = max(pc.G, 1u), ngrp = (pc.chunks + gs - 1u) / gs;
+    if (ngrp > 1u) {
+        // Two levels: the last chunk of each group of gs merges the group's runs into the place of its
+        // first run, then the last group merges the groups' runs. The last workgroup of a row otherwise
+        // merges every run in turn (B / Kp at a time): 1 x 2^26 at K=1024, 128 runs, was 127 merges.
+        uint grp = c / gs, first = grp * gs, n = min(gs, pc.chunks - first);
+        if (!last_to_arrive(pc.n_seq + s * ngrp + grp, n)) return;
+        if (n > 1u) {  // a group of one run has it in place already
+            merge_cand(c0 + first * pc.K, n, 1u);
+            for (uint j = tid; j < pc.K; j += WG) {
+                cand[2u * (c0 + first * pc.K + j)] = skey[SW(j)];
+                cand[2u * (c0 + first * pc.K + j) + 1u] = sidx[SW(j)];
+            }
+        }
+        if (!last_to_arrive(s, ngrp)) return;
+        merge_cand(c0, ngrp, gs);
+    } else {
+        if (!last_to_arrive(s, pc.chunks)) return;
+        merge_cand(c0, pc.chunks, 1u);
     }
-    barrier();
-    if (s_last == 0u) return;
-    memoryBarrierBuffer();
-    merge_cand(s * pc.chunks * pc.K, pc.chunks);
     for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[SW(j)], base);
 }
 

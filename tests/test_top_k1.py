@@ -240,6 +240,30 @@ def test_merge_of_sorted_runs(dev, rng, direction):
     check(x, 100, 1, direction, force="filter", chunks=40)
 
 
+@pytest.mark.parametrize("direction", DIRS)
+def test_two_level_merge(dev, rng, direction):
+    """Many chunks of a row merge in two levels (top_k1_paths.merge_group): the last chunk of each group
+    merges the group's runs in place of its first, the last group merges the groups' runs. Group counts
+    that do not divide the chunks, a last group of a single run (13 chunks in groups of 3), a last chunk
+    shorter than the others, ties across chunks and groups, two rows sharing the counters buffer."""
+    B, step = shared_b(dev), dev.limits.workgroup(paths.WORKGROUP) * paths.EPI
+    k = big_k(dev)  # pow2(K) = B/2: two runs a load, so one level takes chunks - 1 loads
+    # chunk counts whose last group holds one run (already in place: no merge, no write)
+    single = next(c for c in range(10, 40) if c % max(paths.merge_group(c, B, B // 2), 2) == 1)
+    for rows, chunks in ((2, 16), (1, single)):
+        n = chunks * step - 3
+        p = paths.device_path(dev.limits, rows, n, k, force="radix", chunks=chunks)
+        assert p.chunks == chunks and 1 < p.merge_group < chunks, p
+        x = rng.integers(0, n // 8, size=(rows, n)).astype(np.float32)  # each value about 8 times
+        check(x, k, 1, direction, force="radix", chunks=chunks)
+    # the rule: huge rows at large K merge in two levels, LLM rows (3 chunks) and small K in one
+    plan = lambda n_seq, L, K: paths.choose_path(n_seq, L, K, 48 * 1024, target_groups=paths.TARGET_GROUPS,
+                                                short_chunks=True)
+    assert (plan(1, 1 << 26, 1024).merge_group, plan(2, 1 << 25, 1024).merge_group) == (10, 8)
+    assert plan(1, 1 << 26, 256).merge_group > 0
+    assert plan(1, 151936, 1024).merge_group == plan(8, 151936, 256).merge_group == plan(1, 1 << 26, 8).merge_group == 0
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_small_k_filter_path(dev, rng, dtype):
     """Small K on long rows: K = 1 (argmax: each thread keeps its own best over the chunk, then the

@@ -190,9 +190,12 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         if p.chunks == 1:
             dispatch(n_seq, ctr, [1, 2], MODE_FILTER, chunks=1, chunk_len=p.chunk_len)
         else:
-            ctr = b.counters(n_seq)
+            # counters: one a row, then (two-level merge) one a merge group of each row
+            gs = p.merge_group or p.chunks
+            ctr = b.counters(n_seq * (1 + (-(-p.chunks // gs) if p.merge_group else 0)))
             cand = b.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
-            dispatch(n_seq * p.chunks, cand, [1, 2, 3, 4], MODE_FILTER, chunks=p.chunks, chunk_len=p.chunk_len)
+            dispatch(n_seq * p.chunks, cand, [1, 2, 3, 4], MODE_FILTER, chunks=p.chunks, chunk_len=p.chunk_len,
+                     G=gs)
     else:
         P, B = p.P, p.B
         words = n_seq * P * 2

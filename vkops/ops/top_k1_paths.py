@@ -46,6 +46,31 @@ def _pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()
 
 
+def merge_loads(runs: int, per_load: int) -> int:
+    """Loads (one bitonic merge each) in which merge_cand reduces `runs` sorted runs, `per_load` a load
+    (the first load takes that many, each next one per_load - 1 new runs beside the result)."""
+    return 0 if runs <= 1 else -(-(runs - 1) // (per_load - 1))
+
+
+def merge_group(chunks: int, B: int, Kp: int) -> int:
+    """Chunks a first-level merge group (0: one level). Several chunks of a row hand their sorted runs to
+    the last one to finish, which merges B / Kp of them a load, one after the other. In two levels the last
+    chunk of each group merges its group's runs (groups in parallel, while other chunks still run), and the
+    last group merges the groups' results: loads(G) + loads(chunks / G) in a row instead of loads(chunks),
+    plus a write and a counter. Taken where that saves at least MERGE_GROUP_MIN_SAVED loads."""
+    per = B // Kp
+    one = merge_loads(chunks, per)
+    best, best_g = one, 0
+    for g in range(2, chunks):
+        two = merge_loads(g, per) + merge_loads(-(-chunks // g), per) + 1
+        if two < best:
+            best, best_g = two, g
+    return best_g if one - best >= MERGE_GROUP_MIN_SAVED else 0
+
+
+MERGE_GROUP_MIN_SAVED = 4
+
+
 @dataclass(frozen=True)
 class Path:
     path: str            # "seg", "filter", "sort" or "rows"
@@ -57,6 +82,7 @@ class Path:
     chunk_len: int = 0
     cap: int = 0         # filter: entries buffered before a compaction; rows: candidate buffer
     radix: bool = False  # filter: chunks by radix select instead of the running threshold
+    merge_group: int = 0  # filter: chunks a first-level merge group (0: the last chunk merges every run)
     workgroup: int = WORKGROUP
     rs_sh: int = 1       # rsort: words of its counters (RS_SH in top_k1.comp)
 
@@ -142,7 +168,8 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
         cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
-        return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix, workgroup=WG)
+        return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix, workgroup=WG,
+                    merge_group=merge_group(chunks, B, Kp))
     if path == "sort":
         return Path("sort", B, Kp, P=max(P, 2 * B), workgroup=WG)
     raise ValueError(force)
