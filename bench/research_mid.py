@@ -5,8 +5,11 @@ one process, 4 rows of each output checked against the oracle (within 1: float32
 README, session 10.
 
     bash bench/gpu.sh python3 bench/research_mid.py [MxKxN ...]
+    bash bench/gpu.sh python3 bench/research_mid.py --now '{"LARGE_CONFIG": "128x128x64_2x2"}' \
+        --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
+A config not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
 """
-import os, sys
+import json, os, sys
 import numpy as np
 sys.path.insert(0, os.getcwd())
 import vkops
@@ -16,8 +19,19 @@ from vkops.ops import qlmm_coopmat as QC
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device(); rng = np.random.default_rng(0)
 BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2", "LARGE_CONFIG": "128x128x64_2x2"}
+args = sys.argv[1:]
+opts = {}
+while args and args[0] in ("--now", "--before"):
+    opts[args[0]] = json.loads(args[1]); args = args[2:]
+BEFORE = opts.get("--before", BEFORE)
 NOW = {k: getattr(QC, k) for k in BEFORE}
-SHAPES = [tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or [
+NOW.update(opts.get("--now", {}))
+for v in list(NOW.values()) + list(BEFORE.values()):  # a tile not in the table: "TMxTNxTK_WxH"
+    if isinstance(v, str) and v[:1].isdigit() and v not in QC.COOPMAT_CONFIGS:
+        t, w = v.split("_")
+        QC.COOPMAT_CONFIGS[v] = tuple(map(int, t.split("x"))) + tuple(map(int, w.split("x")))
+print("now", NOW, "before", BEFORE, flush=True)
+SHAPES = [tuple(map(int, a.split("x"))) for a in args] or [
     (32, 4096, 4096), (32, 8192, 8192), (64, 4096, 4096), (64, 8192, 8192), (128, 4096, 4096),
     (256, 4096, 4096), (128, 8192, 8192), (96, 4096, 4096)]
 for (M, K, N) in SHAPES:
