@@ -325,13 +325,20 @@ def test_compaction_around_rank_bound(dev, rng, dtype):
 
 def test_llm_row_chunk_rule():
     """Chunks of few long rows on a GPU-sized device (the counts the H100 measured best): >= 56 pow2(K)
-    elements, or >= 64 pow2(K) where the rows alone give more than one workgroup per SM; whole steps."""
+    elements, or >= 64 pow2(K) where the rows alone give more than one workgroup per SM; whole steps.
+    Tens to 256 rows at 64 <= pow2(K) <= 256: about one wave of workgroups, by radix select (WAVE_*)."""
     want = {(1, 128256, 1024): 3, (8, 128256, 1024): 3, (1, 151936, 1024): 3, (64, 151936, 1024): 3,
-            (64, 128256, 1024): 2, (1, 128256, 256): 8, (1, 151936, 256): 10, (64, 151936, 256): 4,
-            (1, 151936, 50): 19, (1, 32000, 1024): 1}
-    got = {key: paths.choose_path(*key, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks
+            (64, 128256, 1024): 2, (1, 128256, 256): 8, (1, 151936, 256): 10, (64, 151936, 256): 2,
+            (1, 151936, 50): 19, (1, 32000, 1024): 1, (64, 151936, 50): 2, (64, 128256, 50): 2,
+            (64, 32000, 50): 2, (64, 32000, 256): 2, (32, 151936, 50): 4, (256, 151936, 50): 1,
+            (64, 151936, 8): 4, (512, 151936, 50): 1}
+    got = {key: paths.choose_path(*key, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
            for key in want}
-    assert got == want
+    assert {key: p.chunks for key, p in got.items()} == want
+    # radix select where the wave rule applies (the filter took 64 x 151936 and 256 x 151936 at K=50 before),
+    # not below pow2(K) = 64 nor past WAVE_MAX_SEQ rows of chunks over RADIX_SHORT_CHUNK_B * B
+    assert all(got[key].radix for key in ((64, 151936, 50), (256, 151936, 50), (32, 151936, 50)))
+    assert not got[(64, 151936, 8)].radix and not got[(512, 151936, 50)].radix
 
 def radix_data(rng, dtype, shape, kind):
     dt = np.dtype(dtype)

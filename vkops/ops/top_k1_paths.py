@@ -39,6 +39,19 @@ RADIX_SHORT_MIN_KP = 64
 # instead of 2048 (shared memory decides how many workgroups an SM holds).
 RADIX_ONE_CHUNK_MIN_B = 1024
 RADIX_SHORT_CHUNK_B = 16
+# WAVE_MIN_SEQ..WAVE_MAX_SEQ rows of at most WAVE_MAX_L (LLM vocabularies) with pow2(K) in
+# [RADIX_SHORT_MIN_KP, WAVE_MAX_KP] make about one wave of workgroups (target_groups / 2) instead of
+# target_groups, by radix select. H100, session 12 (bench_top_k1.py --grid llm --force radix --sweep-chunks
+# 1,2,3,4,6), GPU ms fp16 / fp32, the previous path -> this one: 64 rows, 4 chunks (1 for 32000) -> 2:
+# 128256 K=50 0.037 / 0.043 -> 0.028 / 0.026, K=256 0.050 / 0.047 -> 0.036 / 0.035; 151936 K=50 0.046 /
+# 0.044 (threshold filter) -> 0.030 / 0.032, K=256 0.050 / 0.047 -> 0.039 / 0.040; 32000 K=50 0.022 / 0.028
+# -> 0.017 / 0.023, K=256 0.030 / 0.029 -> 0.024 / 0.024. 256 rows keep one chunk, by radix select at K=50
+# too: 151936 0.092 / 0.084 (filter) -> 0.067 / 0.072, 128256 0.082 / 0.076 -> 0.058 / 0.080. Not at K=1024
+# (64 x 151936: 1 chunk 0.062, 2: 0.111, 3: 0.076) nor measured below pow2(K) = 64.
+WAVE_MIN_SEQ = 32
+WAVE_MAX_SEQ = 256
+WAVE_MAX_L = 1 << 18
+WAVE_MAX_KP = 256
 SHORT_ROW_RADIX_MIN_K = 2
 
 
@@ -137,6 +150,7 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         if Kp > B // 2:
             raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
         step = WG * EPI
+        wave = False
         if chunks is None:
             # Few rows (LLM sampling: 1-64 x 32000-151936) need many chunks to fill a GPU. On an H100,
             # 1 x 151936 ran K=1 in 0.014 ms with 32 chunks vs 0.024 with 3, K=50 0.033 vs 0.045; but each
@@ -155,11 +169,17 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
             per = 56 if n_seq * -(-length // (56 * Kp)) <= target_groups // 2 else 64
             min_chunk = max(step, per * Kp) if short else max(4 * B, 8 * step)
             want = -(-target_groups // n_seq)
+            wave = (short_chunks and WAVE_MIN_SEQ <= n_seq <= WAVE_MAX_SEQ and length <= WAVE_MAX_L
+                    and RADIX_SHORT_MIN_KP <= Kp <= WAVE_MAX_KP)
+            if wave:
+                # Tens of vocabulary-sized rows: about one wave of workgroups (target_groups / 2), chunks
+                # of whole steps, rows under 8 steps too; radix select from pow2(K) = 64 (measured so).
+                want, min_chunk = -(-(target_groups // 2) // n_seq), step
             chunks = max(1, min(want, -(-length // min_chunk), max(65536 // k, target_groups // 2 // n_seq)))
         chunk_len = -(-length // chunks)
         chunk_len = -(-chunk_len // step) * step
         chunks = -(-length // chunk_len)
-        if force is None and Kp >= RADIX_SHORT_MIN_KP and chunk_len <= RADIX_SHORT_CHUNK_B * B:
+        if force is None and Kp >= RADIX_SHORT_MIN_KP and (chunk_len <= RADIX_SHORT_CHUNK_B * B or wave):
             radix = True
         if radix and force is None and chunks == 1 and chunk_len > 4 * B:
             # One long chunk a row by radix select: its buffer only needs room for the sampled guess's
