@@ -563,8 +563,9 @@ void clear_hist() {
 // compacting the buffer again and again.
 // Sampling fast path: a threshold guessed from a sample, with about `want` keys of the chunk at or
 // above it if they are spread evenly; one pass collects them. It stands when between K and B entries
-// came in (then they hold the top K, ties included); a guess that collects fewer than K is tried once
-// more, lower; otherwise the exact radix select runs. Random data takes one full read instead of three.
+// came in (then they hold the top K, ties included); a guess that collects fewer than K or more than B
+// is tried again with its rank scaled toward the middle of [K, B], SAMPLE_ATTEMPTS guesses in all, then
+// the exact radix select runs. Random data takes one full read instead of three.
 // The sample: every thread's best of m keys from strips of WG loads (16-byte ones where rows allow)
 // spread over the chunk (about a quarter of a 2^15 chunk, read again by the collection soon after); the guess is the r-th best
 // of those WG keys, r set so that about `want` keys of the chunk beat it (1 - (1 - want/n)^m of the
@@ -574,6 +575,7 @@ const uint SAMPLE_MIN_LEN = 1u << 15;
 // ... and at most 2^19: on 2^20-key chunks (1 x 2^26, K=1024: 64 chunks) the exact select ran 0.907 ms
 // against the guess's 1.046 (H100); 2^18-key chunks (64 x 2^20) kept it (0.290 against 0.317).
 const uint SAMPLE_MAX_LEN = 1u << 19;
+const uint SAMPLE_ATTEMPTS = 3u;  // guesses (each a read of the chunk) before the exact select
 
 bool sampled_topk(uint base, uint start, uint end, uint need) {
     uint tid = gl_LocalInvocationID.x;
@@ -613,8 +615,8 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
         }
     }
     uint r = max(4u, uint(float(WG) * (1.0 - exp(float(nl * eu) * q)) + 0.5));
-    for (uint attempt = 0u; attempt < 2u; ++attempt) {
-        uint prefix = 0u, rr = attempt == 0u ? r : min(2u * r + 4u, WG);
+    for (uint attempt = 0u; attempt < SAMPLE_ATTEMPTS; ++attempt) {
+        uint prefix = 0u, rr = r;
         for (uint sh = uint(ELEM_BITS) - 8u;; sh -= 8u) {
             clear_hist();
             uint hmask = sh + 8u >= 32u ? 0u : (KEY_BITS_MASK << (sh + 8u)) & KEY_BITS_MASK;
@@ -631,8 +633,14 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
         barrier();
         uint c = s_count;
         barrier();
-        if (c > B) return false;
-        if (c >= need) { compact(c); return true; }
+        if (c >= need && c <= B) { compact(c); return true; }
+        // Too few, or more than the buffer holds: the count grows about in proportion to the rank, so
+        // the next rank aims at the middle of [need, B]. (One row in 256 of 128256 fp32 keys collected
+        // 2079 > 2048 and ran the exact select, which doubled the whole dispatch's time on an H100.)
+        uint next = uint(clamp(float(r) * 0.5 * float(need + B) / float(max(c, 1u)) + 0.5, 1.0, float(WG)));
+        if (next == r) next = c > B ? r - 1u : r + 1u;
+        if (next < 1u || next > WG) return false;
+        r = next;
     }
     return false;
 }

@@ -397,13 +397,25 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
     """The sampled guess is the r-th best of the threads' best sampled keys. Here every thread's first
     sampled key (element 4t of a row of 2^15, inside the first strip) is one of WG distinct winners and
     every other element is one tied loser, so the guess collects about r keys. On a 512-invocation
-    workgroup, K=64 collects fewer than K (r = 39), and the retry at 2r + 4 stands; K=256 falls short
-    twice (r = 101, then 206) and goes on to the exact select over a row of ties."""
+    workgroup, K=64 collects fewer than K (r = 39) and K=256 too (r = 101): the next guess's rank, scaled
+    toward the middle of [K, B], takes every winner and stands; K past the WG winners falls short at every
+    rank and goes on to the exact select over a row of ties. Then a guess that collects more than the
+    buffer: B + 52 tied keys (unsampled) above the r-th winner, under the 30th, and the 3 best keys last:
+    too many, then too few (rank 19), then too many again, so the exact select resolves the tie by position."""
     x = guess_too_high_row(dev, rng, 1 << 15)
     if direction == "increasing":
         x = -x
-    for k in (64, min(256, big_k(dev))):
+    wg = dev.limits.workgroup(paths.WORKGROUP)
+    for k in (64, min(256, big_k(dev)), big_k(dev)):
+        assert k < wg or k == big_k(dev) > wg
         check(x, k, -1, direction, force="radix", chunks=1)
+    x = guess_too_high_row(dev, rng, 1 << 15)
+    B = paths.device_path(dev.limits, 1, x.shape[1], 64, force="radix", chunks=1).B
+    x[0, 4 * wg:4 * wg + B + 52] = 1000.0 + wg - 30.5  # past strip 0's sampled vectors, before strip 1
+    x[0, -3:] = 5000.0  # the best keys, unsampled and last: a guess that kept only B entries would lose them
+    if direction == "increasing":
+        x = -x
+    check(x, 64, -1, direction, force="radix", chunks=1)
 
 
 def test_one_long_chunk_smaller_buffer(dev, rng):
