@@ -14,6 +14,7 @@
 //          buffer is reduced to its top Kp. With several chunks per sequence each writes its top K
 //          to `cand`, sorted, and the last workgroup of the sequence to finish (atomic counter)
 //          merges those sorted runs (merge_cand) and writes the outputs: one dispatch, input read once.
+//          Many chunks merge in two levels: groups of pc.G chunks first, by their last to finish.
 //          K = 1 (argmax_chunk) shares no threshold: each thread keeps its own best, no barrier.
 //          The threshold starts from the first step: for K <= WG/32 the worst of K thread groups'
 //          best keys, else the K-th of the threads' bests (a sort of WG entries).
@@ -635,8 +636,8 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
         barrier();
         if (c >= need && c <= B) { compact(c); return true; }
         // Too few, or more than the buffer holds: the count grows about in proportion to the rank, so
-        // the next rank aims at the middle of [need, B]. (One row in 256 of 128256 fp32 keys collected
-        // 2079 > 2048 and ran the exact select, which doubled the whole dispatch's time on an H100.)
+        // the next rank aims at the middle of [need, B]. (One row in 256 taking the exact select, as
+        // fp16 151936-key rows did after collecting 2079 > 2048, doubled a dispatch on an H100.)
         uint next = uint(clamp(float(r) * 0.5 * float(need + B) / float(max(c, 1u)) + 0.5, 1.0, float(WG)));
         if (next == r) next = c > B ? r - 1u : r + 1u;
         if (next < 1u || next > WG) return false;

@@ -59,6 +59,10 @@ def _pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()
 
 
+# Two-level merges (merge_group) where they save at least this many loads of the last workgroup.
+MERGE_GROUP_MIN_SAVED = 4
+
+
 def merge_loads(runs: int, per_load: int) -> int:
     """Loads (one bitonic merge each) in which merge_cand reduces `runs` sorted runs, `per_load` a load
     (the first load takes that many, each next one per_load - 1 new runs beside the result)."""
@@ -79,9 +83,6 @@ def merge_group(chunks: int, B: int, Kp: int) -> int:
         if two < best:
             best, best_g = two, g
     return best_g if one - best >= MERGE_GROUP_MIN_SAVED else 0
-
-
-MERGE_GROUP_MIN_SAVED = 4
 
 
 @dataclass(frozen=True)
