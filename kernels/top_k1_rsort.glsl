@@ -20,8 +20,8 @@
 // word a position (skey alone; sidx is cut to one entry in this mode): the key bits later passes still
 // read together with the index where they fit (pass 0 of 16-bit keys, passes 1-2 of 32-bit keys),
 // keys then indices in two rounds where they do not (pass 0 of 32-bit keys), indices alone in the
-// last pass (the values are re-read from the input; 8-bit keys have only that one). The counters hold 16 bits (two digits a word,
-// updated atomically).
+// last pass (the values are re-read from the input; 8-bit keys have only that one). The counters hold
+// 16 bits (two digits a word, updated atomically).
 //
 // rs_sh (RS_SH words, sized by the host: ops/top_k1_paths.py): [g * RS_CW + w] subgroup g's counters of
 // digit ranks 2w (low half) and 2w + 1 (high half) (rank r = 255 - digit, so the scan runs in output

@@ -31,6 +31,11 @@ def big_k(dev, want=1000):
     return min(want, shared_b(dev) // 2 - 24)
 
 
+def gpu_path(n_seq, length, k):
+    """The path an H100-sized device plans (48 KiB of shared memory, its workgroup target, short chunks)."""
+    return paths.choose_path(n_seq, length, k, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+
+
 # ---- the spec's examples, verbatim ------------------------------------------------------------
 EX12 = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)
 EX34 = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], np.float32)
@@ -156,7 +161,7 @@ def test_long_rows_radix_rule():
             (1, 1 << 26): {64: False, 128: True}}
     for (n_seq, n), ks in want.items():
         for k, radix in ks.items():
-            p = paths.choose_path(n_seq, n, k, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+            p = gpu_path(n_seq, n, k)
             assert (p.path, p.radix) == ("filter", radix), (n_seq, n, k, p)
             assert radix == (p.Kp >= paths.RADIX_MIN_KP or (p.Kp >= 64 and p.chunk_len <= paths.RADIX_SHORT_CHUNK_B * B)), p
         assert not paths.choose_path(n_seq, n, 64, 48 * 1024, force="filter").radix  # tests force the filter
@@ -257,11 +262,10 @@ def test_two_level_merge(dev, rng, direction):
         x = rng.integers(0, n // 8, size=(rows, n)).astype(np.float32)  # each value about 8 times
         check(x, k, 1, direction, force="radix", chunks=chunks)
     # the rule: huge rows at large K merge in two levels, LLM rows (3 chunks) and small K in one
-    plan = lambda n_seq, L, K: paths.choose_path(n_seq, L, K, 48 * 1024, target_groups=paths.TARGET_GROUPS,
-                                                short_chunks=True)
-    assert (plan(1, 1 << 26, 1024).merge_group, plan(2, 1 << 25, 1024).merge_group) == (10, 8)
-    assert plan(1, 1 << 26, 256).merge_group > 0
-    assert plan(1, 151936, 1024).merge_group == plan(8, 151936, 256).merge_group == plan(1, 1 << 26, 8).merge_group == 0
+    assert (gpu_path(1, 1 << 26, 1024).merge_group, gpu_path(2, 1 << 25, 1024).merge_group) == (10, 8)
+    assert gpu_path(1, 1 << 26, 256).merge_group > 0
+    assert gpu_path(1, 151936, 1024).merge_group == gpu_path(8, 151936, 256).merge_group == 0
+    assert gpu_path(1, 1 << 26, 8).merge_group == 0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -332,8 +336,7 @@ def test_llm_row_chunk_rule():
             (1, 151936, 50): 19, (1, 32000, 1024): 1, (64, 151936, 50): 2, (64, 128256, 50): 2,
             (64, 32000, 50): 2, (64, 32000, 256): 2, (32, 151936, 50): 4, (256, 151936, 50): 1,
             (64, 151936, 8): 4, (512, 151936, 50): 1}
-    got = {key: paths.choose_path(*key, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
-           for key in want}
+    got = {key: gpu_path(*key) for key in want}
     assert {key: p.chunks for key, p in got.items()} == want
     # radix select where the wave rule applies (the filter took 64 x 151936 and 256 x 151936 at K=50 before),
     # not below pow2(K) = 64 nor past WAVE_MAX_SEQ rows of chunks over RADIX_SHORT_CHUNK_B * B
@@ -435,20 +438,20 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
         x = guess_too_high_row(dev, rng, n)
         check(x, k, -1, "increasing")
         check(-x, k, -1, "increasing")
-    gpu = paths.choose_path(4096, 32768, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+    gpu = gpu_path(4096, 32768, 256)
     assert (gpu.chunks, gpu.radix, gpu.B) == (1, True, 1024)
-    assert paths.choose_path(4096, 32768, 1024, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).B == 2048
-    assert paths.choose_path(1, 151936, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).B == 2048
+    assert gpu_path(4096, 32768, 1024).B == 2048
+    assert gpu_path(1, 151936, 256).B == 2048
 
 
 def test_huge_rows_chunks_and_sample_limit(dev, rng):
     """A huge row with K = 1024 takes 128 chunks (about a wave of workgroups; 65536 / K would be 64), of
     2^19 keys, where the sampled guess still applies; two such rows keep 64 each; a chunk past
     SAMPLE_MAX_LEN (2^19) skips the guess for the exact select."""
-    p = paths.choose_path(1, 1 << 26, 1024, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+    p = gpu_path(1, 1 << 26, 1024)
     assert (p.chunks, p.chunk_len, p.radix) == (128, 1 << 19, True)
-    assert paths.choose_path(2, 1 << 25, 1024, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks == 64
-    assert paths.choose_path(1, 1 << 26, 256, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True).chunks == 256
+    assert gpu_path(2, 1 << 25, 1024).chunks == 64
+    assert gpu_path(1, 1 << 26, 256).chunks == 256
     x = radix_data(rng, "float32", (1, (1 << 20) + 4096), "random")  # one chunk past SAMPLE_MAX_LEN
     check(x, big_k(dev), -1, "increasing", force="radix", chunks=1)
 

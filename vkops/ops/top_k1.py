@@ -191,11 +191,11 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
             dispatch(n_seq, ctr, [1, 2], MODE_FILTER, chunks=1, chunk_len=p.chunk_len)
         else:
             # counters: one a row, then (two-level merge) one a merge group of each row
-            gs = p.merge_group or p.chunks
-            ctr = b.counters(n_seq * (1 + (-(-p.chunks // gs) if p.merge_group else 0)))
+            groups = -(-p.chunks // p.merge_group) if p.merge_group else 0
+            ctr = b.counters(n_seq * (1 + groups))
             cand = b.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
             dispatch(n_seq * p.chunks, cand, [1, 2, 3, 4], MODE_FILTER, chunks=p.chunks, chunk_len=p.chunk_len,
-                     G=gs)
+                     G=p.merge_group or p.chunks)
     else:
         P, B = p.P, p.B
         words = n_seq * P * 2
