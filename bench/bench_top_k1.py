@@ -9,7 +9,7 @@
 Research flags, kept here: --workgroup N (TOP_K1's wanted workgroup size, read at planning time),
 --sweep-chunks 2,4,8,16 [--force filter|radix|seg|sort|rows|rsort] (one more vkops row per forced chunk count;
 with rows: per candidate cap),
---only 1x151936,8x32000 and --dtypes float16 (subsets of the grid). Every row is checked against
+--only 1x151936,8x32000, --dtypes float16 and --k 256,1024 (subsets of the grid). Every row is checked against
 vkops.reference (the old --no-check is gone).
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--grid", default="default", choices=["default", "llm", "rows"])
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--only", default=None, help="shapes to run, e.g. 1x151936,8x32000")
+    ap.add_argument("--k", default=None, help="values of K to run, e.g. 256,1024")
     ap.add_argument("--dtypes", default=None, help="dtypes to run, e.g. float32")
     ap.add_argument("--against", default="torch", help="baselines (default torch)")
     ap.add_argument("--workgroup", type=int, default=None, help="TOP_K1's wanted workgroup size (default 512)")
@@ -59,7 +60,8 @@ def main():
     preset = "small" if small else ("llm" if args.grid == "llm" else "paper")
     grid = ROWS_GRID if args.grid == "rows" else presets.top_k(preset)
     cases = [c for c in grid if (not args.only or c.shape_text in args.only.split(","))
-             and (not args.dtypes or c.dtype in args.dtypes.split(","))]
+             and (not args.dtypes or c.dtype in args.dtypes.split(","))
+             and (not args.k or c.params["k"] in map(int, args.k.split(",")))]
     variants = {}
     if args.grid == "rows":  # every short-row path forced (a path that cannot take a case is listed as skipped)
         variants = {f: {"force": f} for f in ("rows", "rsort", "radix", "seg")}

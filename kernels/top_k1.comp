@@ -35,6 +35,15 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
+#ifndef SHUF
+#define SHUF 0
+#endif
+#if SHUF && !ROWS
+// SHUF variants (top_k1_sg_*): the sorting networks' short strides in registers and subgroup shuffles
+// (reg_stage below), for devices that have subgroup shuffles.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -187,10 +196,91 @@ void cas(uint i, uint j, bool desc) {
     }
 }
 
+#if SHUF
+// ---- register networks (SHUF) -------------------------------------------------------------------
+// A thread holds RE consecutive entries of the network (logical position l = t * RE + e, t numbering
+// the threads subgroup by subgroup, so t ^ m for m < the subgroup size is a lane of the same subgroup).
+// Strides below RE compare in registers, strides below RE * subgroup size through subgroupShuffleXor,
+// longer ones in shared memory as before: for 2048 entries, 49 of the 55 steps of the run sort need
+// neither shared memory nor a workgroup barrier.
+const uint RE = 4u;  // the code below is written out for 4
+uvec4 rk, ri;
+uint reg_t() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
+// Whether n network entries go through registers: every active subgroup full, at most RE a thread.
+bool reg_fits(uint n) { return n >= RE * gl_SubgroupSize && n <= RE * WG; }
+
+// Entry (k, i) takes (pk, pi) where `want` says it keeps the better of the two and that one is better,
+// or it keeps the worse and that one is worse.
+void reg_take(inout uint k, inout uint i, uint pk, uint pi, bool want) {
+    if (better(pk, pi, k, i) == want) { k = pk; i = pi; }
+}
+void reg_cx(inout uint ka, inout uint ia, inout uint kb, inout uint ib, bool desc) {
+    if (better(kb, ib, ka, ia) == desc) { uint k = ka, i = ia; ka = kb; ia = ib; kb = k; ib = i; }
+}
+// One compare-exchange step of stride s (< RE * subgroup size) on the registers of thread t (entries
+// l0 .. l0 + 3): the pair's lower position keeps the better entry where (l & d) == 0, else the worse.
+// Written out component by component: an indexed private array went to memory.
+void reg_stage(uint s, uint d, uint t) {
+    uint l0 = t * RE;
+    if (s == 1u) {
+        reg_cx(rk.x, ri.x, rk.y, ri.y, (l0 & d) == 0u);
+        reg_cx(rk.z, ri.z, rk.w, ri.w, ((l0 + 2u) & d) == 0u);
+    } else if (s == 2u) {
+        reg_cx(rk.x, ri.x, rk.z, ri.z, (l0 & d) == 0u);
+        reg_cx(rk.y, ri.y, rk.w, ri.w, ((l0 + 1u) & d) == 0u);
+    } else {
+        uint m = s / RE;
+        bool lower = (t & m) == 0u;
+        uvec4 pk = subgroupShuffleXor(rk, m), pi = subgroupShuffleXor(ri, m);
+        reg_take(rk.x, ri.x, pk.x, pi.x, lower == ((l0 & d) == 0u));
+        reg_take(rk.y, ri.y, pk.y, pi.y, lower == (((l0 + 1u) & d) == 0u));
+        reg_take(rk.z, ri.z, pk.z, pi.z, lower == (((l0 + 2u) & d) == 0u));
+        reg_take(rk.w, ri.w, pk.w, pi.w, lower == (((l0 + 3u) & d) == 0u));
+    }
+}
+// A thread's RE entries are consecutive in shared memory too (runs of Kp >= RE): at a, a + 1, ...
+uint reg_at(uint t, uint Kp, uint gap) { uint l = t * RE; return (l / Kp) * gap + l % Kp; }
+void reg_load(uint a) {
+    rk = uvec4(skey[SW(a)], skey[SW(a + 1u)], skey[SW(a + 2u)], skey[SW(a + 3u)]);
+    ri = uvec4(sidx[SW(a)], sidx[SW(a + 1u)], sidx[SW(a + 2u)], sidx[SW(a + 3u)]);
+}
+void reg_store(uint a) {
+    skey[SW(a)] = rk.x; skey[SW(a + 1u)] = rk.y; skey[SW(a + 2u)] = rk.z; skey[SW(a + 3u)] = rk.w;
+    sidx[SW(a)] = ri.x; sidx[SW(a + 1u)] = ri.y; sidx[SW(a + 2u)] = ri.z; sidx[SW(a + 3u)] = ri.w;
+}
+#endif
+
 // Sort runs of Kp (N = n_seg * (Kp << T) entries) descending when T == 0, else alternating in
 // direction (the runs merge_runs will pair). Ends with a barrier.
 void sort_runs(uint N, uint Kp, uint T) {
     uint tid = gl_LocalInvocationID.x;
+#if SHUF
+    if (reg_fits(N)) {
+        uint t = reg_t(), lim = RE * gl_SubgroupSize;
+        bool act = t < N / RE;  // whole subgroups
+        if (act) reg_load(t * RE);
+        for (uint size = 2u; size <= Kp; size <<= 1) {
+            uint d = size < Kp ? size : (T == 0u ? 0u : Kp);
+            uint stride = size >> 1;
+            if (stride >= lim) {  // the long strides in shared memory
+                if (act) reg_store(t * RE);
+                barrier();
+                for (; stride >= lim; stride >>= 1) {
+                    for (uint p = tid; p < N / 2u; p += WG) {
+                        uint i = 2u * p - (p & (stride - 1u));
+                        cas(i, i + stride, (i & d) == 0u);
+                    }
+                    barrier();
+                }
+                if (act) reg_load(t * RE);
+            }
+            if (act) for (; stride > 0u; stride >>= 1) reg_stage(stride, d, t);
+        }
+        if (act) reg_store(t * RE);
+        barrier();
+        return;
+    }
+#endif
     for (uint size = 2u; size <= Kp; size <<= 1) {
         for (uint stride = size >> 1; stride > 0u; stride >>= 1) {
             for (uint p = tid; p < N / 2u; p += WG) {
@@ -212,6 +302,43 @@ void merge_runs(uint N, uint Kp, uint T) {
     for (uint t = 0u; t < T; ++t) {
         uint span = Kp << t;
         uint nact = N >> (t + 1u);
+#if SHUF
+        if (reg_fits(nact) && Kp >= RE) {
+            // The better half of each pair of runs straight into registers (logical position l of
+            // run q at q * 2 * span + l % Kp, its partner span further), then the merge's steps.
+            uint rt = reg_t(), lim = RE * gl_SubgroupSize, gap = 2u * span;
+            bool act = rt < nact / RE;
+            uint d = t + 1u == T ? 0u : Kp;
+            uint a0 = reg_at(rt, Kp, gap);
+            if (act) {
+                reg_load(a0 + span);
+                uvec4 pk = rk, pi = ri;
+                reg_load(a0);
+                reg_take(rk.x, ri.x, pk.x, pi.x, true);
+                reg_take(rk.y, ri.y, pk.y, pi.y, true);
+                reg_take(rk.z, ri.z, pk.z, pi.z, true);
+                reg_take(rk.w, ri.w, pk.w, pi.w, true);
+            }
+            uint stride = Kp >> 1;
+            if (stride >= lim) {
+                if (act) reg_store(a0);
+                barrier();
+                for (; stride >= lim; stride >>= 1) {
+                    for (uint p = tid; p < nact / 2u; p += WG) {
+                        uint q = p / (Kp >> 1), w = p % (Kp >> 1);
+                        uint i = q * gap + 2u * w - (w & (stride - 1u));
+                        cas(i, i + stride, d == 0u || (q & 1u) == 0u);
+                    }
+                    barrier();
+                }
+                if (act) reg_load(a0);
+            }
+            if (act) for (; stride > 0u; stride >>= 1) reg_stage(stride, d, rt);
+            if (act) reg_store(a0);
+            barrier();
+            continue;
+        }
+#endif
         for (uint e = tid; e < nact; e += WG) {
             uint r = e / Kp, j = e % Kp;
             uint a = 2u * r * span + j, b = a + span;

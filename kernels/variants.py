@@ -22,9 +22,14 @@ VARIANTS.update({  # TOP_K1 (ops/top_k1.py): KIND 0 float, 1 signed, 2 unsigned
     for t, bits, kind in (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),
                           ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
 })
+VARIANTS.update({  # TOP_K1 with the sorting networks' short strides in subgroup shuffles (needs shuffle)
+    f"top_k1_sg_{t}": (src, dict(defines, SHUF=1), opts)
+    for t, (src, defines, opts) in [(k[len("top_k1_"):], v) for k, v in VARIANTS.items() if k.startswith("top_k1_")]
+})
 VARIANTS.update({  # TOP_K1 ROWS mode: one subgroup per sequence (needs subgroup ballot + arithmetic)
     f"top_k1_rows_{t}": (src, dict(defines, ROWS=1), opts)
-    for t, (src, defines, opts) in [(k[len("top_k1_"):], v) for k, v in VARIANTS.items() if k.startswith("top_k1_")]
+    for t, (src, defines, opts) in [(k[len("top_k1_"):], v) for k, v in VARIANTS.items()
+                                     if k.startswith("top_k1_") and not k.startswith("top_k1_sg_")]
 })
 VARIANTS.update({  # QLinearMatMul for decoding-sized M on integer dot products (ops/qlmm.py)
     "qlmm_dot": ("qlmm_dot.comp", {}),

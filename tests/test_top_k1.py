@@ -268,6 +268,36 @@ def test_two_level_merge(dev, rng, direction):
     assert gpu_path(1, 1 << 26, 8).merge_group == 0
 
 
+@pytest.mark.parametrize("direction", DIRS)
+def test_shuffle_networks(dev, rng, direction):
+    """The top_k1_sg_* modules (shuffle=True) run the sorting networks' short strides in registers (4
+    entries a thread) and subgroup shuffles, the long ones in shared memory: pow2(K) from 2 to B/2 on
+    SEG rows (several rows a workgroup; networks of fewer than 4 x subgroup entries stay in shared
+    memory), the threshold filter's compactions and radix select's sorts, merges of 2 and 4 runs a
+    load; values tied across threads, subgroups and chunks. The same calls without shuffles agree."""
+    lim = dev.limits
+    if not lim.has_subgroup(*paths.SHUF_SUBGROUP_OPS):
+        with pytest.raises(vkops.ValidationError, match="shuffle=True needs subgroup shuffles"):
+            tk._top_k(np.zeros((1, 64), np.float32), 2, shuffle=True)
+        return
+    B, step = shared_b(dev), lim.workgroup(paths.WORKGROUP) * paths.EPI
+    k_big = big_k(dev)
+    seg = rng.integers(0, 40, size=(9, B // 2 - 3)).astype(np.float32)
+    for k in (2, 3, 17, 100, B // 4 + 1):
+        assert paths.device_path(lim, 9, seg.shape[1], k, force="seg", shuffle=True).shuf
+        check(seg, k, 1, direction, force="seg", shuffle=True)
+    long = rng.integers(-300, 300, size=(2, 3 * step + 5)).astype(np.int16)
+    for k in (5, 300, k_big):
+        check(long, k, 1, direction, force="filter", chunks=3, shuffle=True)
+    for k, chunks in ((k_big, 2), (k_big // 2, 5), (64, 1), (B // 4, 1)):
+        check(long, k, 1, direction, force="radix", chunks=chunks, shuffle=True)
+        check(long, k, 1, direction, force="radix", chunks=chunks, shuffle=False)
+    # the rule: shuffles where the device has them and pow2(K) >= SHUF_MIN_KP, on SEG and filter paths
+    assert paths.device_path(lim, 2, 100000, paths.SHUF_MIN_KP).shuf
+    assert not paths.device_path(lim, 2, 100000, paths.SHUF_MIN_KP // 2).shuf
+    assert not paths.device_path(lim.within("minimum"), 2, 100000, 1024).shuf
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_small_k_filter_path(dev, rng, dtype):
     """Small K on long rows: K = 1 (argmax: each thread keeps its own best over the chunk, then the

@@ -121,18 +121,20 @@ TOPK_PUSH = np.dtype([(f, "<u4") for f in ("n_seq", "L", "K", "Kp", "chunks", "c
                                            "n_groups", "vec", "cap")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
 MAX_OTHER_DIMS = 6
 
-def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None) -> Plan:
-    """The dispatches of a validated TOP_K1 (pure: no device). `force` / `chunks` pick a path for tests."""
+def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None,
+         shuffle: Optional[bool] = None) -> Plan:
+    """The dispatches of a validated TOP_K1 (pure: no device). `force` / `chunks` / `shuffle` pick a path
+    for tests."""
     b = Builder("top_k1", limits)
     x = b.input(desc.input, "input")
     v, i = b.output(desc.output_value, "output_value"), b.output(desc.output_index, "output_index")
-    p = lower(b, desc, x, v, i, force=force, chunks=chunks)
-    b.notes.update(path="radix" if p.radix else p.path, chunks=p.chunks)
+    p = lower(b, desc, x, v, i, force=force, chunks=chunks, shuffle=shuffle)
+    b.notes.update(path="radix" if p.radix else p.path, chunks=p.chunks, shuffle=p.shuf)
     return b.finish()
 
 
 def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, force: Optional[str] = None,
-          chunks: Optional[int] = None) -> Path:
+          chunks: Optional[int] = None, shuffle: Optional[bool] = None) -> Path:
     """Dispatch TOP_K1 of `x` into packed `values` and `indices`."""
     lim = b.limits
     inp = desc.input
@@ -154,14 +156,15 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     n_seq = inp.element_count // L
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
     bits = inp.data_type.bits
-    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks)
+    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks, shuffle=shuffle)
     pc = np.zeros((), TOPK_PUSH)
     pc["n_seq"], pc["L"], pc["K"], pc["Kp"] = n_seq, L, K, p.Kp
     pc["flip"] = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
     pc["axis_stride"], pc["inner"], pc["n_other"] = strides[axis], inner, len(other)
     for i, (s, t) in enumerate(other):
         pc["o_sizes"][i], pc["o_strides"][i] = s, t
-    kernel = f"top_k1_{'rows_' if p.path in ('rows', 'rsort') else ''}{_KERNELS[inp.data_type]}"
+    family = "rows_" if p.path in ("rows", "rsort") else "sg_" if p.shuf else ""
+    kernel = f"top_k1_{family}{_KERNELS[inp.data_type]}"
     ev = 128 // bits
     pc["cap"] = p.cap or p.B
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
@@ -271,13 +274,13 @@ def _direction(direction, largest, sorted_) -> AxisDirection:
 
 
 def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[str] = None,
-           chunks: Optional[int] = None):
+           chunks: Optional[int] = None, shuffle: Optional[bool] = None):
     """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort",
-    "rows" or "rsort") and `chunks` (workgroups per row on the filter path; ROWS' candidate cap) override the
-    choice of device_path()."""
+    "rows" or "rsort"), `chunks` (workgroups per row on the filter path; ROWS' candidate cap) and `shuffle`
+    (the top_k1_sg_* modules or not) override the choice of device_path()."""
     Call, freeze = face_runtime()
 
-    key = ("top_k",) + freeze(k, axis, direction, force, chunks)
+    key = ("top_k",) + freeze(k, axis, direction, force, chunks, shuffle)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
     with Call(x, key=key, outs=outs) as call:
         if call.plan is None:
@@ -295,5 +298,5 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
             vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
             idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
             desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
-            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks)
+            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks, shuffle=shuffle)
     return call.result()

@@ -3,6 +3,7 @@ workgroups and shared entries. ops/top_k1.py lowers the chosen Path to dispatche
 comments are the measurements that set each rule."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -24,6 +25,10 @@ ROWS_MAX_L = 4096
 # The ROWS modules (ROWS and RSORT) declare these subgroup operations (not guaranteed by Vulkan 1.1).
 ROWS_SUBGROUP_OPS = ("basic", "ballot", "arithmetic", "shuffle")
 ROWS_MAX_KP = 256
+# The top_k1_sg_* modules (SHUF in top_k1.comp) declare these: the sorting networks' strides below 4 x the
+# subgroup size run in registers and subgroup shuffles instead of shared memory and workgroup barriers.
+SHUF_SUBGROUP_OPS = ("basic", "shuffle")
+SHUF_MIN_KP = 1024
 ROWS_MIN_SEQ = 512
 EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
 # pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024.
@@ -99,6 +104,7 @@ class Path:
     merge_group: int = 0  # filter: chunks a first-level merge group (0: the last chunk merges every run)
     workgroup: int = WORKGROUP
     rs_sh: int = 1       # rsort: words of its counters (RS_SH in top_k1.comp)
+    shuf: bool = False   # seg, filter, sort: the top_k1_sg_* modules (networks' short strides in shuffles)
 
 
 NBINS = 256  # radix histogram bins (NBINS in top_k1.comp)
@@ -275,6 +281,9 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
     """choose_path() with the device's shared memory and workgroup target (a CPU device gets far fewer
     chunks); ROWS where it applies. `force="rows"` takes ROWS wherever the device can run it, and then
     `chunks`, if given, is its candidate cap (a knob for bench sweeps)."""
+    shuf = kw.pop("shuffle", None)  # None: the rule below; True / False: tests and sweeps
+    if shuf and not limits.has_subgroup(*SHUF_SUBGROUP_OPS):
+        raise ValidationError(f"shuffle=True needs subgroup shuffles, which {limits.name} lacks")
     force, chunks = kw.get("force"), kw.get("chunks")
     if force == "rsort" or (force is None and chunks is None):
         p = rsort_path(limits, n_seq, length, k, force=force == "rsort")
@@ -293,7 +302,10 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
         if force == "rows":
             raise ValidationError(f"rows path needs subgroup ballot + arithmetic + shuffle and pow2(K) <= {ROWS_MAX_KP}; "
                                   f"got K={k} on {limits.name}")
-    return choose_path(n_seq, length, k, limits.shared_memory_bytes,
-                       target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
-                       short_chunks=limits.device_type != "cpu",
-                       workgroup=limits.workgroup(WORKGROUP), **kw)
+    p = choose_path(n_seq, length, k, limits.shared_memory_bytes,
+                    target_groups=TARGET_GROUPS if limits.device_type != "cpu" else 64,
+                    short_chunks=limits.device_type != "cpu",
+                    workgroup=limits.workgroup(WORKGROUP), **kw)
+    if shuf is None:
+        shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and p.Kp >= SHUF_MIN_KP
+    return dataclasses.replace(p, shuf=bool(shuf) and p.path in ("seg", "filter"))
