@@ -743,6 +743,7 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
         }
     }
     uint r = max(4u, uint(float(WG) * (1.0 - exp(float(nl * eu) * q)) + 0.5));
+    uint r_lo = 0u, c_lo = 0u, r_hi = WG + 1u, c_hi = 0u;  // ranks that collected too few / too many
     for (uint attempt = 0u; attempt < SAMPLE_ATTEMPTS; ++attempt) {
         uint prefix = 0u, rr = r;
         for (uint sh = uint(ELEM_BITS) - 8u;; sh -= 8u) {
@@ -763,12 +764,16 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
         barrier();
         if (c >= need && c <= B) { compact(c); return true; }
         // Too few, or more than the buffer holds: the count grows about in proportion to the rank, so
-        // the next rank aims at the middle of [need, B]. (One row in 256 taking the exact select, as
-        // fp16 151936-key rows did after collecting 2079 > 2048, doubled a dispatch on an H100.)
-        uint next = uint(clamp(float(r) * 0.5 * float(need + B) / float(max(c, 1u)) + 0.5, 1.0, float(WG)));
-        if (next == r) next = c > B ? r - 1u : r + 1u;
-        if (next < 1u || next > WG) return false;
-        r = next;
+        // the next rank aims at the middle of [need, B], interpolated between the ranks known to collect
+        // too few and too many once both are, and strictly between them (ranks 72 -> 1014 keys, 109 ->
+        // 2326, then 72 again went on to the exact select on an fp16 chunk of 81920 keys, K=1024, in a
+        // NumPy model of this guess). One workgroup's exact select, or one retry, sets a dispatch's time.
+        if (c < need) { r_lo = r; c_lo = c; } else { r_hi = r; c_hi = c; }
+        if (r_hi <= r_lo + 1u) return false;
+        float tgt = 0.5 * float(need + B);
+        float est = r_lo > 0u && r_hi <= WG ? float(r_lo) + (tgt - float(c_lo)) * float(r_hi - r_lo) / float(c_hi - c_lo)
+                                            : float(r) * tgt / float(max(c, 1u));
+        r = uint(clamp(est + 0.5, float(r_lo + 1u), float(r_hi - 1u)));
     }
     return false;
 }

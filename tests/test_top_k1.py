@@ -416,10 +416,11 @@ def test_radix_sampled_threshold_on_long_chunks(dev, rng, dtype, kind):
     check(x, big_k(dev), -1, "increasing", force="radix", chunks=2)
 
 
-def guess_too_high_row(dev, rng, n):
+def guess_too_high_row(dev, rng, n, wg=None):
     """A row of n tied losers (-1) but one distinct winner at element 4t of each thread t's first sampled
-    strip: the sampled guess then collects only about its rank r of keys."""
-    wg = dev.limits.workgroup(paths.WORKGROUP)
+    strip (wg threads: the workgroup the path plans): the sampled guess then collects only about its rank r
+    of keys."""
+    wg = wg or dev.limits.workgroup(paths.WORKGROUP)
     x = np.full((1, n), -1.0, np.float32)
     x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
     return x
@@ -434,7 +435,8 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
     toward the middle of [K, B], takes every winner and stands; K past the WG winners falls short at every
     rank and goes on to the exact select over a row of ties. Then a guess that collects more than the
     buffer: B + 52 tied keys (unsampled) above the r-th winner, under the 30th, and the 3 best keys last:
-    too many, then too few (rank 19), then too many again, so the exact select resolves the tie by position."""
+    too many, then too few (rank 19), then a rank between those two (every rank below 30 collects too few,
+    every other too many), so the exact select resolves the tie by position."""
     x = guess_too_high_row(dev, rng, 1 << 15)
     if direction == "increasing":
         x = -x
@@ -453,8 +455,9 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
 
 def test_one_long_chunk_smaller_buffer(dev, rng):
     """One long chunk a row by radix select plans a buffer of max(4 * pow2(K), RADIX_ONE_CHUNK_MIN_B)
-    entries (not the device's largest), and its sampled guess, retries and exact select stay exact there:
-    random rows, ties, and the guess that falls short (as in test_radix_sampled_guess_too_high)."""
+    entries (not the device's largest) and, up to pow2(K) = 256, workgroups of RADIX_ONE_CHUNK_WG; its
+    sampled guess, retries and exact select stay exact there: random rows, ties, and the guess that falls
+    short (as in test_radix_sampled_guess_too_high)."""
     B = shared_b(dev)
     n = 8 * B + 1  # one chunk (the CPU's long chunks, and the H100's 2^15 a row), longer than 4 * B
     for k in (64, 256):
@@ -463,6 +466,12 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
         if not (p.path == "filter" and p.radix and p.chunks == 1):
             continue  # this device plans the row otherwise (e.g. many chunks)
         assert p.B == max(min(B, 4 * Kp), paths.RADIX_ONE_CHUNK_MIN_B) <= B
+        assert p.workgroup == dev.limits.workgroup(paths.WORKGROUP)  # one row: the usual workgroup
+        many = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k)
+        assert (many.chunks, many.radix, many.B) == (1, True, p.B)
+        assert many.workgroup == min(p.workgroup, paths.RADIX_ONE_CHUNK_WG)
+        x = radix_data(rng, "float32", (paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n), "ties")
+        check(x, k, -1, "decreasing")  # the smaller workgroup, a thousand rows of ties
         for kind in ("random", "ties"):
             check(radix_data(rng, "float32", (2, n), kind), k, -1, "decreasing")
         x = guess_too_high_row(dev, rng, n)
@@ -471,6 +480,9 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
     gpu = gpu_path(4096, 32768, 256)
     assert (gpu.chunks, gpu.radix, gpu.B) == (1, True, 1024)
     assert gpu_path(4096, 32768, 1024).B == 2048
+    assert [gpu_path(4096, 32768, k).workgroup for k in (8, 64, 256, 1024)] == [paths.WORKGROUP, 256, 256, paths.WORKGROUP]
+    assert gpu_path(64, 1 << 20, 256).workgroup == paths.WORKGROUP  # several chunks a row: 512
+    assert gpu_path(256, 151936, 256).workgroup == gpu_path(1, 32000, 50).workgroup == paths.WORKGROUP  # LLM rows
     assert gpu_path(1, 151936, 256).B == 2048
 
 

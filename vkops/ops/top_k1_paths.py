@@ -43,6 +43,14 @@ RADIX_SHORT_MIN_KP = 64
 # the device's largest: on an H100, 4096 x 32768 K=256 0.400 -> 0.331 ms (fp16 0.399 -> 0.344) with 1024
 # instead of 2048 (shared memory decides how many workgroups an SM holds).
 RADIX_ONE_CHUNK_MIN_B = 1024
+# ... and, for pow2(K) <= 256 on many rows (many waves of workgroups), workgroups of 256 instead of 512.
+# H100, session 13, same build, GPU ms: 4096 x 32768 K=64 0.274 -> 0.250, K=256 0.339 -> 0.317 (fp16 0.302 ->
+# 0.270 / 0.349 -> 0.315, uint8 0.228 -> 0.211 / 0.281 -> 0.260). Not at K=1024 (0.657 -> 0.985), nor on
+# LLM rows' one chunk (1 x 32000 K=50 0.027 -> 0.038, 256 x 151936 K=256 0.080 -> 0.097), nor on other paths
+# (64 x 2^20 K=256 0.125 -> 0.349, 4096 x 32768 K=8 0.236 -> 0.322).
+RADIX_ONE_CHUNK_WG = 256
+RADIX_ONE_CHUNK_WG_MAX_KP = 256
+RADIX_ONE_CHUNK_WG_MIN_SEQ = 1024
 RADIX_SHORT_CHUNK_B = 16
 # WAVE_MIN_SEQ..WAVE_MAX_SEQ rows of at most WAVE_MAX_L (LLM vocabularies) with pow2(K) in
 # [RADIX_SHORT_MIN_KP, WAVE_MAX_KP] make about one wave of workgroups (target_groups / 2) instead of
@@ -192,6 +200,8 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
             # One long chunk a row by radix select: its buffer only needs room for the sampled guess's
             # ~1.5K + 64 keys, and a smaller one lets an SM hold more workgroups.
             B = max(min(B, 4 * Kp), RADIX_ONE_CHUNK_MIN_B)
+            if Kp <= RADIX_ONE_CHUNK_WG_MAX_KP and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ:
+                WG = min(WG, RADIX_ONE_CHUNK_WG)
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
         cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
