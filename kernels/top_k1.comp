@@ -23,6 +23,8 @@
 //   ROWS   (ROWS variants only) many short rows: one subgroup per sequence (top_k1_rows.glsl).
 //   SORT_* K too large for the buffer: a global bitonic sort of (key, index) rows in `cand`
 //          (tile sort, global compare-exchange steps, shared-memory merges), output from the last.
+// SHUF variants (top_k1_sg_*, planned for pow2(K) >= 1024): SEG's and FILTER's sorting networks hold 4
+// entries a thread in registers and exchange strides below 4 x the subgroup size by subgroup shuffles.
 #extension GL_GOOGLE_include_directive : require
 #ifndef ROWS
 #define ROWS 0
