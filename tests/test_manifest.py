@@ -10,6 +10,7 @@ import pytest
 from vkops.ops.qlmm import QLMM_PUSH
 from vkops.ops.slice1 import SLICE_PUSH
 from vkops.ops.top_k1 import TOPK_PUSH
+from vkops.ops import top_k1_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 SPV = ROOT / "vkops" / "spv"
@@ -95,6 +96,12 @@ def test_requirements_are_reflected(manifest):
     assert {"DotProduct", "DotProductInput4x8BitPacked"} <= set(dot["capabilities"])
     assert dot["device_features"] == ["shaderIntegerDotProduct"]
     assert dot["device_extensions"] == ["VK_KHR_shader_integer_dot_product"]
+    # TOP_K1's plain modules run on any Vulkan 1.1 device; the sg modules need exactly the subgroup
+    # operations the plan checks for (top_k1_paths.SHUF_SUBGROUP_OPS: basic + shuffle)
+    caps = {n: set(manifest["modules"][n]["capabilities"]) for n in ("top_k1_f16", "top_k1_sg_f16")}
+    assert caps["top_k1_f16"] == {"Shader"}
+    assert caps["top_k1_sg_f16"] == {"Shader", "GroupNonUniform", "GroupNonUniformShuffle"}
+    assert top_k1_paths.SHUF_SUBGROUP_OPS == ("basic", "shuffle")
 
 
 def test_manifest_is_current(manifest):

@@ -25,11 +25,14 @@ ROWS_MAX_L = 4096
 # The ROWS modules (ROWS and RSORT) declare these subgroup operations (not guaranteed by Vulkan 1.1).
 ROWS_SUBGROUP_OPS = ("basic", "ballot", "arithmetic", "shuffle")
 ROWS_MAX_KP = 256
+ROWS_MIN_SEQ = 512
 # The top_k1_sg_* modules (SHUF in top_k1.comp) declare these: the sorting networks' strides below 4 x the
 # subgroup size run in registers and subgroup shuffles instead of shared memory and workgroup barriers.
+# Planned from pow2(K) = SHUF_MIN_KP. H100, session 13, GPU ms: K=1024 LLM rows 7-12% faster (fp16 1 x 151936
+# 0.050 -> 0.046), 4096 x 32768 K=1024 0.743 -> 0.658; but at K <= 256 the registers cost the whole kernel
+# occupancy (4096 x 32768 K=64 0.274 -> 0.310, K=256 0.339 -> 0.410; LLM K=256 10-20% slower). K=512 unmeasured.
 SHUF_SUBGROUP_OPS = ("basic", "shuffle")
 SHUF_MIN_KP = 1024
-ROWS_MIN_SEQ = 512
 EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
 # pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024.
 RADIX_MIN_KP = 128
@@ -112,7 +115,7 @@ class Path:
     merge_group: int = 0  # filter: chunks a first-level merge group (0: the last chunk merges every run)
     workgroup: int = WORKGROUP
     rs_sh: int = 1       # rsort: words of its counters (RS_SH in top_k1.comp)
-    shuf: bool = False   # seg, filter, sort: the top_k1_sg_* modules (networks' short strides in shuffles)
+    shuf: bool = False   # seg, filter: the top_k1_sg_* modules (networks' short strides in shuffles)
 
 
 NBINS = 256  # radix histogram bins (NBINS in top_k1.comp)
