@@ -252,28 +252,43 @@ void reg_store(uint a) {
 }
 #endif
 
+// sort_runs' step of size `size`: entry i sorts descending where (i & mask) == 0 (within runs of Kp by
+// its bit `size`, then run by run: all descending when T == 0, else alternating).
+uint sort_dmask(uint size, uint Kp, uint T) { return size < Kp ? size : (T == 0u ? 0u : Kp); }
+// One compare-exchange step of `stride` over N shared entries, descending where (i & d) == 0.
+void sort_step(uint N, uint stride, uint d) {
+    for (uint p = gl_LocalInvocationID.x; p < N / 2u; p += WG) {
+        uint i = 2u * p - (p & (stride - 1u));
+        cas(i, i + stride, (i & d) == 0u);
+    }
+    barrier();
+}
+// One step of merge_runs' bitonic merges: nact entries in runs of Kp, run q at q * gap; run q descending
+// when `last` or q is even.
+void merge_step(uint nact, uint Kp, uint gap, uint stride, bool last) {
+    for (uint p = gl_LocalInvocationID.x; p < nact / 2u; p += WG) {
+        uint q = p / (Kp >> 1), w = p % (Kp >> 1);
+        uint i = q * gap + 2u * w - (w & (stride - 1u));
+        cas(i, i + stride, last || (q & 1u) == 0u);
+    }
+    barrier();
+}
+
 // Sort runs of Kp (N = n_seg * (Kp << T) entries) descending when T == 0, else alternating in
 // direction (the runs merge_runs will pair). Ends with a barrier.
 void sort_runs(uint N, uint Kp, uint T) {
-    uint tid = gl_LocalInvocationID.x;
 #if SHUF
     if (reg_fits(N)) {
         uint t = reg_t(), lim = RE * gl_SubgroupSize;
         bool act = t < N / RE;  // whole subgroups
         if (act) reg_load(t * RE);
         for (uint size = 2u; size <= Kp; size <<= 1) {
-            uint d = size < Kp ? size : (T == 0u ? 0u : Kp);
+            uint d = sort_dmask(size, Kp, T);
             uint stride = size >> 1;
             if (stride >= lim) {  // the long strides in shared memory
                 if (act) reg_store(t * RE);
                 barrier();
-                for (; stride >= lim; stride >>= 1) {
-                    for (uint p = tid; p < N / 2u; p += WG) {
-                        uint i = 2u * p - (p & (stride - 1u));
-                        cas(i, i + stride, (i & d) == 0u);
-                    }
-                    barrier();
-                }
+                for (; stride >= lim; stride >>= 1) sort_step(N, stride, d);
                 if (act) reg_load(t * RE);
             }
             if (act) for (; stride > 0u; stride >>= 1) reg_stage(stride, d, t);
@@ -283,16 +298,8 @@ void sort_runs(uint N, uint Kp, uint T) {
         return;
     }
 #endif
-    for (uint size = 2u; size <= Kp; size <<= 1) {
-        for (uint stride = size >> 1; stride > 0u; stride >>= 1) {
-            for (uint p = tid; p < N / 2u; p += WG) {
-                uint i = 2u * p - (p & (stride - 1u));
-                bool desc = size < Kp ? (i & size) == 0u : (T == 0u || ((i / Kp) & 1u) == 0u);
-                cas(i, i + stride, desc);
-            }
-            barrier();
-        }
-    }
+    for (uint size = 2u; size <= Kp; size <<= 1)
+        for (uint stride = size >> 1; stride > 0u; stride >>= 1) sort_step(N, stride, sort_dmask(size, Kp, T));
 }
 
 // Runs of Kp sorted in alternating directions (run r descending when r is even) become the sorted
@@ -325,14 +332,7 @@ void merge_runs(uint N, uint Kp, uint T) {
             if (stride >= lim) {
                 if (act) reg_store(a0);
                 barrier();
-                for (; stride >= lim; stride >>= 1) {
-                    for (uint p = tid; p < nact / 2u; p += WG) {
-                        uint q = p / (Kp >> 1), w = p % (Kp >> 1);
-                        uint i = q * gap + 2u * w - (w & (stride - 1u));
-                        cas(i, i + stride, d == 0u || (q & 1u) == 0u);
-                    }
-                    barrier();
-                }
+                for (; stride >= lim; stride >>= 1) merge_step(nact, Kp, gap, stride, d == 0u);
                 if (act) reg_load(a0);
             }
             if (act) for (; stride > 0u; stride >>= 1) reg_stage(stride, d, rt);
@@ -348,16 +348,7 @@ void merge_runs(uint N, uint Kp, uint T) {
             if (better(kb, ib, ka, ia)) { skey[SW(a)] = kb; sidx[SW(a)] = ib; }
         }
         barrier();
-        bool last = t + 1u == T;
-        uint half_kp = Kp >> 1;
-        for (uint stride = half_kp; stride > 0u; stride >>= 1) {
-            for (uint p = tid; p < nact / 2u; p += WG) {
-                uint q = p / half_kp, w = p % half_kp;
-                uint i = q * 2u * span + 2u * w - (w & (stride - 1u));
-                cas(i, i + stride, last || (q & 1u) == 0u);
-            }
-            barrier();
-        }
+        for (uint stride = Kp >> 1; stride > 0u; stride >>= 1) merge_step(nact, Kp, 2u * span, stride, t + 1u == T);
     }
 }
 
