@@ -209,7 +209,8 @@ const uint RE = 4u;  // the code below is written out for 4
 uvec4 rk, ri;
 uint reg_t() { return gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID; }
 // Whether n network entries go through registers: every active subgroup full, at most RE a thread.
-bool reg_fits(uint n) { return n >= RE * gl_SubgroupSize && n <= RE * WG; }
+uint reg_lim() { return RE * gl_SubgroupSize; }  // the shortest stride left to shared memory
+bool reg_fits(uint n) { return n >= reg_lim() && n <= RE * WG; }
 
 // Entry (k, i) takes (pk, pi) where `want` says it keeps the better of the two and that one is better,
 // or it keeps the worse and that one is worse.
@@ -279,7 +280,7 @@ void merge_step(uint nact, uint Kp, uint gap, uint stride, bool last) {
 void sort_runs(uint N, uint Kp, uint T) {
 #if SHUF
     if (reg_fits(N)) {
-        uint t = reg_t(), lim = RE * gl_SubgroupSize;
+        uint t = reg_t(), lim = reg_lim();
         bool act = t < N / RE;  // whole subgroups
         if (act) reg_load(t * RE);
         for (uint size = 2u; size <= Kp; size <<= 1) {
@@ -315,7 +316,7 @@ void merge_runs(uint N, uint Kp, uint T) {
         if (reg_fits(nact) && Kp >= RE) {
             // The better half of each pair of runs straight into registers (logical position l of
             // run q at q * 2 * span + l % Kp, its partner span further), then the merge's steps.
-            uint rt = reg_t(), lim = RE * gl_SubgroupSize, gap = 2u * span;
+            uint rt = reg_t(), lim = reg_lim(), gap = 2u * span;
             bool act = rt < nact / RE;
             uint d = t + 1u == T ? 0u : Kp;
             uint a0 = reg_at(rt, Kp, gap);
@@ -685,8 +686,8 @@ void clear_hist() {
 // Sampling fast path: a threshold guessed from a sample, with about `want` keys of the chunk at or
 // above it if they are spread evenly; one pass collects them. It stands when between K and B entries
 // came in (then they hold the top K, ties included); a guess that collects fewer than K or more than B
-// is tried again with its rank scaled toward the middle of [K, B], SAMPLE_ATTEMPTS guesses in all, then
-// the exact radix select runs. Random data takes one full read instead of three.
+// is tried again at a rank aimed at the middle of [K, B], strictly between the ranks that collected too
+// few and too many, SAMPLE_ATTEMPTS guesses in all, then the exact radix select runs. Random data takes one full read instead of three.
 // The sample: every thread's best of m keys from strips of WG loads (16-byte ones where rows allow)
 // spread over the chunk (about a quarter of a 2^15 chunk, read again by the collection soon after); the guess is the r-th best
 // of those WG keys, r set so that about `want` keys of the chunk beat it (1 - (1 - want/n)^m of the

@@ -416,11 +416,10 @@ def test_radix_sampled_threshold_on_long_chunks(dev, rng, dtype, kind):
     check(x, big_k(dev), -1, "increasing", force="radix", chunks=2)
 
 
-def guess_too_high_row(dev, rng, n, wg=None):
+def guess_too_high_row(dev, rng, n):
     """A row of n tied losers (-1) but one distinct winner at element 4t of each thread t's first sampled
-    strip (wg threads: the workgroup the path plans): the sampled guess then collects only about its rank r
-    of keys."""
-    wg = wg or dev.limits.workgroup(paths.WORKGROUP)
+    strip: the sampled guess then collects only about its rank r of keys."""
+    wg = dev.limits.workgroup(paths.WORKGROUP)
     x = np.full((1, n), -1.0, np.float32)
     x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
     return x

@@ -181,7 +181,8 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
             # workgroup per SM of an H100), chunks stay at >= 64 * pow2(K): 64 x 128256 K=1024 ran 0.052-0.056
             # ms in 2 chunks, 0.075-0.080 in 3 (192 workgroups). A CPU (short_chunks False) keeps long chunks.
             # At most 65536 / K chunks (every chunk's run is merged), or about a wave of workgroups
-            # (session 12 kept 128 with the two-level merge: 0.229 ms, 256 chunks 0.267): 1 x 2^26 K=1024 ran 0.549 ms in 128 chunks of 2^19 against 0.880 in 64 and 1.010
+            # (session 12 kept 128 with the two-level merge: 0.229 ms, 256 chunks 0.267): 1 x 2^26 K=1024
+            # ran 0.549 ms in 128 chunks of 2^19 against 0.880 in 64 and 1.010
             # in 256; 2 x 2^25 0.368 in 2 x 64 against 0.732 in 2 x 128 (H100, session 11).
             short = short_chunks and length >= 8 * step
             per = 56 if n_seq * -(-length // (56 * Kp)) <= target_groups // 2 else 64
