@@ -87,10 +87,15 @@ layout(push_constant) uniform Push {
     uint n_groups;    // workgroups with work
     uint vec;         // FILTER: rows are contiguous and 16-byte aligned (uvec4 loads)
     uint cap;         // FILTER: entries buffered before a compaction (<= B; small K compacts early)
+    uint tune;        // FILTER radix chunks on many rows: TUNE_* bits (vkops.ops.top_k1_paths)
     uint o_sizes[6];  // merged non-axis sizes, outermost first
     uint o_strides[6];// their input element strides
 } pc;
 
+// TUNE_GUESS: the sampled guess aims at K + max(K/2, 64) keys, not K + K/2 + 64 (a missed guess, one
+// more read of a row, costs little among thousands of rows; fewer keys to sort). TUNE_SELECT: compact
+// takes select_front's shortcut.
+const uint TUNE_GUESS = 1u, TUNE_SELECT = 2u;
 const uint MODE_SEG = 0, MODE_FILTER = 1, MODE_SORT_INIT = 2, MODE_SORT_GLOBAL = 3, MODE_SORT_LOCAL = 4;
 const uint MODE_RSORT = 5;  // ROWS modules: MODE_RSORT runs run_rsort (top_k1_rsort.glsl), any other run_rows
 const uint SENT_IDX = 0xFFFFFFFFu;  // sentinel (key 0, index ~0) ranks below every real element
@@ -363,6 +368,89 @@ void reduce_buf(uint N, uint Kp, uint T) {
 uint log2u(uint x) { return uint(findMSB(x)); }
 uint pow2_at_least(uint x) { return x <= 1u ? 1u : (1u << (uint(findMSB(x - 1u)) + 1u)); }
 
+// Keys carry ELEM_BITS significant bits (above them only the INCREASING flip's ones, equal for all).
+const uint KEY_BITS_MASK = ELEM_BITS == 32 ? 0xFFFFFFFFu : ((1u << ELEM_BITS) - 1u);
+
+// The bin of hist[0, n) where a count of `need` is reached scanning from the top (from_top) or the
+// bottom: s_digit, with s_above the count before it and s_inbin its own. Groups of 32 bins are summed
+// in parallel first, so one thread scans at most n/32 + 32 entries. Ends with a barrier.
+void pick_bin(uint need, bool from_top, uint n) {
+    uint tid = gl_LocalInvocationID.x;
+    uint ng = n / 32u;
+    barrier();
+    for (uint g = tid; g < ng; g += WG) {
+        uint t = 0u;
+        for (uint j = 0u; j < 32u; ++j) t += hist[g * 32u + j];
+        s_grp[g] = t;
+    }
+    barrier();
+    if (tid == 0u) {
+        uint acc = 0u, g = 0u;
+        for (uint j = 0u; j < ng; ++j) {
+            g = from_top ? ng - 1u - j : j;
+            if (acc + s_grp[g] >= need) break;
+            acc += s_grp[g];
+        }
+        uint b = 0u;
+        for (uint j = 0u; j < 32u; ++j) {
+            b = g * 32u + (from_top ? 31u - j : j);
+            if (acc + hist[b] >= need) break;
+            acc += hist[b];
+        }
+        s_digit = b;
+        s_above = acc;
+        s_inbin = hist[b];
+    }
+    barrier();  // hist is not read after this: the next clear may start at once
+}
+
+void clear_hist() {
+    for (uint i = gl_LocalInvocationID.x; i < NBINS; i += WG) hist[i] = 0u;
+    barrier();
+}
+
+// compact's shortcut (TUNE_SELECT) for c in (256, 4 WG]: resolve the K-th best key of the buffer 8 bits at a time
+// until the entries at or above the resolved prefix fit Kp, and move those m (K <= m <= Kp) to the
+// front, so that a sort of Kp entries replaces the reduction of pow2(c) (4096 x 32768 K=256: ~448
+// collected entries, a sort of 256 instead of two of 256 and a merge). Returns 0 (buffer untouched)
+// where they never fit: more ties of the K-th key than Kp has room for.
+uint select_front(uint c) {
+    uint tid = gl_LocalInvocationID.x;
+    uint prefix = 0u, need = pc.K, m = 0u;
+    for (uint sh = uint(ELEM_BITS) - 8u;; sh -= 8u) {
+        clear_hist();
+        uint hmask = sh + 8u >= 32u ? 0u : (KEY_BITS_MASK << (sh + 8u)) & KEY_BITS_MASK;
+        for (uint e = tid; e < c; e += WG) {
+            uint k = skey[SW(e)] & KEY_BITS_MASK;
+            if ((k & hmask) == prefix) atomicAdd(hist[(k >> sh) & 255u], 1u);
+        }
+        pick_bin(need, true, NBINS);
+        prefix |= s_digit << sh;
+        m += s_above;
+        need -= s_above;
+        if (m + s_inbin <= pc.Kp) { m += s_inbin; break; }  // every key >= prefix fits
+        if (sh == 0u) return 0u;
+    }
+    uint kk[4], ii[4];
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        uint e = tid + u * WG;
+        kk[u] = e < c ? skey[SW(e)] : 0u;
+        ii[u] = e < c ? sidx[SW(e)] : SENT_IDX;
+    }
+    if (tid == 0u) s_count = 0u;
+    barrier();
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        if (tid + u * WG < c && (kk[u] & KEY_BITS_MASK) >= prefix) {
+            uint pos = atomicAdd(s_count, 1u);
+            skey[SW(pos)] = kk[u];
+            sidx[SW(pos)] = ii[u];
+        }
+    }
+    for (uint e = m + tid; e < pc.Kp; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
+    barrier();
+    return m;
+}
+
 // FILTER: reduce the `c` (<= B) buffered entries to the top Kp; the threshold becomes the K-th best.
 const uint CMP_RANK_MAX = 256u, RANK_UNROLL = 8u;
 bool rank_beats(uint j, uint kj, uint k, uint i, uint me) {
@@ -392,6 +480,8 @@ void compact(uint c) {
         if (r < pc.Kp) { skey[SW(r)] = k; sidx[SW(r)] = i; }
         for (uint e = c + tid; e < pc.Kp; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
         barrier();
+    } else if ((pc.tune & TUNE_SELECT) != 0u && c <= 4u * WG && select_front(c) != 0u) {
+        reduce_buf(pc.Kp, pc.Kp, 0u);
     } else {
         uint N = max(pc.Kp, pow2_at_least(c));
         for (uint e = c + tid; e < N; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
@@ -594,8 +684,6 @@ void merge_cand(uint c0, uint nruns, uint rstride) {
 }
 
 // ---- RADIX: the top Kp of a chunk by radix select -------------------------------------------------
-// Keys carry ELEM_BITS significant bits (above them only the INCREASING flip's ones, equal for all).
-const uint KEY_BITS_MASK = ELEM_BITS == 32 ? 0xFFFFFFFFu : ((1u << ELEM_BITS) - 1u);
 const uint RADIX_LOADS = 4u;  // 8 was no faster on an H100
 const uint PASS_KEY_HIST = 0u, PASS_POS_HIST = 1u, PASS_COLLECT = 2u;
 
@@ -640,44 +728,6 @@ void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint wid
     }
 }
 
-// The bin of hist[0, n) where a count of `need` is reached scanning from the top (from_top) or the
-// bottom: s_digit, with s_above the count before it and s_inbin its own. Groups of 32 bins are summed
-// in parallel first, so one thread scans at most n/32 + 32 entries. Ends with a barrier.
-void pick_bin(uint need, bool from_top, uint n) {
-    uint tid = gl_LocalInvocationID.x;
-    uint ng = n / 32u;
-    barrier();
-    for (uint g = tid; g < ng; g += WG) {
-        uint t = 0u;
-        for (uint j = 0u; j < 32u; ++j) t += hist[g * 32u + j];
-        s_grp[g] = t;
-    }
-    barrier();
-    if (tid == 0u) {
-        uint acc = 0u, g = 0u;
-        for (uint j = 0u; j < ng; ++j) {
-            g = from_top ? ng - 1u - j : j;
-            if (acc + s_grp[g] >= need) break;
-            acc += s_grp[g];
-        }
-        uint b = 0u;
-        for (uint j = 0u; j < 32u; ++j) {
-            b = g * 32u + (from_top ? 31u - j : j);
-            if (acc + hist[b] >= need) break;
-            acc += hist[b];
-        }
-        s_digit = b;
-        s_above = acc;
-        s_inbin = hist[b];
-    }
-    barrier();  // hist is not read after this: the next clear may start at once
-}
-
-void clear_hist() {
-    for (uint i = gl_LocalInvocationID.x; i < NBINS; i += WG) hist[i] = 0u;
-    barrier();
-}
-
 // The top Kp (key, index) pairs of entries [start, end) into skey/sidx[0, Kp), sorted: resolve the
 // K-th key 8 bits at a time until every key at or above the resolved prefix fits the buffer; if the
 // key resolves completely (ties), take the tied entries with the smallest indices (a position
@@ -704,7 +754,8 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
     uint n = end - start;
     // Keys expected at or above the guess: 1.5 K + 64 kept K=256's collection under 512 entries, a
     // shorter sort (H100, 4096 x 32768: 0.459 -> 0.401 ms against 2 K + 32).
-    uint want = min(need + need / 2u + 64u, B * 3u / 4u);
+    uint pad = (pc.tune & TUNE_GUESS) != 0u ? max(need / 2u, 64u) : need / 2u + 64u;
+    uint want = min(need + pad, B * 3u / 4u);
     // Only chunks of >= 2^15 keys: on an H100 it won from there (4096 x 32768, K=256: 0.56 -> 0.53
     // ms; 64 x 2^20 chunks of 2^16, K=256: 0.35 -> 0.27 ms); shorter chunks are cheap to read again.
     if (n < SAMPLE_MIN_LEN || n > SAMPLE_MAX_LEN || want < need + need / 4u) return false;

@@ -1,5 +1,7 @@
 """DML TOP_K1: the spec's examples, differential tests against reference.top_k1 on every path, dtype,
 axis and edge value, validation messages. Sizes stay small: lavapipe is slow."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -484,6 +486,64 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
     assert gpu_path(256, 151936, 256).workgroup == gpu_path(1, 32000, 50).workgroup == paths.WORKGROUP  # LLM rows
     assert gpu_path(1, 151936, 256).B == 2048
 
+
+
+def push_word(plan, field):
+    """`field` of each dispatch's push constants (TOPK_PUSH)."""
+    return [int(np.frombuffer(np.asarray(d.push, np.uint32).tobytes(), tk.TOPK_PUSH)[0][field]) for d in plan.dispatches]
+
+
+def test_tune_select_and_guess(dev, rng):
+    """TUNE_SELECT (compact resolves the K-th key of more than 256 buffered entries, moves the keys at or
+    above its prefix to the front and sorts pow2(K) of them) and TUNE_GUESS (the sampled guess aims
+    lower) stay exact: long rows (the sampled guess) and shorter ones (the exact select), K at 256 and at
+    the workgroup (WG - 1, WG, WG + 1), ties and special values, ties of the K-th key beyond pow2(K)
+    (select_front gives up for the full reduction), 16- and 8-bit keys. The rule sets them for one long
+    radix chunk a row on many rows only."""
+    wg = dev.limits.workgroup(paths.WORKGROUP)
+    B = shared_b(dev)
+    both = paths.TUNE_GUESS | paths.TUNE_SELECT
+    n_long = max(1 << 15, 4 * B + 1)  # sampled; 4 B + 1: one long chunk, exact select (below 2^15)
+    kinds = itertools.cycle(itertools.product(("random", "ties", "special"), DIRS))
+    for n in (n_long, 4 * B + 1):
+        for k in sorted({255, 256, 257, wg - 1, wg, wg + 1, big_k(dev)}):
+            if paths._pow2(k) <= B // 2:
+                kind, direction = next(kinds)
+                check(radix_data(rng, "float32", (2, n), kind), k, -1, direction, force="radix", chunks=1, tune=both)
+    for k in (100, 300):  # the K-th key tied 3 pow2(K) times (no prefix fits pow2(K)), the best 50 last
+        x = np.full((2, n_long), -5.0, np.float32)
+        for r in range(2):
+            x[r, rng.permutation(n_long // 2)[:3 * paths._pow2(k)]] = 5.0
+            x[r, n_long - 1 - rng.permutation(1000)[:50]] = 7.0
+        check(x, k, -1, "decreasing", force="radix", chunks=1, tune=both)
+        check(-x, k, -1, "increasing", force="radix", chunks=1, tune=both)
+    # The K-th key is the resolved prefix itself (1024.0: zero low bits): 200 keys above, 30 of 1024.0,
+    # 200 below in the same top byte, so select_front stops after two digits with 230 <= pow2(220).
+    x = np.full((2, n_long), -5.0, np.float32)
+    for r in range(2):
+        at = rng.permutation(n_long)
+        x[r, at[:200]] = rng.uniform(1040, 1100, 200)
+        x[r, at[200:230]] = 1024.0
+        x[r, at[230:430]] = rng.uniform(1000, 1020, 200)
+    check(x, 220, -1, "decreasing", force="radix", chunks=1, tune=both)
+    check(-x, 220, -1, "increasing", force="radix", chunks=1, tune=both)
+    for dtype, (kind, direction) in zip(("float16", "int8", "uint8", "int16"), kinds):
+        check(radix_data(rng, dtype, (2, n_long), kind), 300, -1, direction, force="radix", chunks=1, tune=both)
+    # the rule (H100-sized paths): 4096 x 32768; 32-bit keys both from pow2(K) = 256, narrower ones the
+    # guess from 64 and the select from 1024
+    tb = paths.tune_bits
+    assert [tb(gpu_path(4096, 32768, k), 4096, 32) for k in (64, 256, 1024)] == [0, both, both]
+    assert [tb(gpu_path(4096, 32768, k), 4096, 16) for k in (64, 256, 1024)] == [paths.TUNE_GUESS] * 2 + [both]
+    assert tb(gpu_path(4096, 32768, 8), 4096, 32) == 0         # the threshold filter
+    assert tb(gpu_path(256, 151936, 256), 256, 32) == 0        # few rows: a missed guess sets the time
+    assert tb(gpu_path(64, 1 << 20, 256), 64, 32) == 0         # several chunks a row
+    limits = dev.limits.replace(name="h100-like", device_type="discrete", shared_memory_bytes=48 * 1024,
+                                subgroup_operations=0, max_workgroup_invocations=1024,
+                                max_storage_buffer_range=2**32 - 1)
+    for dtype, k, want in (("float32", 256, both), ("float16", 256, paths.TUNE_GUESS), ("float32", 8, 0)):
+        xd = vkops.TensorDesc(dtype, (4096, 32768))
+        desc = tk.TopK1Desc(xd, *tk.output_descs(xd, 1, k), 1, k, tk.AxisDirection.DECREASING).validate()
+        assert push_word(tk.plan(desc, limits), "tune") == [want]
 
 def test_huge_rows_chunks_and_sample_limit(dev, rng):
     """A huge row with K = 1024 takes 128 chunks (about a wave of workgroups; 65536 / K would be 64), of

@@ -33,7 +33,7 @@ from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from . import face_runtime
 from .slice1 import lower_packed
-from .top_k1_paths import Path, device_path
+from .top_k1_paths import Path, device_path, tune_bits
 
 MAX_AXIS_LENGTH = 2**31 - 1
 SENT_IDX = 0xFFFFFFFF
@@ -115,26 +115,26 @@ class TopK1Desc:
         return self
 
 
-# Host mirror of top_k1.comp's push-constant block (116 bytes; tests/test_manifest.py checks it).
+# Host mirror of top_k1.comp's push-constant block (120 bytes; tests/test_manifest.py checks it).
 TOPK_PUSH = np.dtype([(f, "<u4") for f in ("n_seq", "L", "K", "Kp", "chunks", "chunk_len", "flip",
                                            "axis_stride", "inner", "G", "P", "size", "stride", "n_other",
-                                           "n_groups", "vec", "cap")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
+                                           "n_groups", "vec", "cap", "tune")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
 MAX_OTHER_DIMS = 6
 
 def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None,
-         shuffle: Optional[bool] = None) -> Plan:
-    """The dispatches of a validated TOP_K1 (pure: no device). `force` / `chunks` / `shuffle` pick a path
-    for tests."""
+         shuffle: Optional[bool] = None, tune: Optional[int] = None) -> Plan:
+    """The dispatches of a validated TOP_K1 (pure: no device). `force` / `chunks` / `shuffle` / `tune` pick
+    a path for tests."""
     b = Builder("top_k1", limits)
     x = b.input(desc.input, "input")
     v, i = b.output(desc.output_value, "output_value"), b.output(desc.output_index, "output_index")
-    p = lower(b, desc, x, v, i, force=force, chunks=chunks, shuffle=shuffle)
+    p = lower(b, desc, x, v, i, force=force, chunks=chunks, shuffle=shuffle, tune=tune)
     b.notes.update(path="radix" if p.radix else p.path, chunks=p.chunks, shuffle=p.shuf)
     return b.finish()
 
 
 def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, force: Optional[str] = None,
-          chunks: Optional[int] = None, shuffle: Optional[bool] = None) -> Path:
+          chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None) -> Path:
     """Dispatch TOP_K1 of `x` into packed `values` and `indices`."""
     lim = b.limits
     inp = desc.input
@@ -167,6 +167,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     kernel = f"top_k1_{family}{_KERNELS[inp.data_type]}"
     ev = 128 // bits
     pc["cap"] = p.cap or p.B
+    pc["tune"] = tune_bits(p, n_seq, bits) if tune is None else tune
     pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
     spec = (p.workgroup, p.B)
     if p.path in ("rows", "rsort"):  # the ROWS modules bind the input and the outputs only
@@ -274,13 +275,14 @@ def _direction(direction, largest, sorted_) -> AxisDirection:
 
 
 def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[str] = None,
-           chunks: Optional[int] = None, shuffle: Optional[bool] = None):
+           chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None):
     """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort",
-    "rows" or "rsort"), `chunks` (workgroups per row on the filter path; ROWS' candidate cap) and `shuffle`
-    (the top_k1_sg_* modules or not) override the choice of device_path()."""
+    "rows" or "rsort"), `chunks` (workgroups per row on the filter path; ROWS' candidate cap), `shuffle`
+    (the top_k1_sg_* modules or not) and `tune` (the TUNE_* bits of top_k1_paths) override the choice of
+    device_path() and tune_bits()."""
     Call, freeze = face_runtime()
 
-    key = ("top_k",) + freeze(k, axis, direction, force, chunks, shuffle)
+    key = ("top_k",) + freeze(k, axis, direction, force, chunks, shuffle, tune)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
     with Call(x, key=key, outs=outs) as call:
         if call.plan is None:
@@ -298,5 +300,5 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
             vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
             idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
             desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
-            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks, shuffle=shuffle)
+            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks, shuffle=shuffle, tune=tune)
     return call.result()

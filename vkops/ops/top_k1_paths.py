@@ -55,6 +55,26 @@ RADIX_ONE_CHUNK_WG = 256
 RADIX_ONE_CHUNK_WG_MAX_KP = 256
 RADIX_ONE_CHUNK_WG_MIN_SEQ = 1024
 RADIX_SHORT_CHUNK_B = 16
+# One radix chunk a row on >= RADIX_ONE_CHUNK_WG_MIN_SEQ rows (a few waves of workgroups: 4096 x 32768) sets
+# bits of top_k1.comp's push word `tune` (tune_bits below):
+# TUNE_GUESS: the sampled guess aims at K + max(K/2, 64) keys instead of K + K/2 + 64, so fewer are
+# sorted; a missed guess (a second read of one row among thousands) costs little there. H100, session 14,
+# GPU ms, three calls: fp16 K=64 0.268 -> 0.248 (0.269 -> 0.248), uint8 K=64 0.213 -> 0.202, K=256 0.262 ->
+# 0.239, fp32 K=256 0.313 -> 0.301 (0.296 -> 0.293 with TUNE_SELECT); but fp32 K=64 0.250 -> 0.254, 0.252
+# -> 0.255, 0.250 -> 0.256 (a second read of 4-byte keys costs more), so 32-bit keys take it from
+# TUNE_SELECT_MIN_KP, as TUNE_SELECT. Not on few rows, where one row's second read sets a dispatch's time:
+# 256 x 151936 fp16 K=50 0.068 -> 0.138, K=256 0.077 -> 0.125.
+# TUNE_SELECT: the buffer's compaction first resolves the K-th key by 8-bit digits until the keys at or
+# above its prefix fit pow2(K), moves those to the front and sorts pow2(K) entries (select_front), instead
+# of reducing pow2(c) entries (~448 collected at K=256, ~1536 at K=1024). Same call, fp32 4096 x 32768
+# K=256 0.314 -> 0.296, K=1024 0.657 -> 0.553; fp16 K=256 0.312 -> 0.315, uint8 K=256 0.256 -> 0.262: so
+# from pow2(K) = 256 for 32-bit keys, from 1024 for narrower ones (fp16 K=1024 0.667 -> 0.644, uint8 0.574
+# -> 0.582, both bits, the rule's call). Where the sort is not what the dispatch
+# waits for it lost: on every compaction it cost 4096 x 32768 K=8 (threshold filter) 0.237 -> 0.281,
+# 64 x 2^20 K=64 0.133 -> 0.151, LLM fp16 K=1024 rows (1 x 151936, 8 x 128256) 0.046 -> 0.049-0.050.
+TUNE_GUESS, TUNE_SELECT = 1, 2
+TUNE_SELECT_MIN_KP = 256
+TUNE_SELECT_MIN_KP_NARROW = 1024
 # WAVE_MIN_SEQ..WAVE_MAX_SEQ rows of at most WAVE_MAX_L (LLM vocabularies) with pow2(K) in
 # [RADIX_SHORT_MIN_KP, WAVE_MAX_KP] make about one wave of workgroups (target_groups / 2) instead of
 # target_groups, by radix select. H100, session 12 (bench_top_k1.py --grid llm --force radix --sweep-chunks
@@ -214,6 +234,16 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
     if path == "sort":
         return Path("sort", B, Kp, P=max(P, 2 * B), workgroup=WG)
     raise ValueError(force)
+
+
+def tune_bits(p: Path, n_seq: int, key_bits: int) -> int:
+    """The TUNE_* bits of a filter path (see TUNE_GUESS above): one long radix chunk a row on many rows."""
+    if not (p.path == "filter" and p.radix and p.chunks == 1 and p.chunk_len > 4 * p.B
+            and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ):
+        return 0
+    if key_bits == 32:
+        return TUNE_GUESS | TUNE_SELECT if p.Kp >= TUNE_SELECT_MIN_KP else 0
+    return TUNE_GUESS | (TUNE_SELECT if p.Kp >= TUNE_SELECT_MIN_KP_NARROW else 0)
 
 
 def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False,
