@@ -487,7 +487,6 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
     assert gpu_path(1, 151936, 256).B == 2048
 
 
-
 def push_word(plan, field):
     """`field` of each dispatch's push constants (TOPK_PUSH)."""
     return [int(np.frombuffer(np.asarray(d.push, np.uint32).tobytes(), tk.TOPK_PUSH)[0][field]) for d in plan.dispatches]
@@ -544,6 +543,7 @@ def test_tune_select_and_guess(dev, rng):
         xd = vkops.TensorDesc(dtype, (4096, 32768))
         desc = tk.TopK1Desc(xd, *tk.output_descs(xd, 1, k), 1, k, tk.AxisDirection.DECREASING).validate()
         assert push_word(tk.plan(desc, limits), "tune") == [want]
+
 
 def test_huge_rows_chunks_and_sample_limit(dev, rng):
     """A huge row with K = 1024 takes 128 chunks (about a wave of workgroups; 65536 / K would be 64), of
