@@ -411,7 +411,7 @@ void clear_hist() {
 
 // compact's shortcut (TUNE_SELECT) for c in (256, 4 WG]: resolve the K-th best key of the buffer 8 bits at a time
 // until the entries at or above the resolved prefix fit Kp, and move those m (K <= m <= Kp) to the
-// front, so that a sort of Kp entries replaces the reduction of pow2(c) (4096 x 32768 K=256: ~448
+// front, so that a sort of Kp entries replaces the reduction of pow2(c) (4096 x 32768 K=256: ~400
 // collected entries, a sort of 256 instead of two of 256 and a merge). Returns 0 (buffer untouched)
 // where they never fit: more ties of the K-th key than Kp has room for.
 uint select_front(uint c) {
