@@ -370,6 +370,8 @@ uint pow2_at_least(uint x) { return x <= 1u ? 1u : (1u << (uint(findMSB(x - 1u))
 
 // Keys carry ELEM_BITS significant bits (above them only the INCREASING flip's ones, equal for all).
 const uint KEY_BITS_MASK = ELEM_BITS == 32 ? 0xFFFFFFFFu : ((1u << ELEM_BITS) - 1u);
+// The key bits from `shift` up: those a digit below them must match its prefix on.
+uint bits_above(uint shift) { return shift >= 32u ? 0u : (KEY_BITS_MASK << shift) & KEY_BITS_MASK; }
 
 // The bin of hist[0, n) where a count of `need` is reached scanning from the top (from_top) or the
 // bottom: s_digit, with s_above the count before it and s_inbin its own. Groups of 32 bins are summed
@@ -419,7 +421,7 @@ uint select_front(uint c) {
     uint prefix = 0u, need = pc.K, m = 0u;
     for (uint sh = uint(ELEM_BITS) - 8u;; sh -= 8u) {
         clear_hist();
-        uint hmask = sh + 8u >= 32u ? 0u : (KEY_BITS_MASK << (sh + 8u)) & KEY_BITS_MASK;
+        uint hmask = bits_above(sh + 8u);
         for (uint e = tid; e < c; e += WG) {
             uint k = skey[SW(e)] & KEY_BITS_MASK;
             if ((k & hmask) == prefix) atomicAdd(hist[(k >> sh) & 255u], 1u);
@@ -694,7 +696,7 @@ const uint PASS_KEY_HIST = 0u, PASS_POS_HIST = 1u, PASS_COLLECT = 2u;
 void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint width, uint prefix, uint w,
                 uint pos_cut) {
     uint tid = gl_LocalInvocationID.x;
-    uint hmask = shift + width >= 32u ? 0u : (KEY_BITS_MASK << (shift + width)) & KEY_BITS_MASK;
+    uint hmask = bits_above(shift + width);
     uint dmask = (1u << width) - 1u;
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
@@ -793,7 +795,7 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
         uint prefix = 0u, rr = r;
         for (uint sh = uint(ELEM_BITS) - 8u;; sh -= 8u) {
             clear_hist();
-            uint hmask = sh + 8u >= 32u ? 0u : (KEY_BITS_MASK << (sh + 8u)) & KEY_BITS_MASK;
+            uint hmask = bits_above(sh + 8u);
             if ((mk & hmask) == prefix) atomicAdd(hist[(mk >> sh) & 255u], 1u);
             pick_bin(rr, true, 256u);
             prefix |= s_digit << sh;

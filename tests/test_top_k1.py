@@ -489,7 +489,7 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
 
 def push_word(plan, field):
     """`field` of each dispatch's push constants (TOPK_PUSH)."""
-    return [int(np.frombuffer(np.asarray(d.push, np.uint32).tobytes(), tk.TOPK_PUSH)[0][field]) for d in plan.dispatches]
+    return [int(np.array(d.push, np.uint32).view(tk.TOPK_PUSH)[0][field]) for d in plan.dispatches]
 
 
 def test_tune_select_and_guess(dev, rng):
