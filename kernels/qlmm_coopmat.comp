@@ -4,6 +4,7 @@
 // subgroup a (TILE_M/SG_H) x (TILE_N/SG_W) block of 16x16 int32 accumulators. A (TILE_M x TILE_K)
 // and B (TILE_K x TILE_N) tiles are staged through registers into skewed shared memory with 128-bit
 // loads; the next tile's global loads are issued before the current tile's multiplies.
+// BT variants stage B transposed (n-major), below.
 // UINT8 inputs are shifted into int8 on the way in (x ^ 0x80 = x - 128), and zero points are folded
 // in the epilogue: sum (a-za)(b-zb) = sum a'b' - zb' sum a' - za' sum b' + K za' zb' with
 // a' = a - oa, za' = za - oa (oa = 128 for UINT8, else 0). The HAS_SUMS variant accumulates the row
@@ -29,6 +30,16 @@
 // weight, PyTorch Linear's order), which is the one that loads whole sectors.
 #ifndef DIRECT_B
 #define DIRECT_B 0
+#endif
+// BT: B staged transposed (n-major: each column's TILE_K bytes contiguous), so its cooperative-matrix
+// loads are column-major, the order the int8 MMA takes B in (row-major int8 B has no transposing
+// shared-memory load: each 32-bit fragment register would gather 4 bytes from 4 rows). A thread loads 4
+// consecutive k rows of 16 columns and transposes them in registers (4x4 byte blocks).
+#ifndef BT
+#define BT 0
+#endif
+#if BT && (DIRECT_B || HAS_SUMS || SPLIT_K)
+#error BT stages B for the plain kernel only (its split-K build gave wrong sums on an H100, not understood)
 #endif
 
 layout(local_size_x_id = 0) in;  // 32 * SG_W * SG_H
@@ -59,7 +70,10 @@ shared uint last_flag;
 const uint STRIDE_A = TILE_K + 16u;  // bytes per shared row, skewed by 16 against bank conflicts
 const uint STRIDE_B = TILE_N + 16u;
 shared uvec4 Ash[TILE_M * STRIDE_A / 16u];
-#if !DIRECT_B
+#if BT
+const uint STRIDE_BT = TILE_K + 16u;  // bytes per shared column of B, skewed like A's rows
+shared uint BshT[TILE_N * STRIDE_BT / 4u];
+#elif !DIRECT_B
 shared uvec4 Bsh[TILE_K * STRIDE_B / 16u];
 #endif
 shared int Csh[NSG * 256u];
@@ -70,6 +84,11 @@ shared int colS[TILE_N];
 
 const uint IPR_A = TILE_K / 16u, RA = INV / IPR_A, A_PASSES = TILE_M / RA;
 const uint IPR_B = TILE_N / 16u, RB = INV / IPR_B, B_PASSES = TILE_K / RB;
+#if BT
+// BT: slot = (k group of 4 rows, 16-column block), k groups fastest; BT_PASSES slots a thread.
+const uint KG = TILE_K / 4u, SLOTS_B = KG * IPR_B;
+const uint BT_PASSES = SLOTS_B >= INV ? SLOTS_B / INV : 1u;
+#endif
 
 uint bsum(uvec4 v) {  // sum of the 16 bytes
     uvec4 s = (v & 0x00FF00FFu) + ((v >> 8) & 0x00FF00FFu);
@@ -114,7 +133,9 @@ void main() {
 #endif
 
     uvec4 tA[A_PASSES];
-#if !DIRECT_B
+#if BT
+    uvec4 tB[4u * BT_PASSES];
+#elif !DIRECT_B
     uvec4 tB[B_PASSES];
 #endif
     uint nchunks = (K + TILE_K - 1u) / TILE_K;
@@ -125,7 +146,15 @@ void main() {
         uint m = m0 + ar + p * RA, k = c_begin * TILE_K + ak;
         tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
     }
-#if !DIRECT_B
+#if BT
+    [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) {
+        uint sl = lid + p * INV, n = n0 + 16u * (sl / KG);
+        [[unroll]] for (uint r = 0u; r < 4u; ++r) {
+            uint k = c_begin * TILE_K + 4u * (sl % KG) + r;
+            tB[4u * p + r] = (sl < SLOTS_B && k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
+        }
+    }
+#elif !DIRECT_B
     [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
         uint k = c_begin * TILE_K + bk + p * RB, n = n0 + bn;
         tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
@@ -137,7 +166,33 @@ void main() {
         barrier();  // everyone is done reading the previous tiles
         [[unroll]] for (uint p = 0u; p < A_PASSES; ++p)
             Ash[((ar + p * RA) * STRIDE_A + ak) >> 4] = tA[p];
-#if !DIRECT_B
+#if BT
+        [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) {
+            uint sl = lid + p * INV, kg = sl % KG, nb = sl / KG;
+            if (sl < SLOTS_B) {
+                // With 16 k groups a warp holds two column blocks, 16 rows apart (the same banks):
+                // the odd one stores its columns rotated by 4, 20 rows apart.
+                bool rot = KG == 16u && (nb & 1u) != 0u;
+                [[unroll]] for (uint c4 = 0u; c4 < 4u; ++c4) {
+                    uint x0 = tB[4u * p][c4], x1 = tB[4u * p + 1u][c4], x2 = tB[4u * p + 2u][c4], x3 = tB[4u * p + 3u][c4];
+                    uint y0 = tB[4u * p][(c4 + 1u) & 3u], y1 = tB[4u * p + 1u][(c4 + 1u) & 3u];
+                    uint y2 = tB[4u * p + 2u][(c4 + 1u) & 3u], y3 = tB[4u * p + 3u][(c4 + 1u) & 3u];
+                    uint ce = rot ? (c4 + 1u) & 3u : c4;
+                    if (rot) { x0 = y0; x1 = y1; x2 = y2; x3 = y3; }
+                    // 4 k rows x 4 columns of bytes -> 4 column words of 4 k bytes
+                    uint t0 = (x0 & 0x00FF00FFu) | ((x1 & 0x00FF00FFu) << 8u);
+                    uint t1 = ((x0 >> 8u) & 0x00FF00FFu) | (x1 & 0xFF00FF00u);
+                    uint t2 = (x2 & 0x00FF00FFu) | ((x3 & 0x00FF00FFu) << 8u);
+                    uint t3 = ((x2 >> 8u) & 0x00FF00FFu) | (x3 & 0xFF00FF00u);
+                    uint at = (16u * nb + 4u * ce) * (STRIDE_BT / 4u) + kg;
+                    BshT[at] = (t0 & 0xFFFFu) | (t2 << 16u);
+                    BshT[at + STRIDE_BT / 4u] = (t1 & 0xFFFFu) | (t3 << 16u);
+                    BshT[at + 2u * (STRIDE_BT / 4u)] = (t0 >> 16u) | (t2 & 0xFFFF0000u);
+                    BshT[at + 3u * (STRIDE_BT / 4u)] = (t1 >> 16u) | (t3 & 0xFFFF0000u);
+                }
+            }
+        }
+#elif !DIRECT_B
         [[unroll]] for (uint p = 0u; p < B_PASSES; ++p)
             Bsh[((bk + p * RB) * STRIDE_B + bn) >> 4] = tB[p];
 #endif
@@ -169,7 +224,15 @@ void main() {
                 uint m = m0 + ar + p * RA, k = kn + ak;
                 tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
             }
-#if !DIRECT_B
+#if BT
+            [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) {
+                uint sl = lid + p * INV, n = n0 + 16u * (sl / KG);
+                [[unroll]] for (uint r = 0u; r < 4u; ++r) {
+                    uint k = kn + 4u * (sl % KG) + r;
+                    tB[4u * p + r] = (sl < SLOTS_B && k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
+                }
+            }
+#elif !DIRECT_B
             [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
                 uint k = kn + bk + p * RB, n = n0 + bn;
                 tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
@@ -195,6 +258,9 @@ void main() {
                 else
                     coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
                                 gl_CooperativeMatrixLayoutRowMajor);
+#elif BT
+                coopMatLoad(matB, BshT, (sj * STRIDE_BT + 32u * kk) >> 2, STRIDE_BT >> 2,
+                            gl_CooperativeMatrixLayoutColumnMajor);
 #else
                 coopMatLoad(matB, Bsh, (32u * kk * STRIDE_B + sj) >> 4, STRIDE_B >> 4,
                             gl_CooperativeMatrixLayoutRowMajor);

@@ -94,6 +94,18 @@ AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
 # tile lost at 8192^2 (0.141 against 0.101), so <= 64 rows take LOW_CONFIG (below).
 MID_CONFIG = "128x64x128_4x2"
 MID_MAX_M = 256
+# Tiles whose plain kernel (no zero-point sums) stages B transposed, n-major (qlmm_coopmat_bt: its MMA loads
+# of B are column-major, the order int8 B takes; row-major int8 B has no transposing shared-memory load).
+# H100, session 15 (bench/research_mid.py, two runs each, GPU ms without -> with): MID_CONFIG 128 x 4096^2
+# 0.0563 / 0.0555 -> 0.0480 / 0.0476, 96 x 4096^2 0.0546 -> 0.0472, 256 x 4096^2 0.0558 -> 0.0484, 128 x
+# 8192^2 0.1455 -> 0.1282, 256 x 8192^2 0.2812 -> 0.2384. Not LARGE_CONFIG (4096^3 0.489 -> 0.510-0.514,
+# 8192^3 4.21-4.23 -> 4.20-4.22), nor LOW_CONFIG (64 x 4096^2 0.0427 -> 0.0376 but 64 x 8192^2 0.0982 ->
+# 0.1092). BT with other large tiles, against LARGE_CONFIG without: 256x128x64_2x4 0.486 / 4.11 (vs
+# 0.494 / 4.22), 128x128x64_2x2 0.499 / 4.14, 256x128x64_4x2 0.495 / 4.17, 128x256x64_4x2 0.568 / 4.75,
+# 128x128x128_4x1 0.862 / 9.23: within 3%, so the large products keep their tile. Split-K products keep
+# the row-major staging (qlmm_coopmat_sk): a split-K build of this one summed wrongly on the H100 (every
+# output off; the same build without split-K exact), a cause not found in the session.
+BT_CONFIGS = (MID_CONFIG,)
 MID_TARGET_GROUPS = 128
 # Up to 32 rows (where neither B streaming nor dot products take the call) and 33..64: subgroups of 16
 # columns too, K steps of 128, split toward SPLIT_TARGET_GROUPS as before. Same card and day
@@ -105,7 +117,7 @@ LOW_CONFIG = "64x64x128_4x2"
 # More than MID_MAX_M rows where the large tile leaves too few workgroups.
 FEW_TILES_CONFIG = "64x64x64_2x2"
 # The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
-KNOBS = ("COOPMAT_CONFIG", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
+KNOBS = ("COOPMAT_CONFIG", "BT_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
          "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS", "SMALL_CONFIG", "LOW_CONFIG", "LARGE_CONFIG", "FEW_TILES_CONFIG",
          "SPLIT_MIN_CHUNKS", "SPLIT_MAX", "COOPMAT_GROUP_M", "COOPMAT_DIRECT", "COOPMAT_COLS", "DIRECT_CONFIG",
          "DIRECT_MAX_M")
@@ -139,7 +151,9 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
     tm, _, tk, _, _ = check_config(config)
     if direct_ok and COOPMAT_CONFIGS[config][4] == 1 and K % tk == 0:
         return config, "qlmm_coopmat_direct"
-    return config, "qlmm_coopmat" if free else "qlmm_coopmat_zp"
+    if not free:
+        return config, "qlmm_coopmat_zp"
+    return config, "qlmm_coopmat_bt" if config in BT_CONFIGS else "qlmm_coopmat"
 
 
 def check_config(name: str) -> Tuple[int, int, int, int, int]:
@@ -163,6 +177,7 @@ def coopmat_supported(dev) -> bool:
 
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
+                    "qlmm_coopmat_bt",
                     "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk") + tuple(
     qlmm_stream.kernel(mt, nr) + sk for mt in qlmm_stream.TILE_ROWS for nr in qlmm_stream.TILES for sk in ("", "_sk"))
 _verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
@@ -227,6 +242,7 @@ def self_check(dev, split: bool = False) -> bool:
     ok = True
     cases = [(np.uint8, np.int8, True, c) for c in auto_configs()] + [(np.int8, np.int8, False, LARGE_CONFIG),
                                                                        (np.uint8, np.uint8, True, LARGE_CONFIG)]
+    cases += [(np.int8, np.int8, False, c) for c in BT_CONFIGS]  # B staged transposed
     if COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
     # B read directly, row-major and column-major (a transposed view)
