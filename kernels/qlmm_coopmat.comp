@@ -38,8 +38,8 @@
 #ifndef BT
 #define BT 0
 #endif
-#if BT && (DIRECT_B || HAS_SUMS || SPLIT_K)
-#error BT stages B for the plain kernel only (its split-K build gave wrong sums on an H100, not understood)
+#if BT && (DIRECT_B || HAS_SUMS)
+#error BT stages B for the kernel without zero-point sums only
 #endif
 
 layout(local_size_x_id = 0) in;  // 32 * SG_W * SG_H
@@ -72,7 +72,9 @@ const uint STRIDE_B = TILE_N + 16u;
 shared uvec4 Ash[TILE_M * STRIDE_A / 16u];
 #if BT
 const uint STRIDE_BT = TILE_K + 16u;  // bytes per shared column of B, skewed like A's rows
-shared uint BshT[TILE_N * STRIDE_BT / 4u];
+// uvec4, though stored a word at a time: the loads below need 16-byte alignment, which a uint array need not
+// get (as one, the split-K build, whose shared uint last_flag is declared first, summed wrongly on an H100).
+shared uvec4 BshT[TILE_N * STRIDE_BT / 16u];
 #elif !DIRECT_B
 shared uvec4 Bsh[TILE_K * STRIDE_B / 16u];
 #endif
@@ -184,11 +186,14 @@ void main() {
                     uint t1 = ((x0 >> 8u) & 0x00FF00FFu) | (x1 & 0xFF00FF00u);
                     uint t2 = (x2 & 0x00FF00FFu) | ((x3 & 0x00FF00FFu) << 8u);
                     uint t3 = ((x2 >> 8u) & 0x00FF00FFu) | (x3 & 0xFF00FF00u);
-                    uint at = (16u * nb + 4u * ce) * (STRIDE_BT / 4u) + kg;
-                    BshT[at] = (t0 & 0xFFFFu) | (t2 << 16u);
-                    BshT[at + STRIDE_BT / 4u] = (t1 & 0xFFFFu) | (t3 << 16u);
-                    BshT[at + 2u * (STRIDE_BT / 4u)] = (t0 >> 16u) | (t2 & 0xFFFF0000u);
-                    BshT[at + 3u * (STRIDE_BT / 4u)] = (t1 >> 16u) | (t3 & 0xFFFF0000u);
+                    uint at = (16u * nb + 4u * ce) * (STRIDE_BT / 4u) + kg;  // in words
+                    BshT[at >> 2][at & 3u] = (t0 & 0xFFFFu) | (t2 << 16u);
+                    at += STRIDE_BT / 4u;
+                    BshT[at >> 2][at & 3u] = (t1 & 0xFFFFu) | (t3 << 16u);
+                    at += STRIDE_BT / 4u;
+                    BshT[at >> 2][at & 3u] = (t0 >> 16u) | (t2 & 0xFFFF0000u);
+                    at += STRIDE_BT / 4u;
+                    BshT[at >> 2][at & 3u] = (t1 >> 16u) | (t3 & 0xFFFF0000u);
                 }
             }
         }
@@ -259,7 +264,7 @@ void main() {
                     coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
                                 gl_CooperativeMatrixLayoutRowMajor);
 #elif BT
-                coopMatLoad(matB, BshT, (sj * STRIDE_BT + 32u * kk) >> 2, STRIDE_BT >> 2,
+                coopMatLoad(matB, BshT, (sj * STRIDE_BT + 32u * kk) >> 4, STRIDE_BT >> 4,
                             gl_CooperativeMatrixLayoutColumnMajor);
 #else
                 coopMatLoad(matB, Bsh, (32u * kk * STRIDE_B + sj) >> 4, STRIDE_B >> 4,

@@ -15,6 +15,7 @@ VARIANTS.update({  # QUANTIZED_LINEAR_MATRIX_MULTIPLY (ops/qlmm.py)
     "qlmm_coopmat_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1}),
     "qlmm_coopmat_zp_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 1, "SPLIT_K": 1}),
     "qlmm_coopmat_bt": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "BT": 1}),
+    "qlmm_coopmat_bt_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "BT": 1}),
     "qlmm_coopmat_direct": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "DIRECT_B": 1}),
     "qlmm_coopmat_direct_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "DIRECT_B": 1}),
 })

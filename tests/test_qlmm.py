@@ -486,15 +486,15 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
         assert k.startswith("qlmm_stream"), k
     assert kernel(h100, 16, U8, I8, zp=True).startswith("qlmm_dot")  # B's column sums: no row left
     assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
-    # 65..MID_MAX_M rows take MID_CONFIG, whose plain kernel stages B transposed where it runs without split-K
-    # (128 x 8192^2: 128 tiles); split-K (128 x 4096^2), zero points and the large tile stage B row-major
+    # 65..MID_MAX_M rows take MID_CONFIG, whose plain kernel stages B transposed, with split-K (128 x 4096^2: 64
+    # tiles) and without (128 x 8192^2: 128); zero points and the large tile stage B row-major
     assert QC.MID_CONFIG in QC.BT_CONFIGS and QC.LARGE_CONFIG not in QC.BT_CONFIGS
     assert kernel(h100, 128, K=8192, N=8192) == kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat_bt"
-    assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 2048) == "qlmm_coopmat"
-    assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp"
+    assert kernel(h100, 128) == "qlmm_coopmat_bt_sk" and kernel(h100, 2048) == "qlmm_coopmat"
+    assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk"
     with monkeypatch.context() as mp:
         mp.setattr(QC, "BT_CONFIGS", ())
-        assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat"
+        assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat"
     monkeypatch.setattr(QS, "STREAM", False)
     cap = QD.DOT_COOP_MAX_M
     assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")

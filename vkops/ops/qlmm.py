@@ -366,7 +366,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         if split_k in (None, "auto") and not lim.coopmat_split_verified:
             sk = 1  # auto splits only where the split-K variants passed their self-check
     if sk > 1:  # each split stores its partial tile in a slot; the last of a tile to arrive adds them
-        kname = ("qlmm_coopmat" if kname == "qlmm_coopmat_bt" else kname) + "_sk"  # (BT_CONFIGS)
+        kname += "_sk"
         pc["splits"] = sk
         part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * slot,)))
         extra, extra_writes = [part, batch.counters(tiles)], [9, 10]

@@ -102,9 +102,9 @@ MID_MAX_M = 256
 # 0.489 -> 0.510-0.514, 8192^3 4.21-4.23 -> 4.20-4.22), nor LOW_CONFIG (64 x 4096^2 0.0427 -> 0.0376 but
 # 64 x 8192^2 0.0982 -> 0.1092). BT with other large tiles, against LARGE_CONFIG without: 256x128x64_2x4 0.486 / 4.11 (vs
 # 0.494 / 4.22), 128x128x64_2x2 0.499 / 4.14, 256x128x64_4x2 0.495 / 4.17, 128x256x64_4x2 0.568 / 4.75,
-# 128x128x128_4x1 0.862 / 9.23: within 3%, so the large products keep their tile. Split-K products keep
-# the row-major staging (qlmm_coopmat_sk): a split-K build of this one summed wrongly on the H100 (every
-# output off; the same build without split-K exact), a cause not found in the session.
+# 128x128x128_4x1 0.862 / 9.23: within 3%, so the large products keep their tile. With split-K
+# (qlmm_coopmat_bt_sk), same card, one process each side: 128 x 4096^2 0.0385 -> 0.0357, 96 x 4096^2 0.0513
+# -> 0.0336 (split 2).
 BT_CONFIGS = (MID_CONFIG,)
 MID_TARGET_GROUPS = 128
 # Up to 32 rows (where neither B streaming nor dot products take the call) and 33..64: subgroups of 16
@@ -177,7 +177,7 @@ def coopmat_supported(dev) -> bool:
 
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
-                    "qlmm_coopmat_bt",
+                    "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk",
                     "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk") + tuple(
     qlmm_stream.kernel(mt, nr) + sk for mt in qlmm_stream.TILE_ROWS for nr in qlmm_stream.TILES for sk in ("", "_sk"))
 _verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
@@ -258,6 +258,7 @@ def self_check(dev, split: bool = False) -> bool:
         cases = [(np.uint8, np.int8, True, SMALL_CONFIG, 2, False), (np.int8, np.int8, False, SMALL_CONFIG, 3, False),
                  (np.uint8, np.uint8, True, FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, MID_CONFIG, 2, False),
                  (np.uint8, np.int8, True, LOW_CONFIG, 3, False)] + direct + stream
+        cases += [(np.int8, np.int8, False, c, 2, False) for c in BT_CONFIGS]  # B staged transposed
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         batches = 2
