@@ -99,10 +99,11 @@ MID_MAX_M = 256
 # H100, session 15 (`vkops bench --op qlmm`, README "B staged transposed"; GPU ms without -> with): MID_CONFIG
 # 96 / 128 / 192 / 256 x 8192^2 0.144 / 0.146 / 0.277 / 0.280 -> 0.126 / 0.131 / 0.233 / 0.238, 256 x 4096^2
 # 0.056 -> 0.048 (bench/research_mid.py agreed: 128 x 8192^2 0.1455 -> 0.1282). Not LARGE_CONFIG (4096^3
-# 0.489 -> 0.510-0.514, 8192^3 4.21-4.23 -> 4.20-4.22), nor LOW_CONFIG (64 x 4096^2 0.0427 -> 0.0376 but
-# 64 x 8192^2 0.0982 -> 0.1092). BT with other large tiles, against LARGE_CONFIG without: 256x128x64_2x4 0.486 / 4.11 (vs
-# 0.494 / 4.22), 128x128x64_2x2 0.499 / 4.14, 256x128x64_4x2 0.495 / 4.17, 128x256x64_4x2 0.568 / 4.75,
-# 128x128x128_4x1 0.862 / 9.23: within 3%, so the large products keep their tile. With split-K
+# 0.489 -> 0.510-0.514, 8192^3 4.21-4.23 -> 4.20-4.22), nor LOW_CONFIG (both sides without split-K: 64 x
+# 4096^2 0.0427 -> 0.0376 but 64 x 8192^2 0.0982 -> 0.1092). BT with other large tiles, against LARGE_CONFIG
+# without: 256x128x64_2x4 0.486 / 4.11 (vs 0.494 / 4.22), 128x128x64_2x2 0.499 / 4.14, 256x128x64_4x2 0.495 /
+# 4.17, 128x256x64_4x2 0.568 / 4.75, 128x128x128_4x1 0.862 / 9.23: within 3%, so the large products keep
+# their tile. With split-K
 # (qlmm_coopmat_bt_sk), same card, one process each side: 128 x 4096^2 0.0385 -> 0.0357, 96 x 4096^2 0.0513
 # -> 0.0336 (split 2).
 BT_CONFIGS = (MID_CONFIG,)
