@@ -90,6 +90,16 @@ const uint IPR_B = TILE_N / 16u, RB = INV / IPR_B, B_PASSES = TILE_K / RB;
 // BT: slot = (k group of 4 rows, 16-column block), k groups fastest; BT_PASSES slots a thread.
 const uint KG = TILE_K / 4u, SLOTS_B = KG * IPR_B;
 const uint BT_PASSES = SLOTS_B >= INV ? SLOTS_B / INV : 1u;
+// This thread's slots' 4 rows from k row kb on into tB, zero outside B (the first fetch and each prefetch).
+#define BT_FETCH(kb) \
+    [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) { \
+        uint sl = lid + p * INV, n = n0 + 16u * (sl / KG); \
+        [[unroll]] for (uint r = 0u; r < 4u; ++r) { \
+            uint k = (kb) + 4u * (sl % KG) + r; \
+            tB[4u * p + r] = (sl < SLOTS_B && k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) \
+                                                              : uvec4(0u); \
+        } \
+    }
 #endif
 
 uint bsum(uvec4 v) {  // sum of the 16 bytes
@@ -149,13 +159,7 @@ void main() {
         tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
     }
 #if BT
-    [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) {
-        uint sl = lid + p * INV, n = n0 + 16u * (sl / KG);
-        [[unroll]] for (uint r = 0u; r < 4u; ++r) {
-            uint k = c_begin * TILE_K + 4u * (sl % KG) + r;
-            tB[4u * p + r] = (sl < SLOTS_B && k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
-        }
-    }
+    BT_FETCH(c_begin * TILE_K)
 #elif !DIRECT_B
     [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
         uint k = c_begin * TILE_K + bk + p * RB, n = n0 + bn;
@@ -230,13 +234,7 @@ void main() {
                 tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
             }
 #if BT
-            [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) {
-                uint sl = lid + p * INV, n = n0 + 16u * (sl / KG);
-                [[unroll]] for (uint r = 0u; r < 4u; ++r) {
-                    uint k = kn + 4u * (sl % KG) + r;
-                    tB[4u * p + r] = (sl < SLOTS_B && k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
-                }
-            }
+            BT_FETCH(kn)
 #elif !DIRECT_B
             [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
                 uint k = kn + bk + p * RB, n = n0 + bn;
