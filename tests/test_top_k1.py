@@ -33,9 +33,10 @@ def big_k(dev, want=1000):
     return min(want, shared_b(dev) // 2 - 24)
 
 
-def gpu_path(n_seq, length, k):
+def gpu_path(n_seq, length, k, key_bits=32):
     """The path an H100-sized device plans (48 KiB of shared memory, its workgroup target, short chunks)."""
-    return paths.choose_path(n_seq, length, k, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True)
+    return paths.choose_path(n_seq, length, k, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True,
+                             key_bits=key_bits)
 
 
 # ---- the spec's examples, verbatim ------------------------------------------------------------
@@ -456,7 +457,9 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
 
 def test_one_long_chunk_smaller_buffer(dev, rng):
     """One long chunk a row by radix select plans a buffer of max(4 * pow2(K), RADIX_ONE_CHUNK_MIN_B)
-    entries (not the device's largest) and, up to pow2(K) = 256, workgroups of RADIX_ONE_CHUNK_WG; its
+    entries (not the device's largest) and, up to pow2(K) = 256, workgroups of RADIX_ONE_CHUNK_WG (on many
+    rows with 32-bit keys, max(2 * pow2(K), RADIX_ONE_CHUNK_WIDE_B) entries, and up to pow2(K) = 128
+    workgroups of RADIX_ONE_CHUNK_WIDE_SMALL_WG); its
     sampled guess, retries and exact select stay exact there: random rows, ties, and the guess that falls
     short (as in test_radix_sampled_guess_too_high)."""
     B = shared_b(dev)
@@ -468,20 +471,29 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
             continue  # this device plans the row otherwise (e.g. many chunks)
         assert p.B == max(min(B, 4 * Kp), paths.RADIX_ONE_CHUNK_MIN_B) <= B
         assert p.workgroup == dev.limits.workgroup(paths.WORKGROUP)  # one row: the usual workgroup
-        many = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k)
-        assert (many.chunks, many.radix, many.B) == (1, True, p.B)
-        assert many.workgroup == min(p.workgroup, paths.RADIX_ONE_CHUNK_WG)
+        narrow = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k, key_bits=16)
+        assert (narrow.chunks, narrow.radix, narrow.B) == (1, True, p.B)
+        assert narrow.workgroup == min(p.workgroup, paths.RADIX_ONE_CHUNK_WG)
+        # 32-bit keys: a smaller buffer, and for pow2(K) <= 128 a smaller workgroup still
+        many = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k, key_bits=32)
+        wg = narrow.workgroup
+        if Kp <= paths.RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP:
+            wg = min(wg, paths.RADIX_ONE_CHUNK_WIDE_SMALL_WG)
+        assert (many.chunks, many.radix, many.workgroup) == (1, True, wg)
+        assert many.B == max(min(p.B, max(2 * Kp, paths.RADIX_ONE_CHUNK_WIDE_B)), wg) < p.B
         x = radix_data(rng, "float32", (paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n), "ties")
-        check(x, k, -1, "decreasing")  # the smaller workgroup, a thousand rows of ties
+        check(x, k, -1, "decreasing")  # the smaller workgroup and buffer, a thousand rows of ties
         for kind in ("random", "ties"):
             check(radix_data(rng, "float32", (2, n), kind), k, -1, "decreasing")
         x = guess_too_high_row(dev, rng, n)
         check(x, k, -1, "increasing")
         check(-x, k, -1, "increasing")
-    gpu = gpu_path(4096, 32768, 256)
+    gpu = gpu_path(4096, 32768, 256, key_bits=16)
     assert (gpu.chunks, gpu.radix, gpu.B) == (1, True, 1024)
+    assert [(gpu_path(4096, 32768, k).B, gpu_path(4096, 32768, k).workgroup) for k in (64, 128, 256)] == \
+        [(512, 128), (512, 128), (512, 256)]  # 32-bit keys
     assert gpu_path(4096, 32768, 1024).B == 2048
-    assert [gpu_path(4096, 32768, k).workgroup for k in (8, 64, 256, 1024)] == [paths.WORKGROUP, 256, 256, paths.WORKGROUP]
+    assert [gpu_path(4096, 32768, k, 16).workgroup for k in (8, 64, 256, 1024)] == [paths.WORKGROUP, 256, 256, paths.WORKGROUP]
     assert gpu_path(64, 1 << 20, 256).workgroup == paths.WORKGROUP  # several chunks a row: 512
     assert gpu_path(256, 151936, 256).workgroup == gpu_path(1, 32000, 50).workgroup == paths.WORKGROUP  # LLM rows
     assert gpu_path(1, 151936, 256).B == 2048

@@ -156,7 +156,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     n_seq = inp.element_count // L
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
     bits = inp.data_type.bits
-    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks, shuffle=shuffle)
+    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks, shuffle=shuffle, key_bits=bits)
     pc = np.zeros((), TOPK_PUSH)
     pc["n_seq"], pc["L"], pc["K"], pc["Kp"] = n_seq, L, K, p.Kp
     pc["flip"] = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0

@@ -54,6 +54,20 @@ RADIX_ONE_CHUNK_MIN_B = 1024
 RADIX_ONE_CHUNK_WG = 256
 RADIX_ONE_CHUNK_WG_MAX_KP = 256
 RADIX_ONE_CHUNK_WG_MIN_SEQ = 1024
+# ... and there, for 32-bit keys, a buffer of max(2 * pow2(K), this) entries: the guess's ~1.5K + 64 keys
+# still fit, and the workgroup's shared memory falls from ~10 to ~6 KiB. H100, session 16, same call, GPU ms:
+# fp32 4096 x 32768 K=64 0.252 -> 0.241, K=256 0.293 -> 0.283, 2048 x 65536 K=256 0.297 -> 0.277, 1024 x
+# 32768 K=256 0.114 -> 0.095. Not for 16- and 8-bit keys (fp16 K=64 0.248 -> 0.255, uint8 K=256 0.233 ->
+# 0.238): their ties and coarser guesses overflow a small buffer more often. With the workgroups below, a
+# later call: fp32 4096 x 32768 K=50 / 64 / 100 / 128 / 200 / 256 0.243 / 0.251 / 0.274 / 0.284 / 0.312 /
+# 0.292 -> 0.233 / 0.237 / 0.246 / 0.255 / 0.293 / 0.282, int32 K=256 0.281 -> 0.271, 2048 x 65536 K=128
+# 0.248 -> 0.233 (README, TOP_K1 footnote 13).
+RADIX_ONE_CHUNK_WIDE_B = 512
+# ... and, for 32-bit keys with pow2(K) <= 128, workgroups of 128 (same call: fp32 4096 x 32768 K=64 0.242 ->
+# 0.238, K=128 0.274 -> 0.255, 1024 x 32768 K=64 0.076 -> 0.068, int32 K=128 0.247 -> 0.241), not at K=256
+# (0.283 -> 0.342) nor for narrower keys (fp16 K=64 0.246 -> 0.362).
+RADIX_ONE_CHUNK_WIDE_SMALL_WG = 128
+RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP = 128
 RADIX_SHORT_CHUNK_B = 16
 # One radix chunk a row on >= RADIX_ONE_CHUNK_WG_MIN_SEQ rows (a few waves of workgroups: 4096 x 32768) sets
 # bits of top_k1.comp's push word `tune` (tune_bits below):
@@ -163,7 +177,7 @@ def buffer_entries(shared: int, workgroup: int = WORKGROUP) -> int:
 
 def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: int = 1024,
                 force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = WORKGROUP,
-                short_chunks: bool = False) -> Path:
+                short_chunks: bool = False, key_bits: int = 32) -> Path:
     """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
     WG = workgroup
     B = buffer_entries(shared, WG)
@@ -226,6 +240,10 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
             B = max(min(B, 4 * Kp), RADIX_ONE_CHUNK_MIN_B)
             if Kp <= RADIX_ONE_CHUNK_WG_MAX_KP and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ:
                 WG = min(WG, RADIX_ONE_CHUNK_WG)
+                if key_bits == 32:
+                    if Kp <= RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP:
+                        WG = min(WG, RADIX_ONE_CHUNK_WIDE_SMALL_WG)
+                    B = max(min(B, max(2 * Kp, RADIX_ONE_CHUNK_WIDE_B)), WG)
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
         cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
