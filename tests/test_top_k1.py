@@ -455,6 +455,27 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
     check(x, 64, -1, direction, force="radix", chunks=1)
 
 
+def test_short_rows_small_buffer(dev, rng):
+    """Many short rows by radix select (one chunk of at most 4 B, longer than 4096) plan a buffer of
+    RADIX_SHORT_ROWS_B entries and workgroups of RADIX_SHORT_ROWS_WG up to pow2(K) = 256, any key width;
+    exact on random rows and rows of ties (the K-th key's ties fill the buffer: the position select)."""
+    assert [(gpu_path(2048, 8192, k, b).B, gpu_path(2048, 8192, k, b).workgroup) for k in (8, 256) for b in (32, 8)] \
+        == [(512, 256)] * 4
+    assert gpu_path(2048, 8192, 300).B == 2048 and gpu_path(512, 8192, 64).B == 2048  # K, rows outside the rule
+    assert gpu_path(2048, 4096, 64).B == 2048  # rows a device with ROWS plans there
+    B = shared_b(dev)
+    n = min(4 * B, 8192)
+    if n < paths.RADIX_SHORT_ROWS_MIN_L:
+        pytest.skip(f"this device's buffer ({B} entries) makes no short radix rows longer than 4096")
+    for k in (8, 256):
+        p = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k)
+        assert (p.path, p.radix, p.chunks) == ("filter", True, 1)
+        assert p.B == max(min(B, paths.RADIX_SHORT_ROWS_B), 2 * paths._pow2(k), p.workgroup) < B
+        assert p.workgroup == min(dev.limits.workgroup(paths.WORKGROUP), paths.RADIX_SHORT_ROWS_WG)
+        for dtype, kind in (("float32", "ties"), ("float16", "random"), ("uint8", "ties")):
+            check(radix_data(rng, dtype, (paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n), kind), k, -1, "decreasing")
+
+
 def test_one_long_chunk_smaller_buffer(dev, rng):
     """One long chunk a row by radix select plans a buffer of max(4 * pow2(K), RADIX_ONE_CHUNK_MIN_B)
     entries (not the device's largest) and, up to pow2(K) = 256, workgroups of RADIX_ONE_CHUNK_WG (on many

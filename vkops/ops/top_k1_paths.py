@@ -68,6 +68,15 @@ RADIX_ONE_CHUNK_WIDE_B = 512
 # (0.283 -> 0.342) nor for narrower keys (fp16 K=64 0.246 -> 0.362).
 RADIX_ONE_CHUNK_WIDE_SMALL_WG = 128
 RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP = 128
+# Short rows by radix select (one chunk of at most 4 B, read a few times; rows of <= 4096 go to ROWS where the
+# device has its subgroup operations) on as many rows, pow2(K) <= 256, every dtype: a buffer of 512 and
+# workgroups of 256 (it collects at most max(pow2(K), 512) keys). H100, session 16, same call, GPU ms,
+# 2048 x 8192 K=8 / 64 / 256: fp32 0.100 / 0.100 / 0.152 -> 0.084 / 0.085 / 0.113, fp16 0.076 / 0.112 / 0.143
+# -> 0.057 / 0.091 / 0.095 (B 1024 with the same workgroups: within 5% of it; B 1024 and workgroups of 512:
+# 0.090 / 0.091 / 0.129 and 0.071 / 0.103 / 0.124).
+RADIX_SHORT_ROWS_B = 512
+RADIX_SHORT_ROWS_WG = 256
+RADIX_SHORT_ROWS_MIN_L = 4097
 RADIX_SHORT_CHUNK_B = 16
 # One radix chunk a row on >= RADIX_ONE_CHUNK_WG_MIN_SEQ rows (a few waves of workgroups: 4096 x 32768) sets
 # bits of top_k1.comp's push word `tune` (tune_bits below):
@@ -234,7 +243,11 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         chunks = -(-length // chunk_len)
         if force is None and Kp >= RADIX_SHORT_MIN_KP and (chunk_len <= RADIX_SHORT_CHUNK_B * B or wave):
             radix = True
-        if radix and force is None and chunks == 1 and chunk_len > 4 * B:
+        if (radix and force is None and chunks == 1 and chunk_len <= 4 * B and length >= RADIX_SHORT_ROWS_MIN_L
+                and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ and Kp <= RADIX_ONE_CHUNK_WG_MAX_KP):
+            WG = min(WG, RADIX_SHORT_ROWS_WG)
+            B = max(min(B, RADIX_SHORT_ROWS_B), 2 * Kp, WG)
+        elif radix and force is None and chunks == 1 and chunk_len > 4 * B:
             # One long chunk a row by radix select: its buffer only needs room for the sampled guess's
             # ~1.5K + 64 keys, and a smaller one lets an SM hold more workgroups.
             B = max(min(B, 4 * Kp), RADIX_ONE_CHUNK_MIN_B)
