@@ -187,7 +187,8 @@ def buffer_entries(shared: int, workgroup: int = WORKGROUP) -> int:
 def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: int = 1024,
                 force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = WORKGROUP,
                 short_chunks: bool = False, key_bits: int = 32) -> Path:
-    """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data)."""
+    """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data); `key_bits`
+    (the element width) sets the buffer and workgroup of one radix chunk a row on many rows."""
     WG = workgroup
     B = buffer_entries(shared, WG)
     Kp = _pow2(k)
