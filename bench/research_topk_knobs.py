@@ -1,0 +1,93 @@
+"""Research A/B (not a benchmark of record): TOP_K1's path rules (module constants of vkops.ops.top_k1_paths)
+and _top_k's switches, several configurations side by side in one process, every output checked against the
+oracle, torch beside. GPU ms from Vulkan timestamps; each configuration is timed twice, interleaved (A B A B),
+so a drift of the card's clock shows as a spread.
+
+    bash bench/gpu.sh python3 bench/research_topk_knobs.py \
+        --configs '{"now": {}, "radix": {"paths": {"ROWS_MAX_L": 2048, "RADIX_SHORT_ROWS_MIN_L": 2049}}}' \
+        --case 4096x4096:float32:8,64,256 --case 16384x2048:float32:1024
+
+A configuration is {"paths": {KNOB: value, ...}, "kw": {force/chunks/shuffle/tune: value}}; plans are
+cleared between configurations (a plan's key does not hold the module's knobs).
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.getcwd())
+import vkops  # noqa: E402
+from vkops import reference  # noqa: E402
+from vkops.bench import timing  # noqa: E402
+from vkops.ops import top_k1, top_k1_paths as TP  # noqa: E402
+
+M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
+
+
+def data(shape, dtype, rng):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", required=True, help="JSON: name -> {paths: {...}, kw: {...}}")
+    ap.add_argument("--case", action="append", required=True, help="RxL:dtype:k1,k2")
+    ap.add_argument("--passes", type=int, default=2)
+    args = ap.parse_args()
+    configs = json.loads(args.configs)
+    base = {k: getattr(TP, k) for c in configs.values() for k in c.get("paths", {})}
+    dev = vkops.Device()
+    rng = np.random.default_rng(0)
+    torch = timing.cuda_torch()
+    print("device", dev.name, "configs", configs, flush=True)
+    for spec in args.case:
+        shape_s, dtype, ks = spec.split(":")
+        shape = tuple(map(int, shape_s.split("x")))
+        x = data(shape, dtype, rng)
+        xt = dev.tensor(x)
+        rows = sorted({0, shape[0] - 1} | set(rng.integers(0, shape[0], 14).tolist()))
+        full_v, full_i = reference.top_k1(x[rows], shape[-1], -1)
+        tx = torch.from_numpy(x).cuda() if torch is not None else None
+        for k in map(int, ks.split(",")):
+            outs = [(dev.empty(vkops.TensorDesc(dtype, shape[:-1] + (k,))),
+                     dev.empty(vkops.TensorDesc("uint32", shape[:-1] + (k,)))) for _ in range(M_.reps)]
+            res = {name: [] for name in configs}
+            notes = {}
+            for _ in range(args.passes):
+                for name, cfg in configs.items():
+                    for kn, v in base.items():
+                        setattr(TP, kn, v)
+                    for kn, v in cfg.get("paths", {}).items():
+                        setattr(TP, kn, v)
+                    dev._plans.clear()
+                    kw = cfg.get("kw", {})
+                    f = lambda i=0: top_k1._top_k(xt, k, out=outs[i], **kw)  # noqa: E731
+                    if name not in notes:
+                        v, i = (t.numpy() for t in f())
+                        ok = np.array_equal(v[rows], full_v[:, :k]) and np.array_equal(i[rows], full_i[:, :k])
+                        p = TP.device_path(dev.limits, int(np.prod(shape[:-1])), shape[-1], k,
+                                           key_bits=np.dtype(dtype).itemsize * 8,
+                                           **{a: b for a, b in kw.items() if a in ("force", "chunks", "shuffle")})
+                        notes[name] = (f"{p.path}{' radix' if p.radix else ''} B={p.B} WG={p.workgroup} "
+                                       f"chunks={p.chunks}{' shuf' if p.shuf else ''}", ok)
+                    res[name].append(timing.vk_gpu_ms(f, device=dev, method=M_))
+            for kn, v in base.items():
+                setattr(TP, kn, v)
+            tms = ""
+            if tx is not None:
+                tg, _ = timing.torch_ms(lambda: torch.topk(tx, k, dim=-1, sorted=True), method=M_)
+                tms = f" torch {tg:.4f}"
+            print(f"{shape_s} {dtype} K={k}{tms}", flush=True)
+            for name in configs:
+                note, ok = notes[name]
+                print(f"   {name:24s} {' / '.join(f'{t:.4f}' for t in res[name])}  {'ok' if ok else 'WRONG'}  {note}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
