@@ -460,13 +460,14 @@ def test_short_rows_small_buffer(dev, rng):
     RADIX_SHORT_ROWS_B entries and workgroups of RADIX_SHORT_ROWS_WG up to pow2(K) = 256, any key width;
     exact on random rows and rows of ties (the K-th key's ties fill the buffer: the position select)."""
     assert [(gpu_path(2048, 8192, k, b).B, gpu_path(2048, 8192, k, b).workgroup) for k in (8, 256) for b in (32, 8)] \
-        == [(512, 256)] * 4
+        == [(512, 128)] * 4
     assert gpu_path(2048, 8192, 300).B == 2048 and gpu_path(512, 8192, 64).B == 2048  # K, rows outside the rule
-    assert gpu_path(2048, 4096, 64).B == 2048  # rows a device with ROWS plans there
+    # rows of <= 4096 (which ROWS took before session 17) too
+    assert [(gpu_path(2048, n, k).B, gpu_path(2048, n, k).workgroup) for n in (1601, 2048, 4096) for k in (2, 256)] \
+        == [(512, 128)] * 6
+    assert gpu_path(2048, 1600, 64).B == 2048 and gpu_path(2048, 1024, 64).path == "seg"  # not short radix rows
     B = shared_b(dev)
     n = min(4 * B, 8192)
-    if n < paths.RADIX_SHORT_ROWS_MIN_L:
-        pytest.skip(f"this device's buffer ({B} entries) makes no short radix rows longer than 4096")
     for k in (8, 256):
         p = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k)
         assert (p.path, p.radix, p.chunks) == ("filter", True, 1)
@@ -474,6 +475,27 @@ def test_short_rows_small_buffer(dev, rng):
         assert p.workgroup == min(dev.limits.workgroup(paths.WORKGROUP), paths.RADIX_SHORT_ROWS_WG)
         for dtype, kind in (("float32", "ties"), ("float16", "random"), ("uint8", "ties")):
             check(radix_data(rng, dtype, (paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n), kind), k, -1, "decreasing")
+
+
+def test_rows_of_2k_4k_take_radix_select(dev, rng):
+    """Many rows of ROWS_RADIX_MIN_L + 1 to ROWS_MAX_L with keys wider than 8 bits and K >= 2 take radix select
+    with the short rows' buffer and workgroups of 128 where the device has ROWS; K=1, 8-bit keys, rows of
+    <= ROWS_RADIX_MIN_L and fewer rows keep ROWS. Exact on rows around one step of a 128 workgroup (128 x 16
+    elements), with ties at the K-th key."""
+    lim, n = dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ
+    if lim.has_subgroup(*paths.ROWS_SUBGROUP_OPS):
+        for L, k, bits in ((2048, 64, 32), (4096, 256, 16), (1601, 2, 32), (3000, 8, 16)):
+            p = paths.device_path(lim, n, L, k, key_bits=bits)
+            assert (p.path, p.radix, p.chunks) == ("filter", True, 1), (L, k, bits)
+        for nn, L, k, bits in ((n, 2048, 64, 8), (n, 2048, 1, 32), (n, 1600, 64, 32), (n - 1, 2048, 64, 32)):
+            assert paths.device_path(lim, nn, L, k, key_bits=bits).path == "rows", (nn, L, k, bits)
+    step = 128 * paths.EPI
+    # one pipeline for the three (a new one costs lavapipe ~25 s to compile)
+    for L, k, direction in ((step - 1, 100, "decreasing"), (step, 2, "increasing"), (step + 1, 256, "decreasing")):
+        p = paths.device_path(lim, n, L, k)
+        assert (p.path, p.radix, p.chunks) == ("filter", True, 1)
+        assert p.workgroup == min(lim.workgroup(paths.WORKGROUP), paths.RADIX_SHORT_ROWS_WG)
+        check(radix_data(rng, "float32", (n, L), "ties"), k, -1, direction)
 
 
 def test_one_long_chunk_smaller_buffer(dev, rng):
@@ -726,6 +748,8 @@ def test_rows_choice(dev):
         assert paths.device_path(lim, paths.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
         assert paths.device_path(lim, paths.ROWS_MIN_SEQ, paths.ROWS_MAX_L + 1, 64).path != "rows"
         assert paths.device_path(lim, paths.ROWS_MIN_SEQ, 1024, 257).path != "rows"
+        # many rows longer than ROWS_RADIX_MIN_L with keys wider than 8 bits: radix select
+        assert paths.device_path(lim, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, paths.ROWS_MAX_L, 64).path != "rows"
     minimum = lim.within("minimum")
     assert not minimum.has_subgroup("ballot")
     assert paths.device_path(minimum, paths.ROWS_MIN_SEQ, 1024, 64).path != "rows"

@@ -26,6 +26,18 @@ ROWS_MAX_L = 4096
 ROWS_SUBGROUP_OPS = ("basic", "ballot", "arithmetic", "shuffle")
 ROWS_MAX_KP = 256
 ROWS_MIN_SEQ = 512
+# ... but rows longer than ROWS_RADIX_MIN_L with keys wider than 8 bits, K >= SHORT_ROW_RADIX_MIN_K, on at least
+# RADIX_ONE_CHUNK_WG_MIN_SEQ rows go to radix select with the short rows' buffer and workgroup (below): since
+# session 16 made those small it wins there. H100, session 17, one process, GPU ms ROWS -> radix select (B 512,
+# workgroups of 128): fp32 4096 x 4096 K=8 / 64 / 256 0.137 / 0.143 / 0.220 -> 0.073 / 0.074 / 0.121, 16384 x 2048
+# K=2 / 64 / 256 0.250 / 0.329 / 0.450 -> 0.141 / 0.194 / 0.319, 8192 x 3000 K=64 / 256 0.225 / 0.325 -> 0.120 /
+# 0.205, 16384 x 1700 / 1800 / 2047 K=64 0.288 / 0.304 / 0.716 -> 0.219 / 0.195 / 0.239; fp16 4096 x 4096 K=8 / 64
+# / 256 0.107 / 0.139 / 0.186 -> 0.062 / 0.081 / 0.127, 16384 x 2048 K=8 / 256 0.222 / 0.434 -> 0.166 / 0.398;
+# int32 4096 x 4096 K=64 0.115 -> 0.054. Not on shorter rows (fp32 K=64 on rows of 1100 / 1280 / 1500 / 1536 /
+# 1600: 0.205 / 0.220 / 0.254 / 0.254 / 0.271 -> 0.289 / 0.288 / 0.295 / 0.293 / 0.284, though K=8 and 256 and
+# int32 won at 1500), nor for 8-bit keys (uint8 4096 x 4096 K=256 0.080 -> 0.122), nor at K=1 (SEG, the
+# alternative on rows of 2048, ran 0.310 against ROWS' 0.087 in session 10).
+ROWS_RADIX_MIN_L = 1600
 # The top_k1_sg_* modules (SHUF in top_k1.comp) declare these: the sorting networks' strides below 4 x the
 # subgroup size run in registers and subgroup shuffles instead of shared memory and workgroup barriers.
 # Planned from pow2(K) = SHUF_MIN_KP. H100, session 13, GPU ms: K=1024 LLM rows 7-12% faster (fp16 1 x 151936
@@ -68,15 +80,19 @@ RADIX_ONE_CHUNK_WIDE_B = 512
 # (0.283 -> 0.342) nor for narrower keys (fp16 K=64 0.246 -> 0.362).
 RADIX_ONE_CHUNK_WIDE_SMALL_WG = 128
 RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP = 128
-# Short rows by radix select (one chunk of at most 4 B, read a few times; rows of <= 4096 go to ROWS where the
-# device has its subgroup operations) on as many rows, pow2(K) <= 256, every dtype: a buffer of 512 and
-# workgroups of 256 (it collects at most max(pow2(K), 512) keys). H100, session 16, same call, GPU ms,
+# Short rows by radix select (one chunk of at most 4 B, read a few times; longer than RADIX_SHORT_ROWS_MIN_L)
+# on as many rows, pow2(K) <= 256, every dtype: a buffer of 512 and workgroups of 256, then 128 (it collects
+# at most max(pow2(K), 512) keys). H100, session 16, same call, GPU ms,
 # 2048 x 8192 K=8 / 64 / 256: fp32 0.100 / 0.100 / 0.152 -> 0.084 / 0.085 / 0.113, fp16 0.076 / 0.112 / 0.143
 # -> 0.057 / 0.091 / 0.095 (B 1024 with the same workgroups: within 5% of it; B 1024 and workgroups of 512:
 # 0.090 / 0.091 / 0.129 and 0.071 / 0.103 / 0.124).
 RADIX_SHORT_ROWS_B = 512
-RADIX_SHORT_ROWS_WG = 256
-RADIX_SHORT_ROWS_MIN_L = 4097
+# Workgroups of 128 since session 17 (same call as ROWS_RADIX_MIN_L, GPU ms with 256 -> 128): fp32 2048 x 8192
+# K=8 / 64 / 256 0.084 / 0.084 / 0.112 -> 0.066 / 0.070 / 0.100, fp16 K=64 / 256 0.090 / 0.094 -> 0.077 / 0.092;
+# fp32 16384 x 2048 K=2 / 64 / 256 0.177 / 0.250 / 0.475 -> 0.141 / 0.194 / 0.319, 4096 x 4096 K=256 0.151 ->
+# 0.121 (K=8 / 64 0.072 / 0.073 -> 0.073 / 0.074); fp16 4096 x 4096 K=8 / 256 0.075 / 0.145 -> 0.062 / 0.127.
+RADIX_SHORT_ROWS_WG = 128
+RADIX_SHORT_ROWS_MIN_L = ROWS_RADIX_MIN_L + 1
 RADIX_SHORT_CHUNK_B = 16
 # One radix chunk a row on >= RADIX_ONE_CHUNK_WG_MIN_SEQ rows (a few waves of workgroups: 4096 x 32768) sets
 # bits of top_k1.comp's push word `tune` (tune_bits below):
@@ -244,15 +260,18 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         chunks = -(-length // chunk_len)
         if force is None and Kp >= RADIX_SHORT_MIN_KP and (chunk_len <= RADIX_SHORT_CHUNK_B * B or wave):
             radix = True
-        if (radix and force is None and chunks == 1 and chunk_len <= 4 * B and length >= RADIX_SHORT_ROWS_MIN_L
-                and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ and Kp <= RADIX_ONE_CHUNK_WG_MAX_KP):
+        one_chunk = radix and force is None and chunks == 1
+        many = Kp <= RADIX_ONE_CHUNK_WG_MAX_KP and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ
+        if one_chunk and chunk_len <= 4 * B and length >= RADIX_SHORT_ROWS_MIN_L and many:
+            # Many short rows, each read a few times: at most max(Kp, 512) keys collected, so a small
+            # buffer and workgroup let an SM hold more workgroups.
             WG = min(WG, RADIX_SHORT_ROWS_WG)
             B = max(min(B, RADIX_SHORT_ROWS_B), 2 * Kp, WG)
-        elif radix and force is None and chunks == 1 and chunk_len > 4 * B:
+        elif one_chunk and chunk_len > 4 * B:
             # One long chunk a row by radix select: its buffer only needs room for the sampled guess's
             # ~1.5K + 64 keys, and a smaller one lets an SM hold more workgroups.
             B = max(min(B, 4 * Kp), RADIX_ONE_CHUNK_MIN_B)
-            if Kp <= RADIX_ONE_CHUNK_WG_MAX_KP and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ:
+            if many:
                 WG = min(WG, RADIX_ONE_CHUNK_WG)
                 if key_bits == 32:
                     if Kp <= RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP:
@@ -279,7 +298,7 @@ def tune_bits(p: Path, n_seq: int, key_bits: int) -> int:
 
 
 def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False,
-              cap: Optional[int] = None) -> Optional[Path]:
+              cap: Optional[int] = None, key_bits: int = 32) -> Optional[Path]:
     """The ROWS lowering (one subgroup per sequence) where it applies, else None. Subgroup g of a workgroup
     owns B / (subgroups) shared entries: a 256-bin histogram, then the candidates; the workgroup is at most
     4 subgroups of the smallest size the device may run, so each owns >= B/4."""
@@ -288,6 +307,9 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
         return None
     if not force and (length > ROWS_MAX_L or n_seq < ROWS_MIN_SEQ):
         return None
+    if (not force and length > ROWS_RADIX_MIN_L and key_bits > 8 and k >= SHORT_ROW_RADIX_MIN_K
+            and n_seq >= RADIX_ONE_CHUNK_WG_MIN_SEQ):
+        return None  # radix select with the short rows' buffer and workgroup (ROWS_RADIX_MIN_L)
     smin, smax = limits.min_subgroup_size, limits.max_subgroup_size
     wg = limits.workgroup(min(128, 4 * smin))
     if wg < smax:
@@ -372,7 +394,8 @@ def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
                                   f"{limits.min_subgroup_size}-{limits.max_subgroup_size}, "
                                   f"{limits.shared_memory_bytes} bytes of shared memory)")
     if force == "rows" or (force is None and chunks is None):
-        p = rows_path(limits, n_seq, length, k, force=force == "rows", cap=chunks if force == "rows" else None)
+        p = rows_path(limits, n_seq, length, k, force=force == "rows", cap=chunks if force == "rows" else None,
+                      key_bits=kw.get("key_bits", 32))
         if p is not None:
             return p
         if force == "rows":
