@@ -2,7 +2,8 @@
 takes is decided by the rules in top_k1_paths.py (pure):
   rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic + shuffle:
           one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
-          (kernels/top_k1_rows.glsl; rows of <= 32 keys per lane stay in registers).
+          (kernels/top_k1_rows.glsl; rows of <= 32 keys per lane stay in registers). Thousands of rows
+          longer than ROWS_RADIX_MIN_L with 16- or 32-bit keys and K >= 2 take radix select instead.
   seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch
           (rows of more than B/2 only for K = 1 or pow2(K) > B/2; see below).
   filter  longer rows with pow2(K) <= B/2: each workgroup streams a chunk once, keeping only elements
