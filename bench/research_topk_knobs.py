@@ -4,7 +4,7 @@ oracle, torch beside. GPU ms from Vulkan timestamps; each configuration is timed
 so a drift of the card's clock shows as a spread.
 
     bash bench/gpu.sh python3 bench/research_topk_knobs.py \
-        --configs '{"now": {}, "radix": {"paths": {"ROWS_MAX_L": 2048, "RADIX_SHORT_ROWS_MIN_L": 2049}}}' \
+        --configs '{"old": {"paths": {"ROWS_RADIX_MIN_L": 4096, "RADIX_SHORT_ROWS_MIN_L": 4097}}, "new": {}}' \
         --case 4096x4096:float32:8,64,256 --case 16384x2048:float32:1024
 
 A configuration is {"paths": {KNOB: value, ...}, "kw": {force/chunks/shuffle/tune: value}}; plans are
@@ -41,6 +41,11 @@ def main():
     args = ap.parse_args()
     configs = json.loads(args.configs)
     base = {k: getattr(TP, k) for c in configs.values() for k in c.get("paths", {})}
+
+    def set_knobs(cfg):  # every knob any configuration names: its own value, else the module's
+        for kn, v in {**base, **cfg.get("paths", {})}.items():
+            setattr(TP, kn, v)
+
     dev = vkops.Device()
     rng = np.random.default_rng(0)
     torch = timing.cuda_torch()
@@ -60,10 +65,7 @@ def main():
             notes = {}
             for _ in range(args.passes):
                 for name, cfg in configs.items():
-                    for kn, v in base.items():
-                        setattr(TP, kn, v)
-                    for kn, v in cfg.get("paths", {}).items():
-                        setattr(TP, kn, v)
+                    set_knobs(cfg)
                     dev._plans.clear()
                     kw = cfg.get("kw", {})
                     f = lambda i=0: top_k1._top_k(xt, k, out=outs[i], **kw)  # noqa: E731
@@ -76,8 +78,7 @@ def main():
                         notes[name] = (f"{p.path}{' radix' if p.radix else ''} B={p.B} WG={p.workgroup} "
                                        f"chunks={p.chunks}{' shuf' if p.shuf else ''}", ok)
                     res[name].append(timing.vk_gpu_ms(f, device=dev, method=M_))
-            for kn, v in base.items():
-                setattr(TP, kn, v)
+            set_knobs({})
             tms = ""
             if tx is not None:
                 tg, _ = timing.torch_ms(lambda: torch.topk(tx, k, dim=-1, sorted=True), method=M_)

@@ -456,7 +456,7 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
 
 
 def test_short_rows_small_buffer(dev, rng):
-    """Many short rows by radix select (one chunk of at most 4 B, longer than 4096) plan a buffer of
+    """Many short rows by radix select (one chunk of at most 4 B, longer than ROWS_RADIX_MIN_L) plan a buffer of
     RADIX_SHORT_ROWS_B entries and workgroups of RADIX_SHORT_ROWS_WG up to pow2(K) = 256, any key width;
     exact on random rows and rows of ties (the K-th key's ties fill the buffer: the position select)."""
     assert [(gpu_path(2048, 8192, k, b).B, gpu_path(2048, 8192, k, b).workgroup) for k in (8, 256) for b in (32, 8)] \
