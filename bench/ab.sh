@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Research: the same `vkops bench --op top_k` cases with this tree's kernels ("new", with torch) and with
 # each saved package copy: .old/ ("old") and every .var/NAME/ ("NAME"), one process each, results under
-# $OUT/<side>. Make a copy from a commit (an ignored folder; carry it with .gl, .whl and vkops/spv):
+# $OUT/<side>. Make a copy from a commit (an ignored folder; carry it with dist and vkops/spv):
 #   git worktree add /tmp/oldwt REV && mkdir -p .old && cp -r /tmp/oldwt/vkops .old/ && rm -rf .old/vkops/spv \
 #     && .venv/bin/python /tmp/oldwt/kernels/build.py --out .old/vkops/spv && git worktree remove --force /tmp/oldwt
 # or from an edited kernel: `bench/ab_variant.sh NAME` (this tree's package, its kernels/ edited in place).

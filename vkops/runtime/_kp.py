@@ -17,8 +17,9 @@ def how_to_get() -> str:
     """How to install the patched kp for this Python (the ImportError's advice)."""
     py = sys.executable or "python3"
     tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    return ("vkops needs kp (Kompute) 0.9.0 built with vkops' patch (patches/kp-0.9.0/ in the vkops repository; "
-            "building it needs libvulkan-dev libfmt-dev cmake g++). From a vkops checkout, either "
+    return ("vkops needs kp (Kompute) 0.9.0 built with vkops' patch: the wheels `make wheels` builds carry it "
+            "(`pip install vkops-*.whl`); this install has none (a pure-Python build). To add it (building needs "
+            "libvulkan-dev libfmt-dev cmake g++), from a vkops checkout either "
             f"`make kp-wheel PY={py} OUT=dist` and then `{py} -m pip install dist/kp-0.9.0-{tag}-*.whl`, "
             f"or in one step `{py} -m pip install ./patches/kp-0.9.0` (`make setup` does it for the checkout's .venv)")
 
@@ -27,10 +28,13 @@ def kp():
     """The kp module; raises ImportError saying how to get the patched build."""
     global _kp
     if _kp is None:
-        try:
-            import kp as mod  # noqa: PLC0415
-        except ImportError as e:
-            raise ImportError(f"{e}. {how_to_get()}") from e
+        try:  # the wheel's own build (make wheels), else the one installed beside vkops (make setup)
+            from .._vendor import kp as mod  # noqa: PLC0415
+        except ImportError:
+            try:
+                import kp as mod  # noqa: PLC0415
+            except ImportError as e:
+                raise ImportError(f"{e}. {how_to_get()}") from e
         if not hasattr(mod, "OpBufferCopy"):
             raise ImportError(f"the installed kp is not vkops' patched build. {how_to_get()}")
         _kp = mod
