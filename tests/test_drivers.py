@@ -51,10 +51,13 @@ def box(tmp_path):
     return tmp_path, env
 
 
-def _nvidia(tmp: Path, absolute: bool) -> Path:
-    """nvidia_icd.json naming libGLX_nvidia.so.0 (really libm: not a driver) beside libEGL_nvidia.so.0 (lavapipe)."""
+INTEL = "/usr/lib/x86_64-linux-gnu/libvulkan_intel.so"  # a driver that loads and finds no device here
+
+
+def _nvidia(tmp: Path, absolute: bool, glx: str = "") -> Path:
+    """nvidia_icd.json naming libGLX_nvidia.so.0 (libm: not a driver, or `glx`) beside libEGL_nvidia.so.0 (lavapipe)."""
     lib = tmp / "lib"
-    os.symlink(_libm(), lib / "libGLX_nvidia.so.0")
+    os.symlink(glx or _libm(), lib / "libGLX_nvidia.so.0")
     os.symlink(_lavapipe(), lib / "libEGL_nvidia.so.0")
     name = str(lib / "libGLX_nvidia.so.0") if absolute else "libGLX_nvidia.so.0"
     return _icd(tmp / "data" / "vulkan" / "icd.d" / "nvidia_icd.json", name)
@@ -77,10 +80,12 @@ else:
 """
 
 
-@pytest.mark.parametrize("absolute", [False, True], ids=["bare-name", "absolute-path"])
-def test_headless_fallback_writes_egl_icd_and_retries_in_process(box, absolute):
+@pytest.mark.parametrize("absolute,glx", [(False, ""), (True, ""), (False, INTEL)],
+                         ids=["bare-name", "absolute-path", "zero-devices"])
+def test_headless_fallback_writes_egl_icd_and_retries_in_process(box, absolute, glx):
+    """GLX's library fails as a driver (VK_ERROR_INCOMPATIBLE_DRIVER) or finds no device (zero devices)."""
     tmp, env = box
-    glx = _nvidia(tmp, absolute)
+    glx = _nvidia(tmp, absolute, glx)
     code = """
 import json, os, numpy as np, vkops
 from vkops import drivers
@@ -243,3 +248,15 @@ def test_icd_discovery_follows_the_loader(tmp_path, monkeypatch):
     assert [(i.file, i.source) for i in drivers.icd_files()] == [(str(b), "VK_ICD_FILENAMES"),
                                                                  (str(extra), "VK_ICD_FILENAMES")]
     assert drivers.user_driver_env() == "VK_ICD_FILENAMES" and drivers.headless_fallback() is None
+
+
+def test_drivers_that_find_no_device_say_so(box):
+    tmp, env = box
+    intel = _icd(tmp / "data" / "vulkan" / "icd.d" / "intel.json", INTEL)
+    r = _py(DEVICE_ERROR, env)
+    assert r.returncode == 0, r.stderr
+    assert "OSError ValidationError" in r.stdout
+    assert "Device.index must be < 0 (no Vulkan devices found); got 0" in r.stdout
+    assert "the loader found 0 devices" in r.stdout
+    assert f"{intel} (search): library {INTEL}: loads and exports vk_icdGetInstanceProcAddr" in r.stdout
+    assert "Every driver loads but none sees a device: make the GPU visible" in r.stdout

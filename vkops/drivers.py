@@ -220,16 +220,21 @@ def diagnose(result: int, found: int) -> str:
         return (f"{head}. No ICD manifest files (the drivers' *.json) were found in {where}. Install the GPU "
                 f"driver's Vulkan ICD (NVIDIA: the driver's Vulkan/GL component), or mesa-vulkan-drivers for "
                 f"the CPU (lavapipe)" + (f", or unset {var}" if var else ""))
-    lines = [f"  {i.file} ({i.source}): library {i.library}: {check_library(i)}" for i in icds]
+    checks = [check_library(i) for i in icds]
+    lines = [f"  {i.file} ({i.source}): library {i.library}: {c}" for i, c in zip(icds, checks)]
     tail = (f"{var} is set ({os.environ[var]}), so vkops tried no fallback" if var else
             f"vkops' headless fallback {fallback['file']} ({fallback['library']}) was tried too" if fallback else
             f"no ICD names {GLX_NVIDIA}, so vkops' headless NVIDIA fallback did not apply")
     if any(i.error for i in icds):  # the loader (1.3.239 here) gives up on every driver at a manifest it cannot parse
         tail += ("; a manifest that cannot be read can stop the loader from loading any driver "
                  "(it then returns VK_ERROR_OUT_OF_HOST_MEMORY): fix or remove it")
-    return (f"{head}. The ICD files and their libraries:\n" + "\n".join(lines) + f"\n{tail}. Install or repair "
-            "the driver whose library fails (NVIDIA: its Vulkan ICD and glvnd's libEGL/libGLX; CPU: "
-            "mesa-vulkan-drivers), or set VK_DRIVER_FILES to a working ICD file")
+    todo = ("Install or repair the driver whose library fails (NVIDIA: its Vulkan ICD and glvnd's libEGL/libGLX; "
+            "CPU: mesa-vulkan-drivers), or set VK_DRIVER_FILES to a working ICD file")
+    if all(c.startswith("loads and exports") for c in checks):  # drivers that load but see no GPU
+        todo = ("Every driver loads but none sees a device: make the GPU visible to this process (/dev/dri, "
+                "/dev/nvidia*, the container's GPU options), install the driver of the GPU you have, or "
+                "mesa-vulkan-drivers for the CPU")
+    return f"{head}. The ICD files and their libraries:\n" + "\n".join(lines) + f"\n{tail}. {todo}"
 
 
 def report() -> dict:
