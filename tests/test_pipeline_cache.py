@@ -84,5 +84,67 @@ def test_verdicts_are_remembered_per_spirv(dev, tmp_path, monkeypatch):
     assert len(calls) == 2
     (f,) = (tmp_path / "vkops").glob("verdicts-*.json")
     f.write_text("{not json")
-    assert p.remembered("probe", ["slice1_b32"], lambda: False) is False  # a broken file is recomputed
+    with pytest.warns(RuntimeWarning, match="ignoring verdict file"):  # never silently
+        assert p.remembered("probe", ["slice1_b32"], lambda: False) is False  # a broken file is recomputed
     p.cache_path = None  # this second view of the device's cache writes nothing at exit
+
+
+RACER = """
+import json, struct, sys, time, warnings
+from pathlib import Path
+warnings.simplefilter("error")  # an ignored (torn) cache or verdict file fails this process
+from vkops.runtime.pipelines import MAGIC, Pipelines
+
+home, me, rounds = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+
+class Info:  # what the cache file name and its header check read of a device
+    vendor_id, device_id, driver_version, pipeline_cache_uuid = 0x10005, 7, 1, bytes(range(16))
+
+class Manager:  # stands in for kp's: payloads of 4 KiB to 1 MiB, so a non-atomic write would be seen torn
+    n = merged = 0
+    def compiled_pipelines(self): return self.n
+    def get_pipeline_cache_data(self):
+        size = 4096 * (1 + (self.n * 37 + me * 11) % 256)
+        return struct.pack("<4I", 32, 1, Info.vendor_id, Info.device_id) + Info.pipeline_cache_uuid + bytes([me]) * size
+    def merge_pipeline_cache_data(self, data): self.merged += 1
+
+class Dev:
+    info = Info()
+
+p = Pipelines(Dev(), Manager())
+verdicts = p.cache_path.with_name(p.cache_path.name.replace("pipelines-", "verdicts-").replace(".bin", ".json"))
+while not (home / "go").exists():  # start together
+    time.sleep(0.001)
+reads = 0
+for i in range(rounds):
+    p._mgr.n += 1
+    assert p.save() == p.cache_path
+    p._load()  # checks magic, checksum and header; would warn (an error here) on a torn file
+    assert p.remembered(f"v{me}-{i}", ["slice1_b32"], lambda: (me + i) % 3 == 0) == ((me + i) % 3 == 0)
+    assert isinstance(json.loads(verdicts.read_text()), dict)
+    reads += 2
+print(reads, p._mgr.merged)
+"""
+
+
+def test_concurrent_processes_never_read_a_partial_cache_or_verdict_file(tmp_path):
+    """Processes started together write and read the pipeline cache and the verdict file; every read
+    parses and checks out (temp file + rename), and no process's verdict is lost (merged under a lock)."""
+    procs, rounds = 6, 25
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    ps = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), str(me), str(rounds)], env=env, cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in range(procs)]
+    (tmp_path / "go").touch()
+    for me, p in enumerate(ps):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, f"process {me}: {err[-2000:]}"
+        reads, merged = map(int, out.split())
+        assert reads == 2 * rounds and merged >= rounds  # every load found a whole file
+    (cache,) = (tmp_path / "vkops").glob("pipelines-*.bin")
+    raw = cache.read_bytes()
+    assert raw[:8] == b"VKOPSPC1" and hashlib.sha256(raw[40:]).digest() == raw[8:40]
+    (vfile,) = (tmp_path / "vkops").glob("verdicts-*.json")
+    data = json.loads(vfile.read_text())
+    want = {f"v{me}-{i}": (me + i) % 3 == 0 for me in range(procs) for i in range(rounds)}
+    assert {k.rsplit("-", 1)[0]: v for k, v in data.items()} == want
+    assert not list((tmp_path / "vkops").glob(".*-*"))  # no temp file left behind

@@ -3,7 +3,7 @@
 Descriptors validate without a device; `vkops.runtime` is the only module that imports kp.
 """
 from .dtypes import DataType
-from .errors import DeviceLimitError, DeviceMemoryError, ValidationError
+from .errors import DeviceLimitError, DeviceMemoryError, NoDeviceError, ValidationError
 from .limits import Limits
 from .ops.qlmm import QuantizedLinearMatMulDesc
 from .ops.qlmm_face import quantized_linear_matmul
@@ -15,7 +15,7 @@ from .tensor import TensorDesc
 
 __version__ = "0.1.0"
 
-__all__ = ["DataType", "DeviceLimitError", "DeviceMemoryError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
+__all__ = ["DataType", "DeviceLimitError", "DeviceMemoryError", "NoDeviceError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
            "QuantizedLinearMatMulDesc", "quantized_linear_matmul",
            "AxisDirection", "TopK1Desc", "top_k",
            "Batch", "Device", "DeviceTensor", "devices", "to_device", "Limits", "Plan"]

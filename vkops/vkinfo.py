@@ -1,4 +1,4 @@
-"""Physical-device facts that kp does not expose, read with ctypes from the Vulkan loader.
+"""Physical-device facts that kp does not expose, read with ctypes from the Vulkan loader kp uses.
 
 kp's Python binding reports only the device name and workgroup limits; vkops also needs the
 subgroup size, shared memory, maxStorageBufferRange, the driver and the extension list. Devices are
@@ -9,6 +9,9 @@ from __future__ import annotations
 import ctypes as C
 from dataclasses import dataclass, field
 from typing import List, Tuple
+
+from . import drivers
+from .errors import NoDeviceError
 
 u32, u64, vp = C.c_uint32, C.c_uint64, C.c_void_p
 
@@ -147,29 +150,30 @@ def _version(v: int) -> Tuple[int, int, int]:
     return ((v >> 22) & 0x7F, (v >> 12) & 0x3FF, v & 0xFFF)
 
 
-_LOADER_NAMES = ("libvulkan.so.1", "libvulkan.so", "vulkan-1.dll", "libvulkan.1.dylib", "libMoltenVK.dylib")
-
-
-def _loader():
-    """The Vulkan loader under its Linux/Android, Windows or macOS name."""
-    for name in _LOADER_NAMES:
-        try:
-            return C.CDLL(name)
-        except OSError:
-            continue
-    raise OSError(f"no Vulkan loader found (tried {', '.join(_LOADER_NAMES)})")
-
-
 def query_devices() -> List[DeviceInfo]:
-    """All physical devices the Vulkan loader sees. Raises OSError if there is no loader."""
-    lib = _loader()
+    """All physical devices the Vulkan loader sees (vkops.drivers chooses the loader kp uses). When no
+    driver is usable, applies vkops.drivers' headless NVIDIA fallback once and asks again. Raises
+    vkops.NoDeviceError (an OSError) saying what is missing when there is no loader or no instance;
+    returns [] when the instance has no device (Device() then says why)."""
+    lib = drivers.loader()
+    r, infos = _query(lib)
+    if (r == drivers.VK_ERROR_INCOMPATIBLE_DRIVER or (r == 0 and not infos)) and drivers.headless_fallback():
+        r, infos = _query(lib)  # the loader reads VK_DRIVER_FILES again at this vkCreateInstance
+    if r != 0:
+        raise NoDeviceError(drivers.diagnose(r, 0))
+    return infos
+
+
+def _query(lib) -> Tuple[int, List[DeviceInfo]]:
+    """(vkCreateInstance's VkResult, the devices of that instance)."""
     app = AppInfo(ST_APPLICATION_INFO, None, b"vkops", 1, b"vkops", 1, (1 << 22) | (2 << 12))
     ci = InstanceInfo(ST_INSTANCE_CREATE_INFO, None, 0, C.pointer(app), 0, None, 0, None)
     inst = vp()
     lib.vkCreateInstance.argtypes = [vp, vp, vp]
+    lib.vkCreateInstance.restype = C.c_int32
     r = lib.vkCreateInstance(C.byref(ci), None, C.byref(inst))
     if r != 0:
-        raise OSError(f"vkCreateInstance failed with VkResult {r}")
+        return r, []
     try:
         lib.vkEnumeratePhysicalDevices.argtypes = [vp, vp, vp]
         n = u32(0)
@@ -179,7 +183,7 @@ def query_devices() -> List[DeviceInfo]:
         lib.vkGetInstanceProcAddr.restype = vp
         lib.vkGetInstanceProcAddr.argtypes = [vp, C.c_char_p]
         coop_addr = lib.vkGetInstanceProcAddr(inst, b"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
-        return [_describe(lib, i, pd, coop_addr) for i, pd in enumerate(pds[: n.value])]
+        return 0, [_describe(lib, i, pd, coop_addr) for i, pd in enumerate(pds[: n.value])]
     finally:
         lib.vkDestroyInstance.argtypes = [vp, vp]
         lib.vkDestroyInstance(inst, None)

@@ -10,7 +10,7 @@ import platform
 from importlib import resources
 from typing import Dict, List, Optional
 
-from .. import __version__
+from .. import __version__, drivers
 from ..runtime.device import EXTENSIONS, devices
 
 OPTIONAL = {"matplotlib": "report plots", "tqdm": "progress bar", "jsonschema": "schema checks in tests",
@@ -28,6 +28,7 @@ def device_facts(index: int, features: bool = True) -> dict:
     """The Vulkan device's facts vkops reads (vkops/vkinfo.py), and with `features` the features the
     patched kp enabled (this creates the device)."""
     i = devices()[index]
+    vk = drivers.report()
     enabled = None
     if features:
         from ..runtime import Device  # noqa: PLC0415
@@ -49,6 +50,9 @@ def device_facts(index: int, features: bool = True) -> dict:
                                       i.cooperative_matrix_shapes],
         "extensions_used": [e for e in EXTENSIONS if e in i.extensions],
         "features": enabled,
+        # Which loader and driver files gave this device, and whether vkops' headless fallback wrote one.
+        "vulkan": {"loader": drivers.loader_path(), "icd_files": [f["file"] for f in vk["icd_files"]],
+                   "headless_fallback_icd": (vk["headless_fallback"] or {}).get("file")},
     }
 
 
@@ -100,12 +104,26 @@ def collect(features: bool = True) -> dict:
     from .baselines import status  # noqa: PLC0415
 
     return {"vkops": __version__, "machine": machine(), "kp": kp_build(), "spirv": spirv_set(),
-            "devices": [device_facts(i.index, features) for i in devices()], "baselines": status(),
+            "devices": [device_facts(i.index, features) for i in devices()], "vulkan": drivers.report(),
+            "baselines": status(),
             "optional": {name: {"version": _dist_version(name), "for": why} for name, why in OPTIONAL.items()}}
 
 
 def _mib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def vulkan_lines(vk: dict) -> List[str]:
+    """The loader file, the ICD files it read (and where each came from), the headless fallback."""
+    lines = [f"Vulkan loader: {vk['loader']}" + ("" if vk["loader"] is None or "vkops.libs" in vk["loader"]
+                                                 else " (the system's; no loader bundled in vkops.libs)")]
+    env = f" (from {vk['driver_env']}, set by the user)" if vk["driver_env"] else ""
+    lines.append(f"ICD files the loader reads{env}:" + (" none" if not vk["icd_files"] else ""))
+    lines += [f"  {f['file']} -> {f['library']} ({f['source']})" for f in vk["icd_files"]]
+    fb = vk["headless_fallback"]
+    lines.append("headless NVIDIA fallback: " + ("not applied" if fb is None else
+                 f"applied: wrote {fb['file']} ({fb['library']}) in place of {fb['replaced']}, set VK_DRIVER_FILES"))
+    return lines
 
 
 def text(facts: dict) -> str:
@@ -122,6 +140,7 @@ def text(facts: dict) -> str:
                      f"sha256 {sp['sha256']}) from {sp['manifest']}")
     else:
         lines.append(f"SPIR-V: {sp['error']}")
+    lines += vulkan_lines(facts["vulkan"])
     for d in facts["devices"]:
         lim = d["limits"]
         lo, hi = d["subgroup_size_range"]

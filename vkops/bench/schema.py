@@ -66,6 +66,9 @@ DEVICE = {
         "api_version": _str, "subgroup_size": {"type": "integer"}, "limits": {"type": "object"},
         "cooperative_matrix_shapes": {"type": "array", "items": _str},
         "features": {"type": ["array", "null"], "items": _str},
+        "vulkan": {"type": "object", "required": ["loader", "icd_files", "headless_fallback_icd"],
+                   "properties": {"loader": _strn, "icd_files": {"type": "array", "items": _str},
+                                  "headless_fallback_icd": _strn}},
     },
 }
 

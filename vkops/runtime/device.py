@@ -9,10 +9,10 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import vkinfo
+from .. import drivers, vkinfo
 from ..limits import Limits
 from ..dtypes import DataType, words_for
-from ..errors import ValidationError
+from ..errors import NoDeviceError, ValidationError
 from ..tensor import TensorDesc
 from . import _kp as K
 from . import memory as memory_mod
@@ -59,11 +59,12 @@ class Device:
     _instances_lock = threading.Lock()
 
     def __new__(cls, index: Optional[int] = None, *, memory_budget: Optional[int] = None, limits=None):
+        env = os.environ.get("VKOPS_DEVICE") if index is None else None
         if index is None:
-            index = int(os.environ.get("VKOPS_DEVICE", "0"))
+            index = int(env or "0")
         infos = devices()
         if not 0 <= index < len(infos):
-            raise ValidationError(f"Device.index must be < {len(infos)} (devices found); got {index}")
+            raise NoDeviceError(_index_message(index, infos, env))
         with cls._instances_lock:
             dev = cls._instances.get(index)
             if dev is None:
@@ -149,7 +150,12 @@ class Device:
         with self._lock:
             if self._mgr is None:
                 exts = [e for e in EXTENSIONS if e in self.info.extensions]
-                mgr = K.kp().Manager(self.index, [], exts)
+                try:
+                    mgr = K.kp().Manager(self.index, [], exts)
+                except Exception:  # noqa: BLE001  (kp's instance found no driver: the same fallback, once)
+                    if not drivers.headless_fallback():
+                        raise
+                    mgr = K.kp().Manager(self.index, [], exts)
                 # Idle blocks kept for reuse: an eighth of device memory, 256 MiB to 2 GiB.
                 idle = min(max(self.info.device_local_bytes // 8, 256 << 20), 2 << 30)
                 cpu = self.device_type == "cpu"  # host memory is device memory: no staging copies
@@ -323,6 +329,17 @@ class Device:
     def _active_batch(self) -> Optional[Batch]:
         stack = getattr(self._local, "stack", None)
         return stack[-1] if stack else None
+
+
+def _index_message(index: int, infos, env: Optional[str]) -> str:
+    """Device.index out of range: how many devices there are, which, and where the index came from."""
+    src = f" (from VKOPS_DEVICE={env})" if env is not None else ""
+    if not infos:
+        return (f"Device.index must be < 0 (no Vulkan devices found); got {index}{src}. "
+                + drivers.diagnose(0, 0))
+    found = "; ".join(f"{i.index}: {i.name} ({i.device_type}, {i.driver})" for i in infos)
+    return (f"Device.index must be < {len(infos)} (devices found: {found}); got {index}{src}. Pass an index "
+            f"below {len(infos)} or set VKOPS_DEVICE to one")
 
 
 def parse_bytes(text: Optional[str]) -> Optional[int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +28,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..drivers import cache_base
 from ._kp import kp
 
 ALGORITHM_CACHE_SIZE = 512
@@ -37,8 +39,7 @@ def cache_dir() -> Optional[Path]:
     """Where pipeline cache files go, or None when VKOPS_PIPELINE_CACHE=0."""
     if os.environ.get("VKOPS_PIPELINE_CACHE", "1").lower() in ("0", "off", "false", "no"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "vkops"
+    return cache_base()
 
 
 def cache_file(info) -> Optional[Path]:
@@ -221,24 +222,49 @@ class Pipelines:
         key = f"{name}-{digest}"
         path = None if self.cache_path is None else self.cache_path.with_name(
             self.cache_path.name.replace("pipelines-", "verdicts-").replace(".bin", ".json"))
-        data = {}
-        if path is not None and path.exists():
-            try:
-                data = json.loads(path.read_text())
-            except (OSError, ValueError):
-                data = {}
-        if isinstance(data, dict) and isinstance(data.get(key), bool):
+        data = _read_verdicts(path)
+        if isinstance(data.get(key), bool):
             return data[key]
         verdict = bool(compute())
         if path is not None:
-            data = data if isinstance(data, dict) else {}
-            data[key] = verdict
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".verdicts-")
-                with os.fdopen(fd, "w") as f:
-                    json.dump(data, f)
-                os.replace(tmp, path)
+                with _locked(path.with_name(path.name + ".lock")):  # merge with what other processes wrote since
+                    data = {**_read_verdicts(path), key: verdict}
+                    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".verdicts-")
+                    with os.fdopen(fd, "w") as f:
+                        json.dump(data, f)
+                    os.replace(tmp, path)  # readers see the whole old file or the whole new one
             except OSError as e:
                 warnings.warn(f"vkops: cannot write {path}: {e}", RuntimeWarning, stacklevel=2)
         return verdict
+
+
+def _read_verdicts(path: Optional[Path]) -> Dict[str, bool]:
+    """The verdict file's entries; {} when absent, with a warning when it cannot be read or parsed."""
+    if path is None or not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        return data
+    except (OSError, ValueError) as e:
+        warnings.warn(f"vkops: ignoring verdict file {path}: {e}", RuntimeWarning, stacklevel=3)
+        return {}
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path):
+    """An exclusive advisory lock on `lock_path` (fcntl; none where fcntl is missing)."""
+    try:
+        import fcntl  # noqa: PLC0415
+    except ImportError:
+        yield
+        return
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
