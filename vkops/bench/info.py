@@ -8,6 +8,7 @@ import json
 import os
 import platform
 from importlib import resources
+from pathlib import Path
 from typing import Dict, List, Optional
 
 from .. import __version__, drivers
@@ -69,11 +70,15 @@ def machine() -> dict:
 
 def kp_build() -> dict:
     """kp's version, where it is, and whether it is vkops' patched build."""
+    from ..runtime import _kp as K  # noqa: PLC0415  (the wheel's vkops._vendor.kp first, as the runtime does)
+
     try:
-        import kp  # noqa: PLC0415
+        kp = K.kp()
     except ImportError as e:
         return {"version": None, "patched": False, "path": None, "error": str(e)}
-    return {"version": _dist_version("kp"), "patched": hasattr(kp, "OpBufferCopy"), "path": kp.__file__}
+    vendored = kp.__name__ != "kp" or "_vendor" in Path(kp.__file__).parts
+    return {"version": "0.9.0 (in the vkops wheel)" if vendored else _dist_version("kp"),
+            "patched": hasattr(kp, "OpBufferCopy"), "path": kp.__file__}
 
 
 def spirv_set() -> dict:
@@ -94,7 +99,7 @@ def spirv_set() -> dict:
 def versions(extra: Optional[List[str]] = None) -> Dict[str, Optional[str]]:
     import numpy  # noqa: PLC0415
 
-    out = {"vkops": __version__, "numpy": numpy.__version__, "kp": _dist_version("kp")}
+    out = {"vkops": __version__, "numpy": numpy.__version__, "kp": kp_build()["version"]}
     for name in extra or ():
         out[name] = _dist_version(name)
     return out

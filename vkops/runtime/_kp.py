@@ -34,6 +34,9 @@ def kp():
             try:
                 import kp as mod  # noqa: PLC0415
             except ImportError as e:
+                if "libvulkan" in str(e):  # kp is there, the loader it links is not
+                    raise ImportError(f"{e}: no Vulkan loader. Install the system's (Debian/Ubuntu: apt install "
+                                      "libvulkan1) or the vkops wheel, which bundles one") from e
                 raise ImportError(f"{e}. {how_to_get()}") from e
         if not hasattr(mod, "OpBufferCopy"):
             raise ImportError(f"the installed kp is not vkops' patched build. {how_to_get()}")
