@@ -2,7 +2,7 @@
 torch._int_mm (B column-major and row-major) and ONNX Runtime's CPU QLinearMatMul: a preset of
 `python -m vkops bench` (vkops/bench/).
 
-    python bench/bench_qlmm.py             # README's table = python -m vkops bench --op qlmm --preset paper --against torch,onnxruntime
+    python bench/bench_qlmm.py             # docs/performance/qlmm.md's table = python -m vkops bench --op qlmm --preset paper --against torch,onnxruntime
     python bench/bench_qlmm.py --skinny    # decoding-sized M = ... --preset llm
     python bench/bench_qlmm.py --small     # CPU-driver shapes (the default on one)
 

@@ -1,7 +1,7 @@
 """SLICE1 throughput (bytes read + written per second) against torch and a device-to-device copy: a
 preset of `python -m vkops bench` (vkops/bench/).
 
-    python bench/bench_slice1.py               # README's table = python -m vkops bench --op slice --preset paper --against torch
+    python bench/bench_slice1.py               # docs/performance/slice1.md's table = python -m vkops bench --op slice --preset paper --against torch
     python bench/bench_slice1.py --gib 0.25    # the same windows on a 256 MiB input
 
 The identity window also runs as a plain vkCmdCopyBuffer of the same bytes (the ceiling). Every

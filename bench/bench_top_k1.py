@@ -1,6 +1,6 @@
 """TOP_K1 against torch.topk(..., sorted=True): a preset of `python -m vkops bench` (vkops/bench/).
 
-    python bench/bench_top_k1.py               # README's grid = python -m vkops bench --op top_k --preset paper --against torch
+    python bench/bench_top_k1.py               # docs/performance/top_k1.md's grid = python -m vkops bench --op top_k --preset paper --against torch
     python bench/bench_top_k1.py --grid llm    # LLM vocabularies = ... --preset llm
     python bench/bench_top_k1.py --small       # CPU-driver shapes (the default on one) = ... --preset small
 

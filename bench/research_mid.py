@@ -2,7 +2,7 @@
 MID_CONFIG, LARGE_CONFIG) against the ones before them (32 x 64 x 128, 64 x 64 x 64 and 128 x 128 x 64 tiles
 of 2 x 2 subgroups, split toward 256 workgroups), int8 and uint8 with zero points, GPU ms from Vulkan timestamps in
 one process, 4 rows of each output checked against the oracle (within 1: float32 rounding at a .5 tie).
-README, session 10.
+docs/tuning/qlmm.md, session 10.
 
     bash bench/gpu.sh python3 bench/research_mid.py [MxKxN ...]
     bash bench/gpu.sh python3 bench/research_mid.py --now '{"LARGE_CONFIG": "128x128x64_2x2"}' \

@@ -3,12 +3,12 @@ for decoding-sized M, exact against the oracle on edge cases ("check": both widt
 row of ones, column-major B, split-K, K and N not in whole steps and tiles, folded and per-batch B),
 then GPU ms and batch wall of its knob settings beside the kernels auto picked before it and
 torch._int_mm, all in one process ("time"); SLICE1 copies of 1 KiB, 16 and 64 MiB calibrate the run
-(the per-dispatch floor and the copy bandwidth, "floor"). README, session 9.
+(the per-dispatch floor and the copy bandwidth, "floor"). docs/tuning/qlmm.md, session 9.
 
     bash bench/gpu.sh python3 bench/research_stream.py [check] [time] [layouts] [floor]   # -> $OUT/stream.json
 
 Session 9 also measured research variants of the kernel (loads only, no products, B only, 128-wide
-tiles, barrier semantics, 128-invocation workgroups) as extra entries of kernels/variants.py; README
+tiles, barrier semantics, 128-invocation workgroups) as extra entries of kernels/variants.py; docs/tuning/qlmm.md
 lists what they showed.
 """
 import json

@@ -1,7 +1,7 @@
 """Research sweep (not a benchmark of record): cooperative-matrix tiles and split-K for decoding-sized
 QLinearMatMul, GPU ms per variant in one process, each output compared exactly with the oracle on 4
 sampled rows ("ok"; an output within float32 rounding of a .5 tie may differ by 1, which the bench's
-check allows), torch _int_mm (B column-major, A padded to 32 rows) beside it. README, session 6.
+check allows), torch _int_mm (B column-major, A padded to 32 rows) beside it. docs/tuning/qlmm.md, session 6.
 
     bash bench/gpu.sh python3 bench/research_tiles.py @bench/sweep_tiles.json   # -> $OUT/tiles.json
 

@@ -241,7 +241,7 @@ def test_report_writes_markdown_and_plots(tmp_path, capsys, two_runs):
     assert w == report.fig_size(2)[0] * report.DPI
     assert "## Across runs" in md and "### top_k" in md and "vs numpy" in md and "| float32 4x64 K=8" in md
     assert md.count("## run ") == 2 and "| vkops ms | numpy ms |" in md
-    assert "ms vkops / numpy (speedup), by K:" in md and "| float32 | 4x64  |" in md  # README's TOP_K1 layout
+    assert "ms vkops / numpy (speedup), by K:" in md and "| float32 | 4x64  |" in md  # docs/performance/top_k1.md's TOP_K1 layout
     assert capsys.readouterr().out.count("plot: ") == len(pngs)
 
 

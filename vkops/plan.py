@@ -112,7 +112,7 @@ class Plan:
         return dict(self.notes).get(key, default)
 
     def to_dict(self) -> dict:
-        """The plan as JSON-ready data (the "vkops-plan/1" format README describes)."""
+        """The plan as JSON-ready data (the "vkops-plan/1" format docs/c-api.md describes)."""
         def buf(b: Buffer) -> dict:
             d = {"name": b.name, "role": b.role, "bytes": b.nbytes}
             if b.tensor is not None:

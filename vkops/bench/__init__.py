@@ -4,7 +4,7 @@
 - `cases`     a case (op, shape, dtype, params) and the rules its options follow
 - `specs`     per operator: inputs, the vkops call, the check against vkops.reference, work done
 - `baselines` torch (CUDA), NumPy and ONNX Runtime (CPU) doing the same operator call
-- `presets`   the shape sweeps: small (a CPU driver), paper (README's tables), llm
+- `presets`   the shape sweeps: small (a CPU driver), paper (docs/performance/'s tables), llm
 - `runner`    the sweep: progress on stderr, Ctrl-C keeps the rows, one JSON document per run
 - `schema`    that document's JSON Schema, and a validator that needs no package
 - `report`    Markdown and PNG plots from one or more result documents

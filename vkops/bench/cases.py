@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 OPS = ("top_k", "slice", "qlmm")
 TOPK_DTYPES = ("float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8")
 QLMM_DTYPES = ("int8xint8", "uint8xint8", "uint8xuint8", "int8xuint8")
-# SLICE1 windows, after README's table: name -> what it copies (NumPy spelling).
+# SLICE1 windows, after docs/performance/slice1.md's table: name -> what it copies (NumPy spelling).
 WINDOWS = {"copy": "x (identity window)", "stride2": "x[..., ::2]", "flip0": "x[::-1]",
            "crop": "x[R/8:, ..., 64:-64]", "reverse2": "x[::-1, ..., ::-2]"}
 

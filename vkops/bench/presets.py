@@ -1,4 +1,4 @@
-"""Named shape sweeps. `paper` holds the shapes of README's performance tables, `llm` LLM-vocabulary
+"""Named shape sweeps. `paper` holds the shapes of the performance tables (docs/performance/), `llm` LLM-vocabulary
 TOP_K1 and decoding-sized QLinearMatMul, `small` shapes a CPU driver (lavapipe) runs in seconds."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def top_k(preset: str) -> List[Case]:
 
 
 def slice_shapes(gib: float):
-    """README's SLICE1 table: a `gib` GiB input, float32 rows of 16384 (4096 below 256 MiB), and the
+    """docs/performance/slice1.md's table: a `gib` GiB input, float32 rows of 16384 (4096 below 256 MiB), and the
     same bytes as uint8 with twice the rows and columns' worth of elements."""
     nbytes = int(gib * 2**30)
     c = 16384 if nbytes >= 2**28 else 4096

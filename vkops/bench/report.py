@@ -281,7 +281,7 @@ def _op_section(op, rows, baseline, plt, out, prefix, pngs) -> List[str]:
 
 
 def _k_grid(cases, base) -> List[str]:
-    """TOP_K1 as README's tables: a row per dtype and shape, a column per K, "vkops / base (speedup)"."""
+    """TOP_K1 as docs/performance/top_k1.md's tables: a row per dtype and shape, a column per K, "vkops / base (speedup)"."""
     grid: Dict[Tuple, Dict[int, str]] = {}
     for impls in cases.values():
         mine, theirs = impls.get("vkops"), impls.get(base)

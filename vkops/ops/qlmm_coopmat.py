@@ -53,7 +53,7 @@ COOPMAT_CONFIGS = {
 DIRECT_CONFIG = "16x64x256_4x1"
 COOPMAT_DIRECT = True
 # Up to this many rows the direct-B kernel may run (one row of workgroups, SG_H = 1 tiles): with more
-# than 16 (two to eight A tiles a B load) it lost 1.4-25x on the H100 (README, session 6).
+# than 16 (two to eight A tiles a B load) it lost 1.4-25x on the H100 (docs/tuning/qlmm.md, session 6).
 DIRECT_MAX_M = 16
 # Column-major B (a transposed view, k stride 1) read in place by the direct-B kernel; False packs it
 # to row-major first with a SLICE1 copy, as every other kernel needs.
@@ -96,7 +96,7 @@ MID_CONFIG = "128x64x128_4x2"
 MID_MAX_M = 256
 # Tiles whose plain kernel (no zero-point sums) stages B transposed, n-major (qlmm_coopmat_bt: its MMA loads
 # of B are column-major, the order int8 B takes; row-major int8 B has no transposing shared-memory load).
-# H100, session 15 (`vkops bench --op qlmm`, README "B staged transposed"; GPU ms without -> with): MID_CONFIG
+# H100, session 15 (`vkops bench --op qlmm`, docs/performance/qlmm.md "B staged transposed"; GPU ms without -> with): MID_CONFIG
 # 96 / 128 / 192 / 256 x 8192^2 0.144 / 0.146 / 0.277 / 0.280 -> 0.126 / 0.131 / 0.233 / 0.238, 256 x 4096^2
 # 0.056 -> 0.048 (bench/research_mid.py agreed: 128 x 8192^2 0.1455 -> 0.1282). Not LARGE_CONFIG (4096^3
 # 0.489 -> 0.510-0.514, 8192^3 4.21-4.23 -> 4.20-4.22), nor LOW_CONFIG (both sides without split-K: 64 x

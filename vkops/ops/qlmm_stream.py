@@ -11,7 +11,7 @@ from ..errors import ValidationError
 from ..limits import Limits
 
 # Up to STREAM_MAX_M rows (16: one tile of A; 15 where B's column sums need a row) take this kernel on a
-# device whose cooperative-matrix kernels passed their self-check; STREAM False turns it off. H100 (README, session 9): 16 x 4096^2 13.3
+# device whose cooperative-matrix kernels passed their self-check; STREAM False turns it off. H100 (docs/tuning/qlmm.md, session 9): 16 x 4096^2 13.3
 # us against 20.6 for the direct-B kernel; 17-32 rows lost to the staged kernel (32 x 4096^2 31-36 us
 # against 26), A being read again for every 32 columns.
 STREAM = True

@@ -73,7 +73,7 @@ RADIX_ONE_CHUNK_WG_MIN_SEQ = 1024
 # 0.238): their ties and coarser guesses overflow a small buffer more often. With the workgroups below, a
 # later call: fp32 4096 x 32768 K=50 / 64 / 100 / 128 / 200 / 256 0.243 / 0.251 / 0.274 / 0.284 / 0.312 /
 # 0.292 -> 0.233 / 0.237 / 0.246 / 0.255 / 0.293 / 0.282, int32 K=256 0.281 -> 0.271, 2048 x 65536 K=128
-# 0.248 -> 0.233 (README, TOP_K1 footnote 13).
+# 0.248 -> 0.233 (docs/tuning/top_k1.md, session 16, footnote 13).
 RADIX_ONE_CHUNK_WIDE_B = 512
 # ... and, for 32-bit keys with pow2(K) <= 128, workgroups of 128 (same call: fp32 4096 x 32768 K=64 0.242 ->
 # 0.238, K=128 0.274 -> 0.255, 1024 x 32768 K=64 0.076 -> 0.068, int32 K=128 0.247 -> 0.241), not at K=256
@@ -331,8 +331,8 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
 # RSORT (a ROWS module's MODE_RSORT, kernels/top_k1_rsort.glsl): one workgroup radix-sorts a whole row in
 # shared memory. Taken for pow2(K) above ROWS' largest on rows of RSORT_MIN_L..RSORT_MAX_L, at least
 # RSORT_MIN_SEQ of them, where SEG sorted the row with a bitonic network of about 55 barrier steps and
-# radix select still sorted up to 2K entries. On an H100 (2026-11-24, session 11, README's TOP_K1 footnote
-# 6), fp32 K=1024, GPU ms RSORT / the previous path: 32768 x 1024 0.84 / SEG 1.55; 64, 256, 512 rows of
+# radix select still sorted up to 2K entries. On an H100 (2026-11-24, session 11, docs/tuning/top_k1.md,
+# footnote 6), fp32 K=1024, GPU ms RSORT / the previous path: 32768 x 1024 0.84 / SEG 1.55; 64, 256, 512 rows of
 # 1024 0.016 / 0.020, 0.017 / 0.020, 0.021 / 0.030; 1 x 1024 0.016 / 0.013 (so from 64 rows); 16384 x 2048
 # 0.93 / radix 1.21 (fp16 0.58 / 1.27), 2048 x 2048 0.124 / 0.161; rows of 4096 (workgroups of 512) keep
 # radix select: 4096 x 4096 0.66 / 0.355, 1024 x 4096 0.157 / 0.097.
