@@ -48,8 +48,13 @@ def add_bench(sub) -> argparse.ArgumentParser:
                     "output against vkops.reference, print a table and write one JSON document (schema: "
                     "vkops/bench/schema.py) to --out. Ctrl-C keeps the rows measured so far.")
     p.add_argument("--op", choices=OPS + ("all",), default="all", help="operator (default all)")
-    p.add_argument("--preset", choices=PRESETS, help="a shape sweep: small (CPU drivers, seconds), paper (README's "
-                   "tables), llm (LLM vocabularies, decoding-sized qlmm); default small unless --shape is given")
+    p.add_argument("--preset", choices=PRESETS + ("decode",), help="a shape sweep: small (CPU drivers, seconds), paper "
+                   "(the tables of docs/performance), llm (LLM vocabularies, decoding-sized qlmm); default small unless "
+                   "--shape is given. decode: one token of a quantized decoder's tail (3 QLinearMatMul + top_k) per "
+                   "token, vkops eager / batch / graph beside torch eager / CUDA graph (vkops/bench/decode.py)")
+    p.add_argument("--step", type=_list, action="append", help="decode steps, comma-separated: llama-32000, 7b-151936, "
+                   "tiny (default the first two; tiny on a CPU driver)")
+    p.add_argument("--tokens", type=int, default=32, help="decode: tokens timed and checked per implementation (32)")
     p.add_argument("--shape", type=_shape, action="append", help="a shape, repeatable: top_k/slice input sizes "
                    "(top_k along the last axis), qlmm MxKxN or BATCHxMxKxN; needs one --op")
     p.add_argument("--dtype", type=_list, action="append", help="dtypes, comma-separated or repeated: top_k/slice "
@@ -105,7 +110,30 @@ def bench_cases(args, ap):
     return cases
 
 
+def run_decode(args, ap) -> int:
+    from . import decode  # noqa: PLC0415
+    from ..runtime.device import devices  # noqa: PLC0415
+
+    if args.shape or args.dtype or args.k or args.window or args.op != "all":
+        ap.error("argument --preset decode: takes --step, --tokens, --against, --out, --quick only")
+    steps = [s for group in args.step or [] for s in group]
+    for s in steps:
+        if s not in decode.STEPS:
+            ap.error(f"argument --step: {s!r} is not one of {', '.join(decode.STEPS)}")
+    if args.tokens < 1:
+        ap.error(f"argument --tokens: must be >= 1; got {args.tokens}")
+    if not steps:
+        cpu = devices()[args.device or 0].device_type == "cpu"
+        steps = ["tiny"] if cpu else ["llama-32000", "7b-151936"]
+    against = [] if args.against == ["none"] else args.against
+    return decode.main(steps, args.tokens, "torch" in against, Path(args.out or default_out()), quick=args.quick)
+
+
 def run_bench(args, ap) -> int:
+    if args.preset == "decode":
+        return run_decode(args, ap)
+    if args.step:
+        ap.error("argument --step: applies to --preset decode")
     from .runner import Config, run  # noqa: PLC0415
     from .timing import DEFAULT, QUICK, Method  # noqa: PLC0415
     from ..runtime.device import devices  # noqa: PLC0415
