@@ -3,7 +3,7 @@
 # Vulkan loader and no compiler: carry `dist` (`make wheels` here builds it) with the call. The wheel for
 # the host's Python is installed into /tmp/site, and the tree's own Python code runs on the wheel's binary
 # parts: its patched kp as the module `kp` and its Vulkan loader as libvulkan.so.1 (so saved copies of older
-# trees, bench/ab.sh's sides, run too), and uncommitted changes to vkops/ are measured without new wheels.
+# trees, bench/research/ab.sh's sides, run too), and uncommitted changes to vkops/ are measured without new wheels.
 # The tree's vkops/spv is used when carried, else the wheel's. The driver is found as vkops finds it (a
 # headless NVIDIA driver included): no VK_DRIVER_FILES needed.
 set -e

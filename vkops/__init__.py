@@ -1,6 +1,25 @@
 """vkops: DirectML operators as hand-written Vulkan compute shaders, dispatched through Kompute.
 
 Descriptors validate without a device; `vkops.runtime` is the only module that imports kp.
+
+This module is the public face: the operators' descriptors and NumPy-level functions (`vkops.ops`), the
+runtime's Device, Batch and DeviceTensor, Plan, Limits, TensorDesc, DataType and the errors.
+May import: the pure modules (errors, dtypes, tensor, limits, plan), `vkops.ops`, `vkops.runtime`; never
+`vkops.bench` (loaded only by `python -m vkops bench/report/info`), `vkops.cli`, `vkops.onnx`, `vkops.demo`.
+
+The layers, each importing only from itself and layers above it in this list (not all of them: the table
+in tests/test_layers.py is exact, and checks every import; docs/architecture.md#import-direction):
+
+    pure       errors, dtypes, tensor, limits, plan, inputs
+    reference  the NumPy oracles (imports only the pure modules)
+    platform   drivers, vkinfo (the Vulkan loader and device facts; no kp)
+    runtime    vkops.runtime (the only code that imports kp, or the wheel's vkops._vendor)
+    ops        vkops.ops (runtime at call time)
+    face       vkops (this module)
+    users      vkops.onnx, vkops.demo; bench: vkops.bench
+    command    vkops.cli, vkops.__main__
+
+Nothing in vkops imports the repository's bench/ folder or tests/.
 """
 from .dtypes import DataType
 from .errors import DeviceLimitError, DeviceMemoryError, NoDeviceError, ValidationError

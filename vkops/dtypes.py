@@ -2,6 +2,8 @@
 
 Every device buffer is an array of uint32 words holding the tensor's bytes, little-endian, zero
 padded: kernels use 32-bit storage only, so the same SPIR-V runs on devices without 8/16-bit storage.
+
+May import: the other pure modules (errors); never `vkops.ops`, `vkops.runtime`, `vkops.bench` (nor drivers, vkinfo, kp, the package face `vkops`).
 """
 from __future__ import annotations
 

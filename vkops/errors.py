@@ -1,4 +1,8 @@
-"""Errors raised by vkops."""
+"""Errors raised by vkops.
+
+May import: nothing in vkops (every layer imports this module; the rule allows the other pure modules);
+never `vkops.ops`, `vkops.runtime`, `vkops.bench` (nor drivers, vkinfo, kp, the package face `vkops`).
+"""
 
 
 class ValidationError(ValueError):

@@ -1,5 +1,9 @@
 """The device facts a plan is derived from: pure data, readable without a device (vkinfo) or from JSON,
-and the profiles a device can be planned as (`VKOPS_DEVICE_LIMITS=minimum`, `Device(limits=...)`)."""
+and the profiles a device can be planned as (`VKOPS_DEVICE_LIMITS=minimum`, `Device(limits=...)`).
+
+May import: the other pure modules (errors); never `vkops.ops`, `vkops.runtime`, `vkops.bench` (nor drivers, vkinfo, kp, the package face `vkops`): the runtime builds a Limits from vkinfo's
+facts, not the reverse.
+"""
 from __future__ import annotations
 
 import dataclasses

@@ -9,6 +9,8 @@ reads `plan.to_json()` and the kernel manifest (examples/c_host/).
 Buffers hold a tensor's elements little-endian in memory order over its span, zero-padded to whole
 32-bit words. A zeroed scratch buffer must hold zeros when the plan starts; the plan leaves it zero
 (counters that the last workgroup to arrive resets), so a host may keep one for every run.
+
+May import: the other pure modules (errors, dtypes, tensor, limits); never `vkops.ops`, `vkops.runtime`, `vkops.bench` (nor drivers, vkinfo, kp, the package face `vkops`).
 """
 from __future__ import annotations
 

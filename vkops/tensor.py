@@ -1,6 +1,8 @@
 """TensorDesc after DML_BUFFER_TENSOR_DESC: data type, sizes, strides in elements (None = packed).
 
 Pure Python: shape rules here run without a device.
+
+May import: the other pure modules (errors, dtypes); never `vkops.ops`, `vkops.runtime`, `vkops.bench` (nor drivers, vkinfo, kp, the package face `vkops`).
 """
 from __future__ import annotations
 

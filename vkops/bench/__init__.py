@@ -12,4 +12,9 @@
 
 Nothing here is imported by `import vkops`; torch, onnxruntime, matplotlib and tqdm are optional
 (`pip install vkops[bench]`) and a missing one is reported, not fatal.
+
+May import: the package face `vkops`, `vkops.ops`, `vkops.runtime`, `vkops.reference`, drivers, vkinfo
+and the pure modules; never `vkops.cli`, `vkops.onnx`, `vkops.demo`. Only `vkops.cli` imports this
+package, and nothing in vkops imports the repository's bench/ folder (its scripts import this package,
+not the reverse). (tests/test_layers.py checks it.)
 """

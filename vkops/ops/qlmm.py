@@ -33,7 +33,7 @@ QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 PORTABLE_BN = 64
 PORTABLE_WG = 256
 # Fold a's batch dimensions into M when b and the parameters are shared (see foldable); False plans one
-# GEMM per batch, as before issue 15 (bench/bench_qlmm_nd.py compares them). Part of the plan key.
+# GEMM per batch, as before issue 15 (bench/research/qlmm_nd.py compares them). Part of the plan key.
 FOLD = True
 KNOBS = ("FOLD",)
 _KNOB_MODULES = (sys.modules[__name__], cm, qd, qs)

@@ -32,7 +32,7 @@ COOPMAT_CONFIGS = {
     "16x64x128_4x1": (16, 64, 128, 4, 1),
     "16x128x128_4x1": (16, 128, 128, 4, 1),
     "16x128x256_4x1": (16, 128, 256, 4, 1),
-    # research (bench/research_tiles.py, DIRECT_MAX_M raised): B read directly for more rows lost 1.4-25x
+    # research (bench/research/research_tiles.py, DIRECT_MAX_M raised): B read directly for more rows lost 1.4-25x
     "16x32x256_2x1": (16, 32, 256, 2, 1),
     "32x64x256_4x1": (32, 64, 256, 4, 1),
     "32x32x256_2x1": (32, 32, 256, 2, 1),
@@ -82,13 +82,13 @@ def auto_split(tiles: int, nchunks: int, config: str) -> int:
 # "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
 COOPMAT_CONFIG = "auto"
 # Large products: 128 x 128 tiles whose 4 subgroups each own all 128 rows and 32 columns (16 accumulators).
-# H100, 2026-11-24 (bench/research_tiles.py @bench/sweep_large.json, two runs), GPU ms against the 2 x 2
+# H100, 2026-11-24 (bench/research/research_tiles.py @bench/research/sweep_large.json, two runs), GPU ms against the 2 x 2
 # subgroups of 64 x 64 before: 4096^3 0.574 -> 0.493 (240 -> 279 TOPS), 8192^3 5.39 -> 4.75 (204 -> 231).
 LARGE_CONFIG = "128x128x64_4x1"
 AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
 # 65..MID_MAX_M rows where the large tile leaves too few workgroups: 128 x 64 tiles (each subgroup 64 rows x
 # 16 columns, K steps of 128), split-K toward MID_TARGET_GROUPS (one a SM). H100, 2026-11-24
-# (bench/research_tiles.py @bench/sweep_m128.json), GPU ms before -> after (64x64x64 tiles, split toward
+# (bench/research/research_tiles.py @bench/research/sweep_m128.json), GPU ms before -> after (64x64x64 tiles, split toward
 # 256): 128 x 4096^2 0.047 -> 0.0385 (split 2; torch _int_mm 0.036), 128 x 8192^2 0.178 -> 0.145, 256 x
 # 4096^2 0.074 -> 0.056, 256 x 8192^2 0.386 -> 0.283; split 4 at 128 x 4096^2 0.047. At 64 rows this
 # tile lost at 8192^2 (0.141 against 0.101), so <= 64 rows take LOW_CONFIG (below).
@@ -98,7 +98,7 @@ MID_MAX_M = 256
 # of B are column-major, the order int8 B takes; row-major int8 B has no transposing shared-memory load).
 # H100, session 15 (`vkops bench --op qlmm`, docs/performance/qlmm.md "B staged transposed"; GPU ms without -> with): MID_CONFIG
 # 96 / 128 / 192 / 256 x 8192^2 0.144 / 0.146 / 0.277 / 0.280 -> 0.126 / 0.131 / 0.233 / 0.238, 256 x 4096^2
-# 0.056 -> 0.048 (bench/research_mid.py agreed: 128 x 8192^2 0.1455 -> 0.1282). Not LARGE_CONFIG (4096^3
+# 0.056 -> 0.048 (bench/research/research_mid.py agreed: 128 x 8192^2 0.1455 -> 0.1282). Not LARGE_CONFIG (4096^3
 # 0.489 -> 0.510-0.514, 8192^3 4.21-4.23 -> 4.20-4.22), nor LOW_CONFIG (both sides without split-K: 64 x
 # 4096^2 0.0427 -> 0.0376 but 64 x 8192^2 0.0982 -> 0.1092). BT with other large tiles, against LARGE_CONFIG
 # without: 256x128x64_2x4 0.486 / 4.11 (vs 0.494 / 4.22), 128x128x64_2x2 0.499 / 4.14, 256x128x64_4x2 0.495 /
@@ -110,7 +110,7 @@ BT_CONFIGS = (MID_CONFIG,)
 MID_TARGET_GROUPS = 128
 # Up to 32 rows (where neither B streaming nor dot products take the call) and 33..64: subgroups of 16
 # columns too, K steps of 128, split toward SPLIT_TARGET_GROUPS as before. Same card and day
-# (bench/research_tiles.py @bench/sweep_m64.json), GPU ms before (32x64x128 / 64x64x64 tiles of 2x2
+# (bench/research/research_tiles.py @bench/research/sweep_m64.json), GPU ms before (32x64x128 / 64x64x64 tiles of 2x2
 # subgroups) -> after: 32 x 4096^2 0.0253 -> 0.0225 (split 4), 32 x 8192^2 0.0824 -> 0.067 (split 2), 64 x
 # 4096^2 0.0338 -> 0.0288, 64 x 8192^2 0.1005 -> 0.0816, 48 x 4096^2 0.031 -> 0.0272.
 SMALL_CONFIG = "32x64x128_4x1"

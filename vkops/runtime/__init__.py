@@ -8,6 +8,11 @@
 - `plancache` the plans of earlier calls, by operator parameters and input descriptors
 - `call`      Call: one NumPy-face operator call through a batch
 - `_kp`       the kp import (patched build only) and Vulkan flag values
+
+May import: the pure modules (errors, dtypes, tensor, limits, plan, inputs), `vkops.drivers` and
+`vkops.vkinfo` (the loader, device facts), kp (here alone, through `_kp`). Never `vkops.ops` (an
+operator reaches the runtime through `Call` and a Plan, never the reverse), `vkops.bench`,
+`vkops.reference` or the package face `vkops`. (tests/test_layers.py checks it.)
 """
 from .call import Call
 from .device import Device, devices, to_device

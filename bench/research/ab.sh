@@ -4,8 +4,8 @@
 # $OUT/<side>. Make a copy from a commit (an ignored folder; carry it with dist and vkops/spv):
 #   git worktree add /tmp/oldwt REV && mkdir -p .old && cp -r /tmp/oldwt/vkops .old/ && rm -rf .old/vkops/spv \
 #     && .venv/bin/python /tmp/oldwt/kernels/build.py --out .old/vkops/spv && git worktree remove --force /tmp/oldwt
-# or from an edited kernel: `bench/ab_variant.sh NAME` (this tree's package, its kernels/ edited in place).
-# then on the GPU host: bash bench/gpu.sh bash bench/ab.sh "--preset paper --k 1" "--preset llm --k 50"
+# or from an edited kernel: `bench/research/ab_variant.sh NAME` (this tree's package, its kernels/ edited in place).
+# then on the GPU host: bash bench/gpu.sh bash bench/research/ab.sh "--preset paper --k 1" "--preset llm --k 50"
 # (AB_SIDES="old epi32" runs only those saved sides beside new).
 set -u
 run() {  # side, directory, bench arguments...

@@ -3,7 +3,7 @@ QLinearMatMul, GPU ms per variant in one process, each output compared exactly w
 sampled rows ("ok"; an output within float32 rounding of a .5 tie may differ by 1, which the bench's
 check allows), torch _int_mm (B column-major, A padded to 32 rows) beside it. docs/tuning/qlmm.md, session 6.
 
-    bash bench/gpu.sh python3 bench/research_tiles.py @bench/sweep_tiles.json   # -> $OUT/tiles.json
+    bash bench/gpu.sh python3 bench/research/research_tiles.py @bench/research/sweep_tiles.json   # -> $OUT/tiles.json
 
 A sweep is [[M, K, N, [[name, config, split_k, DIRECT_MAX_M, "rows" | "cols", kernel], ...]], ...]; a config
 not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run."""
@@ -12,7 +12,7 @@ import os
 import sys
 
 import numpy as np
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the repository root
 import vkops
 from vkops import reference
 from vkops.bench import timing

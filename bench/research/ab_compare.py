@@ -1,7 +1,7 @@
-"""Research: GPU ms of the same cases from bench/ab.sh's sides (DIR/new, DIR/old, DIR/<variant>: JSON
+"""Research: GPU ms of the same cases from bench/research/ab.sh's sides (DIR/new, DIR/old, DIR/<variant>: JSON
 results), each side's time and its ratio to new, torch beside new; then the batch wall per call.
 
-    python bench/ab_compare.py DIR
+    python bench/research/ab_compare.py DIR
 """
 import glob
 import json

@@ -1,8 +1,8 @@
-"""N-D QLinearMatMul (issue 15): a {B, M, K} `a` times a shared 2-D `b`, against the same data as one
-2-D {B*M, K} call. Wall ms per NumPy-level call (median of --reps, the
-three calls interleaved), with the fold switched off for the 'before' row; the outputs must be equal.
+"""Research (not a benchmark of record): N-D QLinearMatMul (issue 15): a {B, M, K} `a` times a shared
+2-D `b`, against the same data as one 2-D {B*M, K} call. Wall ms per NumPy-level call (median of --reps,
+the three calls interleaved), with the fold switched off for the 'before' row; the outputs must be equal.
 
-Usage: python bench/bench_qlmm_nd.py [--shape 8,32,256,1024] [--reps 15] [--per-row]
+Usage: python bench/research/qlmm_nd.py [--shape 8,32,256,1024] [--reps 15] [--per-row]
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
 import vkops  # noqa: E402
 from vkops.bench.report import table  # noqa: E402

@@ -3,7 +3,7 @@ and _top_k's switches, several configurations side by side in one process, every
 oracle, torch beside. GPU ms from Vulkan timestamps; each configuration is timed twice, interleaved (A B A B),
 so a drift of the card's clock shows as a spread.
 
-    bash bench/gpu.sh python3 bench/research_topk_knobs.py \
+    bash bench/gpu.sh python3 bench/research/research_topk_knobs.py \
         --configs '{"old": {"paths": {"ROWS_RADIX_MIN_L": 4096, "RADIX_SHORT_ROWS_MIN_L": 4097}}, "new": {}}' \
         --case 4096x4096:float32:8,64,256 --case 16384x2048:float32:1024
 

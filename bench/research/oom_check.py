@@ -1,7 +1,7 @@
 """Allocate 4 GiB device tensors until the device runs out: vkops must raise DeviceMemoryError (not
 crash), keep what is already on the device, and stay usable. Not a benchmark: run it by hand.
 
-Usage: python bench/oom_check.py [--raw]   (--raw: skip vkops' budget check, so the driver refuses)
+Usage: python bench/research/oom_check.py [--raw]   (--raw: skip vkops' budget check, so the driver refuses)
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import vkops  # noqa: E402
 
 

@@ -4,8 +4,8 @@ of 2 x 2 subgroups, split toward 256 workgroups), int8 and uint8 with zero point
 one process, 4 rows of each output checked against the oracle (within 1: float32 rounding at a .5 tie).
 docs/tuning/qlmm.md, session 10.
 
-    bash bench/gpu.sh python3 bench/research_mid.py [MxKxN ...]
-    bash bench/gpu.sh python3 bench/research_mid.py --now '{"LARGE_CONFIG": "128x128x64_2x2"}' \
+    bash bench/gpu.sh python3 bench/research/research_mid.py [MxKxN ...]
+    bash bench/gpu.sh python3 bench/research/research_mid.py --now '{"LARGE_CONFIG": "128x128x64_2x2"}' \
         --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
 A config not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
 """

@@ -1,7 +1,8 @@
-"""Host work of a repeated device call, kp's submission stubbed: Python function calls per call and
-best / median µs per call recorded in a batch of 10 (300 batches). Measures the vkops package in the
-current directory, so `cd .old && python ../bench/host_work.py` measures a saved copy (bench/ab.sh's
-header says how to make one) beside `python bench/host_work.py` here."""
+"""Research (not a benchmark of record): host work of a repeated device call, kp's submission stubbed:
+Python function calls per call and best / median µs per call recorded in a batch of 10 (300 batches).
+Measures the vkops package in the current directory, so `cd .old && python ../bench/research/host_work.py`
+measures a saved copy (bench/research/ab.sh's header says how to make one) beside
+`python bench/research/host_work.py` here."""
 import cProfile
 import os
 import pstats

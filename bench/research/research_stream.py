@@ -5,7 +5,7 @@ then GPU ms and batch wall of its knob settings beside the kernels auto picked b
 torch._int_mm, all in one process ("time"); SLICE1 copies of 1 KiB, 16 and 64 MiB calibrate the run
 (the per-dispatch floor and the copy bandwidth, "floor"). docs/tuning/qlmm.md, session 9.
 
-    bash bench/gpu.sh python3 bench/research_stream.py [check] [time] [layouts] [floor]   # -> $OUT/stream.json
+    bash bench/gpu.sh python3 bench/research/research_stream.py [check] [time] [layouts] [floor]   # -> $OUT/stream.json
 
 Session 9 also measured research variants of the kernel (loads only, no products, B only, 128-wide
 tiles, barrier semantics, 128-invocation workgroups) as extra entries of kernels/variants.py; docs/tuning/qlmm.md
@@ -17,7 +17,7 @@ import sys
 import time
 
 import numpy as np
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the repository root
 import vkops
 from vkops import reference
 from vkops.bench import timing

@@ -3,7 +3,7 @@
 batch, the settings interleaved round by round in one process (this card's walls drift between
 processes). Outputs are not checked here (the bench's rows are): only when work reaches the GPU changes.
 
-    bash bench/gpu.sh python3 bench/research_flush.py [rounds]
+    bash bench/gpu.sh python3 bench/research/research_flush.py [rounds]
 """
 import os
 import sys
