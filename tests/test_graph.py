@@ -1,6 +1,7 @@
 """Captured graphs (vkops/runtime/graph.py): calls recorded once, each run one submission that makes
 nothing new, bit-identical to the same calls made eagerly; feeds, lifetimes, ordering, threads, errors."""
 import gc
+import sys
 import threading
 
 import numpy as np
@@ -38,9 +39,11 @@ def stage(request, monkeypatch):
 
 def test_replay_is_one_submission_and_creates_nothing(dev, rng, stage):
     x = dev.tensor(rng.standard_normal((4, 61)).astype(np.float32))
+    s0 = dev.stats()
     with dev.graph() as g:
-        v, i = _chain(x)
-    assert g.runs == 0  # capturing ran nothing
+        for _ in range(4):  # more dispatches than a batch records before it starts submitting
+            v, i = _chain(x)
+    assert dev.stats()["submissions"] == s0["submissions"] and g.runs == 0  # capturing ran nothing
     g.run(feed={x: rng.standard_normal((4, 61)).astype(np.float32)})  # a staged feed records its sequence once
     for feed in ({x: rng.standard_normal((4, 61)).astype(np.float32)}, None):
         s0, p0 = dev.stats(), dev._plans.stored
@@ -229,10 +232,15 @@ def test_runs_from_threads(dev, rng, stage, shared):
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
     s0 = dev.stats()["submissions"]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads between any two Python steps of a run, not every 5 ms
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert errors == []
     assert sum(g.runs for g, *_ in graphs) == 80
     assert dev.stats()["submissions"] - s0 >= 80
