@@ -92,14 +92,17 @@ class Graph(Batch):
                                       f"{a.dtype} {a.shape}")
 
     def dispatch(self, kernel, bufs, writes, groups, push, spec=()):
+        """Batch.dispatch, noting which buffers the graph reads before writing (its inputs)."""
         self._note(bufs, writes)
         super().dispatch(kernel, bufs, writes, groups, push, spec)
 
     def copy(self, src: DeviceTensor, dst: DeviceTensor):
+        """Batch.copy, noting src as read and dst as written."""
         self._note([src._buffer, dst._buffer], [1])
         super().copy(src, dst)
 
     def upload(self, array):
+        """Batch.upload: the array is captured by value (every run sees the data it had now)."""
         t = super().upload(array)
         self._written.add(t._buffer.serial)
         return t
@@ -166,8 +169,7 @@ class Graph(Batch):
             if entry is None:
                 entry = self._seqs[key] = self._record(self._copies(fed))
             seq = entry[1]
-            self.device._sequences.resubmit(seq)
-            seq.eval_await()
+            self.device._sequences.replay(seq)
             self.runs += 1
             if fetch is None:
                 return None

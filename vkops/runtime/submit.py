@@ -81,11 +81,12 @@ class Sequences:
             raise
         return cap, seq
 
-    def resubmit(self, seq) -> None:
-        """Submit a sequence recorded earlier (a captured graph's) again, without waiting."""
+    def replay(self, seq) -> None:
+        """Submit a sequence recorded earlier (a captured graph's) again and wait for it."""
         with self._lock:
             seq.eval_async()
             self.submissions += 1
+        seq.eval_await()
 
     def wait(self, pending, timestamps: bool = False) -> List[int]:
         """Wait for a submitted sequence; its timestamps (ticks) when asked; the sequence is reused."""
