@@ -29,7 +29,7 @@ from .ops.qlmm_face import quantized_linear_matmul
 from .ops.slice1 import Slice1Desc, slice
 from .ops.top_k1 import AxisDirection, TopK1Desc, top_k
 from .plan import Plan
-from .runtime import Batch, Device, DeviceTensor, devices, to_device
+from .runtime import Batch, Device, Graph, DeviceTensor, devices, to_device
 from .tensor import TensorDesc
 
 __version__ = "0.1.0"
@@ -37,4 +37,4 @@ __version__ = "0.1.0"
 __all__ = ["DataType", "DeviceLimitError", "DeviceMemoryError", "NoDeviceError", "ValidationError", "TensorDesc", "Slice1Desc", "slice",
            "QuantizedLinearMatMulDesc", "quantized_linear_matmul",
            "AxisDirection", "TopK1Desc", "top_k",
-           "Batch", "Device", "DeviceTensor", "devices", "to_device", "Limits", "Plan"]
+           "Batch", "Device", "Graph", "DeviceTensor", "devices", "to_device", "Limits", "Plan"]

@@ -19,6 +19,8 @@ from .qlmm_args import is_dev, pad4, param, quant_dtype
 
 
 _INT8S = (np.dtype(np.int8), np.dtype(np.uint8))
+_NAMES = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "output_scale", "output_zero_point")
+
 
 @functools.lru_cache(maxsize=256)
 def _out_desc(dt: np.dtype, sizes: Tuple[int, ...]) -> TensorDesc:
@@ -74,6 +76,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
 
     raw = [a4, sa, za, b4, sb, zb, so, zo]
     present = [x for x in raw if x is not None]
+    names = [n for n, x in zip(_NAMES, raw) if x is not None]
     params = [i for i, x in enumerate(present) if x is not a4 and x is not b4]
     sa4, sb4 = a4.shape, b4.shape
     batch_sizes = (max(sa4[0], sb4[0]), max(sa4[1], sb4[1]))
@@ -89,7 +92,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
            qlmm.knob_key())
     if known[0] is not None or known[1] is not None:
         key += freeze(*(k for k in known if k is not None))
-    with Call(*present, params=params, key=key, outs=(out,)) as call:
+    with Call(*present, params=params, key=key, outs=(out,), names=names) as call:
         if call.plan is None:
             descs = iter(call.descs)
             d = [None if x is None else next(descs) for x in raw]

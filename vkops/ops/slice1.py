@@ -183,7 +183,7 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
     Call, freeze = face_runtime()
 
     key = ("slice",) + freeze(offsets, sizes, strides, output_sizes)
-    with Call(x, key=key, outs=(out,)) as call:
+    with Call(x, key=key, outs=(out,), names=("x",)) as call:
         if call.plan is None:
             (xd,) = call.descs
             offsets = window_ints("input_window_offsets", offsets)

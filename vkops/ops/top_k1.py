@@ -285,7 +285,7 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
 
     key = ("top_k",) + freeze(k, axis, direction, force, chunks, shuffle, tune)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
-    with Call(x, key=key, outs=outs) as call:
+    with Call(x, key=key, outs=outs, names=("x",)) as call:
         if call.plan is None:
             (xd,) = call.descs
             if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):

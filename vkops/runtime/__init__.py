@@ -6,6 +6,7 @@
 - `submit`    Batch: recorded dispatches with barriers, run on reused sequences
 - `execute`   runs a Plan (vkops/plan.py) in a batch: the one path of every operator call
 - `plancache` the plans of earlier calls, by operator parameters and input descriptors
+- `graph`     Graph: a batch captured once and re-submitted as one recorded kp sequence
 - `call`      Call: one NumPy-face operator call through a batch
 - `_kp`       the kp import (patched build only) and Vulkan flag values
 
@@ -16,7 +17,8 @@ operator reaches the runtime through `Call` and a Plan, never the reverse), `vko
 """
 from .call import Call
 from .device import Device, devices, to_device
+from .graph import Graph
 from .memory import DeviceTensor
 from .submit import Batch
 
-__all__ = ["Batch", "Call", "Device", "DeviceTensor", "devices", "to_device"]
+__all__ = ["Batch", "Call", "Graph", "Device", "DeviceTensor", "devices", "to_device"]

@@ -29,7 +29,7 @@ class Call:
     """
 
     def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None,
-                 outs: Sequence = ()):
+                 outs: Sequence = (), names: Sequence[str] = ()):
         dev = device
         numpy_in = True
         for x in inputs:
@@ -44,6 +44,8 @@ class Call:
         inputs = tuple([x if x.__class__ is DeviceTensor else as_array(x, i in params) for i, x in enumerate(inputs)])
         self._raw = inputs
         self._outer = self.device._active_batch()
+        if self._outer is not None and not self._outer._flushes:  # capturing a graph (runtime/graph.py)
+            self._outer.admit(key[0] if key else "call", inputs, names, params)
         self.batch = self._outer or Batch(self.device)
         self._inputs: Optional[List[DeviceTensor]] = None
         self._outputs: List[DeviceTensor] = []

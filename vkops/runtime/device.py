@@ -181,11 +181,13 @@ class Device:
 
     def stats(self) -> Dict[str, int]:
         """What the runtime has created so far: pipelines compiled, kp Algorithms (descriptor sets),
-        device and staging buffers made and reused, sequences made, submissions."""
+        device and staging buffers made and reused, sequences made, submissions, plan cache hits
+        ("replays") and plans made ("plans")."""
         return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
                 "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
                 "staging_created": self._staging.created, "sequences": self._sequences.created,
                 "submissions": self._sequences.submissions, "replays": self._plans.hits,
+                "plans": self._plans.stored,
                 "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
 
     def save_pipeline_cache(self):
@@ -325,6 +327,20 @@ class Device:
             v.numpy()
         """
         return Batch(self, timestamps=timestamps)
+
+    def graph(self) -> "Graph":
+        """Capture operator calls on device tensors once and run them many times, each run one
+        submission with no Python work per operator (runtime/graph.py):
+
+            with dev.graph() as g:            # records, runs nothing
+                h = vkops.slice(x, ...)
+                v, i = vkops.top_k(h, 50)
+            g.run(feed={x: array})            # writes x, runs the whole graph, waits
+            v.numpy(), i.numpy()
+        """
+        from .graph import Graph  # noqa: PLC0415
+
+        return Graph(self)
 
     def _active_batch(self) -> Optional[Batch]:
         stack = getattr(self._local, "stack", None)

@@ -75,6 +75,9 @@ class Pipelines:
         self._algorithms: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
         self._by_serial: Dict[int, set] = collections.defaultdict(set)
         self._ops: Dict[tuple, dict] = {}  # algorithm key -> {id(push array): (OpAlgoDispatch, array)}
+        # Algorithms a captured graph's command buffer binds: destroying one would leave the recorded
+        # commands pointing at a freed descriptor set, so the LRU passes over them (key -> graphs).
+        self._pinned: Dict[tuple, int] = collections.Counter()
         self.algorithms_created = 0
         self.cache_path = cache_file(device.info)
         self.cache_loaded = 0  # bytes of cache data merged at start
@@ -109,13 +112,16 @@ class Pipelines:
         return self._mgr.compiled_pipelines()
 
     def dispatch_op(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int], spec: Tuple[int, ...],
-                    push: np.ndarray):
+                    push: np.ndarray, pin: Optional[list] = None):
         """A kp OpAlgoDispatch for these buffers, grid and push constants. Its Algorithm (descriptor set)
         is made once per buffers and grid, its pipeline compiled at most once; the op itself is made once
         per read-only push array (a plan's, which live as long as the plan), so a repeated call records
-        the same op again."""
+        the same op again. `pin` (a graph's list): the Algorithm is kept until `unpin(pin)`."""
         key = (kernel, spec, groups, push.size, tuple([b.serial for b in buffers]))
         with self.device._lock:  # kp's manager is not thread-safe
+            if pin is not None:
+                self._pinned[key] += 1
+                pin.append(key)
             if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
                 return kp().OpAlgoDispatch(self._algorithm(key, kernel, buffers, groups, spec, push.size), push)
             ops = self._ops.get(key)
@@ -144,12 +150,22 @@ class Pipelines:
         self._algorithms[key] = algo
         for b in buffers:
             self._by_serial[b.serial].add(key)
-        while len(self._algorithms) > ALGORITHM_CACHE_SIZE:
-            old_key, old = self._algorithms.popitem(last=False)
-            self._unlink(old_key)
-            self._ops.pop(old_key, None)
-            old.destroy()
+        over = len(self._algorithms) - len(self._pinned) - ALGORITHM_CACHE_SIZE  # pinned ones take no room
+        if over > 0:
+            for old_key in [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]:
+                old = self._algorithms.pop(old_key)
+                self._unlink(old_key)
+                self._ops.pop(old_key, None)
+                old.destroy()
         return algo
+
+    def unpin(self, keys) -> None:
+        """Let the LRU evict these Algorithms again (a graph was closed)."""
+        with self.device._lock:
+            for key in keys:
+                self._pinned[key] -= 1
+                if self._pinned[key] <= 0:
+                    del self._pinned[key]
 
     def forget(self, serial: int) -> None:
         """Drop the Algorithms bound to a buffer that is being freed."""

@@ -81,6 +81,13 @@ class Sequences:
             raise
         return cap, seq
 
+    def replay(self, seq) -> None:
+        """Submit a sequence recorded earlier (a captured graph's) again and wait for it."""
+        with self._lock:
+            seq.eval_async()
+            self.submissions += 1
+        seq.eval_await()
+
     def wait(self, pending, timestamps: bool = False) -> List[int]:
         """Wait for a submitted sequence; its timestamps (ticks) when asked; the sequence is reused."""
         cap, seq = pending
@@ -104,6 +111,9 @@ class Batch:
     raises, work already submitted completes and the rest is dropped: the batch's outputs are then
     undefined, every other tensor and the device stay as they were."""
 
+    _pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
+    _flushes = True  # a Graph submits nothing while it records
+
     def __init__(self, device, timestamps: bool = False):
         self.device = device
         self.timestamps = timestamps
@@ -124,6 +134,9 @@ class Batch:
         loc = self.device._local
         if not hasattr(loc, "stack"):
             loc.stack = []
+        if loc.stack and not loc.stack[-1]._flushes:
+            raise RuntimeError("cannot open a batch while capturing a graph: calls inside `with dev.graph()` "
+                               "already record into the graph, and nothing may run during the capture")
         loc.stack.append(self)
         return self
 
@@ -187,12 +200,12 @@ class Batch:
         self._order(rd, wr)
         if push.__class__ is not np.ndarray or push.dtype != np.uint32 or not push.flags.c_contiguous:
             push = np.ascontiguousarray(push, dtype=np.uint32)  # a plan's arrays are already
-        op = self.device._pipelines.dispatch_op(kernel, bufs, tuple(groups), tuple(spec), push)
+        op = self.device._pipelines.dispatch_op(kernel, bufs, tuple(groups), tuple(spec), push, self._pins)
         self._refs.extend(bufs)
         self._ops.append(("dispatch", op))
         self._touched.update([b.serial for b in bufs])
         self._pending_dispatches += 1
-        if self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
+        if self._flushes and self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
             self._flush()
 
     def _flush(self, extra: Sequence = ()):
