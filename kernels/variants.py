@@ -33,6 +33,10 @@ VARIANTS.update({  # TOP_K1 ROWS mode: one subgroup per sequence (needs subgroup
     for t, (src, defines, opts) in [(k[len("top_k1_"):], v) for k, v in VARIANTS.items()
                                      if k.startswith("top_k1_") and not k.startswith("top_k1_sg_")]
 })
+VARIANTS.update({  # QLinearMatMul for one row against a row-major B: a matrix-vector product (ops/qlmm_gemv.py)
+    "qlmm_gemv": ("qlmm_gemv.comp", {"MR": "1u"}, {"optimize": True}),
+    "qlmm_gemv_sk": ("qlmm_gemv.comp", {"MR": "1u", "SPLIT_K": 1}, {"optimize": True}),
+})
 VARIANTS.update({  # QLinearMatMul for decoding-sized M on integer dot products (ops/qlmm.py)
     "qlmm_dot": ("qlmm_dot.comp", {}),
     "qlmm_dot_sk": ("qlmm_dot.comp", {"SPLIT_K": 1}),

@@ -11,6 +11,7 @@ from vkops.tensor import TensorDesc
 from vkops.ops import qlmm_coopmat as QC
 from vkops.ops import qlmm_stream as QS
 from vkops.ops import qlmm_dot as QD
+from vkops.ops import qlmm_gemv as QG
 
 I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
 COMBOS = [(a, b, o) for a in (I8, U8) for b in (I8, U8) for o in (I8, U8)]
@@ -460,6 +461,102 @@ def test_dot_kernel_refusals(dev, rng, monkeypatch):
     assert QD.rows(lim.replace(integer_dot_product=False), 4, 64, 32, (0, 0, 32, 1), False)[0] is None
 
 
+def _gemv_or_skip(dev):
+    lim = QC.device_limits(dev)
+    why = QG.why_not(lim, 1, 256, (0, 0, 256), False)[1]
+    if why:
+        pytest.skip(f"{lim.name}: {why}")
+    return lim
+
+
+def _gemv_call(dev, args, odt, **kw):
+    """One row through kernel="gemv" against the oracle; the plan it ran."""
+    got = vkops.quantized_linear_matmul(*args, output_dtype=odt, kernel="gemv", **kw)
+    close(got.numpy() if isinstance(got, vkops.DeviceTensor) else got, reference.quantized_linear_matmul(*args, output_dtype=odt))
+    p = next(reversed(dev._plans._entries.values()))
+    assert p.dispatches[-1].kernel.startswith("qlmm_gemv") and p.note("kernel") == "gemv"
+    return p
+
+
+@pytest.mark.parametrize("zps", ["none", "tensor", "axis"])
+@pytest.mark.parametrize("adt,bdt", [(I8, I8), (U8, I8), (U8, U8), (I8, U8)], ids=lambda d: d.name)
+def test_gemv_kernel_dtypes_zero_points(dev, rng, adt, bdt, zps):
+    """Every signedness pair, zero points none / per tensor / per column of B (taken off as zb * sum(a - za)),
+    per-row and per-column scales; N = 272 is one 16-column step past the 256-column workgroup."""
+    _gemv_or_skip(dev)
+    _gemv_call(dev, problem(rng, adt, bdt, adt, 1, 272, 272, "axis", zps), adt)
+
+
+@pytest.mark.parametrize("N", [16, 240, 256, 272])
+@pytest.mark.parametrize("K", [QG.STEP - 1, QG.STEP, QG.STEP + 1])
+def test_gemv_kernel_workgroup_boundaries(dev, rng, monkeypatch, K, N):
+    """Around the 256-column workgroup (a step less, exact, a step more) and the K step of a workgroup
+    (16 lane groups x U rows): one split and forced splits (the last one partial)."""
+    _gemv_or_skip(dev)
+    for target in (1, 10**6):
+        monkeypatch.setattr(QG, "GEMV_TARGET_GROUPS", target)
+        p = _gemv_call(dev, problem(rng, U8, I8, I8, 1, K, N, "axis", "axis"), I8)
+        assert p.note("split_k") == (1 if target == 1 else -(-K // QG.STEP))
+
+
+def test_gemv_kernel_splits_sums_and_plan(dev, rng, monkeypatch):
+    """A K range longer than a workgroup stages (slice_max) forces split-K even when the target asks for
+    one workgroup; split sums go through the device's counters, which the kernel leaves zero; several
+    products in one batch share them (ordered); the plan of an H100-sized decode GEMM."""
+    lim = _gemv_or_skip(dev)
+    monkeypatch.setattr(QG, "GEMV_TARGET_GROUPS", 1)
+    K = QG.slice_max(1) + 1
+    p = _gemv_call(dev, problem(rng, I8, U8, I8, 1, K, 32, "tensor", "tensor"), I8)
+    assert p.note("split_k") == 2 and p.dispatches[-1].kernel == "qlmm_gemv_sk"
+    monkeypatch.undo()
+    args = [problem(rng, I8, I8, I8, 1, 1024, 512, "tensor", "axis") for _ in range(3)]
+    with dev.batch():
+        outs = [vkops.quantized_linear_matmul(*[dev.tensor(x) if isinstance(x, np.ndarray) and x.shape[-1] > 1 and x.shape[-2] > 1
+                                                else x for x in a], kernel="gemv") for a in args]
+    for o, a in zip(outs, args):
+        close(o.numpy(), reference.quantized_linear_matmul(*a))
+    assert not dev.counters(1).numpy().any()
+    h100 = lim.replace(shared_memory_bytes=49152, max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64))
+    one = (1, 1, 1, 1)
+    d = vkops.QuantizedLinearMatMulDesc(TensorDesc(I8, (1, 1, 1, 4096)), TensorDesc(np.float32, one), None,
+                                        TensorDesc(I8, (1, 1, 4096, 11008)), TensorDesc(np.float32, one), None,
+                                        TensorDesc(np.float32, one), None, TensorDesc(I8, (1, 1, 1, 11008))).validate()
+    p = qmod.plan(d, h100)
+    (g,) = _gemms(p)
+    tiles = -(-11008 // QG.COLS)
+    assert g.kernel == "qlmm_gemv_sk" and g.groups == (tiles * p.note("split_k"), 1, 1)
+    # 264 workgroups over 43 tiles ask for 7 splits; ranges of whole 256-row steps (768 rows) cover K in 6
+    assert QG.GEMV_TARGET_GROUPS == 264 and p.note("split_k") == QG.splits(tiles, 4096, 1) == 6
+
+
+def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
+    """B per batch (the z dimension: not folded), a strided row of A, and what the kernel refuses, each
+    naming the reason: more than one row, column-major B, N not in whole 16-column steps."""
+    _gemv_or_skip(dev)
+    a = rand_q(rng, (2, 3, 1, 160), I8)
+    b = rand_q(rng, (2, 3, 160, 48), I8)
+    args = (a, 0.03, np.int8(2), b, 0.02, np.int8(-3), 3.0, np.int8(1))
+    p = _gemv_call(dev, args, I8)
+    assert p.dispatches[-1].groups[2] == 6
+    wide = dev.tensor(rand_q(rng, (1, 1, 1, 320), I8))
+    a_view = wide.as_strided((1, 1, 1, 160), (320, 320, 320, 2))  # every other element: packed first
+    args2 = (a_view, 0.03, None, dev.tensor(b[:1, :1]), 0.02, None, 3.0, None)
+    got = vkops.quantized_linear_matmul(*args2, kernel="gemv").numpy()
+    want = reference.quantized_linear_matmul(wide.numpy()[..., ::2], 0.03, None, b[:1, :1], 0.02, None, 3.0, None)
+    close(got, want)
+    with pytest.raises(vkops.DeviceLimitError, match="M = 2 is above 1 row"):
+        vkops.quantized_linear_matmul(rand_q(rng, (2, 64), I8), 1.0, None, rand_q(rng, (64, 32), I8), 1.0, None, 1.0, None,
+                                      kernel="gemv")
+    bt = rand_q(rng, (32, 64), I8)
+    bcols = dev.tensor(bt).as_strided((1, 1, 64, 32), (0, 0, 1, 64))
+    with pytest.raises(vkops.DeviceLimitError, match="column-major"):
+        vkops.quantized_linear_matmul(dev.tensor(rand_q(rng, (1, 64), I8)), 1.0, None, bcols, 1.0, None, 1.0, None,
+                                      kernel="gemv")
+    with pytest.raises(vkops.DeviceLimitError, match="whole 16-byte steps; got N=20"):
+        vkops.quantized_linear_matmul(rand_q(rng, (1, 64), I8), 1.0, None, rand_q(rng, (64, 20), I8), 1.0, None, 1.0, None,
+                                      kernel="gemv")
+
+
 def test_auto_kernel_rule_for_small_m(monkeypatch):
     """Pure planning: where cooperative matrices are verified, the B-streaming kernel takes every
     product of up to STREAM_MAX_M rows (any layout of B, zero points or not; 15 when B's column sums take
@@ -481,6 +578,12 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
                                             t(adt, (1, 1, M, N))).validate()
         return _gemms(qmod.plan(d, lim))[-1].kernel
 
+    # one row against row-major B: the matrix-vector kernel (any signedness, zero points or not); N not in
+    # whole 16-column steps, or column-major B, go on to the rules below
+    assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk" and kernel(h100, 2) != "qlmm_gemv_sk"
+    assert kernel(h100, 1, cols=True).startswith("qlmm_stream") and kernel(h100, 1, N=4100).startswith("qlmm_dot")
+    assert kernel(h100.replace(max_workgroup_invocations=128), 1).startswith("qlmm_stream")
+    monkeypatch.setattr(QG, "GEMV", False)
     for k in (kernel(h100, 1), kernel(h100, 16), kernel(h100, 16, cols=True), kernel(h100, 15, U8, I8, zp=True),
               kernel(h100, 15, I8, U8, zp=True), kernel(h100, 16, I8, U8)):  # B's offset: row sums of A only
         assert k.startswith("qlmm_stream"), k
@@ -509,6 +612,7 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
     assert kernel(h100, 32).startswith("qlmm_coopmat_direct") and not kernel(h100, 33).startswith("qlmm_coopmat_direct")
     monkeypatch.undo()
     monkeypatch.setattr(QS, "STREAM", False)
+    monkeypatch.setattr(QG, "GEMV", False)
     assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
     plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
     assert QD.DOT_MAX_M_COOPMAT == 16 < QD.DOT_MAX_M == 32

@@ -123,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--output-dtype", default="uint8", choices=["uint8", "int8"])
     q.add_argument("--zero-points", action="store_true", help="per-row a, per-column b and a scalar output zero point")
     q.add_argument("--per-axis", action="store_true", help="per-row a and per-column b scales (default scalars)")
-    q.add_argument("--kernel", default="auto", choices=["auto", "portable", "coopmat", "stream", "dot"])
+    q.add_argument("--kernel", default="auto", choices=["auto", "portable", "coopmat", "stream", "dot", "gemv"])
     q.set_defaults(make=plan_qlmm)
     pl.set_defaults(func=run_plan)
     from .bench import commands  # noqa: PLC0415  (argparse only: nothing optional is imported here)

@@ -22,6 +22,7 @@ from ..limits import Limits
 from ..plan import Builder, Plan, Ref
 from . import qlmm_coopmat as cm
 from . import qlmm_dot as qd
+from . import qlmm_gemv as qg
 from . import qlmm_stream as qs
 from .slice1 import lower_packed
 
@@ -36,12 +37,12 @@ PORTABLE_WG = 256
 # GEMM per batch, as before issue 15 (bench/research/qlmm_nd.py compares them). Part of the plan key.
 FOLD = True
 KNOBS = ("FOLD",)
-_KNOB_MODULES = (sys.modules[__name__], cm, qd, qs)
+_KNOB_MODULES = (sys.modules[__name__], cm, qd, qs, qg)
 _KNOB_SOURCES = tuple((vars(m).__getitem__, m.KNOBS) for m in _KNOB_MODULES)  # (value getter, names)
 
 
 def knob_modules():
-    """The modules whose KNOBS planning reads: this one, qlmm_coopmat, qlmm_dot and qlmm_stream."""
+    """The modules whose KNOBS planning reads: this one, qlmm_coopmat, qlmm_dot, qlmm_stream and qlmm_gemv."""
     return _KNOB_MODULES
 
 
@@ -186,7 +187,7 @@ def choose_kernel(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kern
                                   f"got K={desc.k}, N={desc.n}, a strides {a_st}, b strides {b_st}")
         return "coopmat"
     if kernel != "auto":
-        raise ValidationError(f"kernel must be 'auto', 'portable', 'coopmat', 'stream' or 'dot'; got {kernel!r}")
+        raise ValidationError(f"kernel must be 'auto', 'portable', 'coopmat', 'stream', 'dot' or 'gemv'; got {kernel!r}")
     return "coopmat" if aligned and lim.cooperative_matrix and lim.coopmat_verified else "portable"
 
 
@@ -286,7 +287,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     za_known, zb_known = zero_points if zero_points is not None else (None, None)
     a_free = _zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)  # za' = 0
     b_free = _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known)  # zb' = 0
-    which = "dot" if kernel == "dot" else choose_kernel(lim, desc, a_st, b_st, kernel)
+    which = "dot" if kernel == "dot" else choose_kernel(lim, desc, a_st, b_st, "auto" if kernel == "gemv" else kernel)
     stream = None  # (MT, NR) where the B-streaming kernel can run
     if (which == "coopmat" and qs.STREAM) or kernel == "stream":
         stream, why_stream = qs.why_not(lim, M, N, Bo * Co, not a_free, config if kernel == "stream" else None)
@@ -300,6 +301,11 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     direct = which == "coopmat" and kname == "qlmm_coopmat_direct"
     if kernel == "auto" and dot is not None and which != "stream" and qd.preferred(M, b_cols, direct):
         which = "dot"
+    gemv, why_gemv = qg.why_not(lim, M, N, b_st, b_cols) if kernel in ("auto", "gemv") else (None, "")
+    if kernel == "gemv" and gemv is None:
+        raise DeviceLimitError(f"kernel='gemv' cannot run this product: {why_gemv}")
+    if gemv is not None:
+        which = "gemv"
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
         return batch.constant(np.zeros(4, dt.np), f"zero_{dt.value}")
@@ -319,6 +325,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     elif which == "stream":
         (bm, bn), kname = stream, qs.kernel(*stream)
         spec = qs.spec(lim, bm, bn)
+    elif which == "gemv":
+        kname, spec, bm, bn = qg.kernel(gemv), (qg.WG,), gemv, qg.COLS
     else:
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
@@ -365,7 +373,14 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         sk, slot = qs.splits(tiles, K, bn, spec[0], split_k), bm * bn
         if split_k in (None, "auto") and not lim.coopmat_split_verified:
             sk = 1  # auto splits only where the split-K variants passed their self-check
-    if sk > 1:  # each split stores its partial tile in a slot; the last of a tile to arrive adds them
+    elif which == "gemv":
+        sk, slot = qg.splits(tiles, K, bm, split_k), bm * bn
+    if sk > 1 and which == "gemv":  # splits add into sums after the tiles' counters; the last one requantizes
+        kname += "_sk"
+        pc["splits"] = sk
+        extra, extra_writes = [batch.counters(tiles * (1 + slot))], [9]
+        groups = (groups[0] * sk, groups[1], groups[2])
+    elif sk > 1:  # each split stores its partial tile in a slot; the last of a tile to arrive adds them
         kname += "_sk"
         pc["splits"] = sk
         part = batch.scratch(TensorDesc(DataType.INT32, (tiles * sk * slot,)))
@@ -378,7 +393,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                                    f"{lim.name} allows {lmt}")
     if which == "coopmat":
         batch.notes.update(config=config, split_k=sk)
-    elif which in ("dot", "stream"):
+    elif which in ("dot", "stream", "gemv"):
         batch.notes.update(rows=bm, split_k=sk)
     batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out] + extra,
                    writes=[8] + extra_writes,

@@ -45,7 +45,8 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     kernel: "auto" (where the device's cooperative matrices passed their self-check: up to 16 rows
         B streamed through them, "stream"; more rows the tiled cooperative-matrix kernel; else packed
         integer dot products for up to 32 rows where the device has them; else the portable kernel),
-        "portable", "coopmat", "stream" or "dot".
+        "portable", "coopmat", "stream", "dot" or "gemv" (up to 4 rows against a row-major B: a
+        matrix-vector product, bound by reading B).
 
     Returns the int8/uint8 result {..., M, N} with the larger operand's rank: a NumPy array for NumPy
     inputs, a DeviceTensor for device tensors. When b and every parameter are shared across a's

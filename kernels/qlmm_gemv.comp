@@ -1,0 +1,137 @@
+#version 450
+// DML QUANTIZED_LINEAR_MATRIX_MULTIPLY for a few rows of A (decoding: M = 1..MR) against a large row-major
+// B (K x N, DML's packed order): a matrix-vector product, bound by reading B once. No tensor cores and no
+// transposes: each B byte is multiplied by the rows' (a - za) where it lies.
+// A workgroup of 256 owns 256 output columns over one K range (split-K across workgroups gives the GPU
+// enough of them): lane c of 16 reads 16 consecutive columns (one uvec4) of every 16th row, lane group r
+// of 16 starts at row r, so a subgroup instruction reads two whole 256-byte row pieces; U rows in flight
+// per lane. The 16 lane groups' sums meet in shared memory (atomics), the zero point of B comes off as
+// sum (a - za)(b - zb) = sum (a - za) b - zb sum (a - za), and the tile is requantized (or, split across
+// K, stored as a partial tile: the last split of a tile to arrive adds them and requantizes).
+// Host requirements (ops/qlmm_gemv.py): M <= MR, N % 16 == 0, B's row and batch strides multiples of 16.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#ifndef SPLIT_K
+#define SPLIT_K 0
+#endif
+#ifndef MR
+#define MR 1u       // rows of A (variants.py ships 1: 4 rows lost to qlmm_stream.comp on the H100)
+#endif
+#ifndef U
+#define U 16u       // B rows in flight per lane (ops/qlmm_gemv.py U)
+#endif
+
+layout(local_size_x_id = 0) in;                // 256 (ops/qlmm_gemv.py WG): 16 lane groups
+const uint NT = gl_WorkGroupSize.x, COLS = 256u, RG = NT / 16u;   // columns per workgroup, lane groups along K
+const uint STEP = RG * U;                      // B rows per workgroup step
+
+layout(binding = 0) readonly buffer BufA { uint a_buf[]; };
+layout(binding = 1) readonly buffer BufB { uvec4 b_buf[]; };
+#include "qlmm_common.glsl"
+#if SPLIT_K
+// pc.splits > 1: the device's zeroed counters, per tile (t = z * tiles + tile) an arrival counter, then
+// after all counters MR x COLS int32 sums that every split adds its tile into (L2 atomics). The last split
+// of a tile to arrive takes the sums out (atomicExchange: read and zero) and requantizes; everything is
+// left zero for the next use.
+layout(binding = 9) coherent buffer Cnt { uint cnt[]; };
+shared uint last_flag;
+#endif
+
+const uint SLICE_MAX = 4096u / MR;   // K rows of A staged per workgroup: 16 KiB (ops/qlmm_gemv.py: slice_max)
+shared int ash[MR * SLICE_MAX];      // (a - za) of the workgroup's K range, row after row
+shared int red[MR * COLS];
+shared int rowS[MR];
+
+void main() {
+    const uint lid = gl_LocalInvocationID.x, c = lid % RG, r = lid / RG;
+    const uint M = pc.M, N = pc.N, K = pc.K, S = max(pc.splits, 1u);
+    const uint tiles = (N + COLS - 1u) / COLS;
+    const uint tile = gl_WorkGroupID.x % tiles, split = gl_WorkGroupID.x / tiles;
+    const uint z = gl_WorkGroupID.z, zb = z / pc.C, zc = z % pc.C;
+    // The split's K range, whole steps: the host plans S so that SL <= SLICE_MAX.
+    const uint SL = ((K + S - 1u) / S + STEP - 1u) / STEP * STEP;
+    const uint k0 = min(split * SL, K), k1 = min(k0 + SL, K);
+    const bool sa = has(F_A_SIGNED), sb = has(F_B_SIGNED);
+
+    for (uint i = lid; i < MR * COLS; i += NT) red[i] = 0;
+    if (lid < MR) rowS[lid] = 0;
+    barrier();
+    // (a - za) of this K range into shared memory, and its row sums (for B's zero point).
+    for (uint m = 0u; m < MR; ++m) {
+        int part_sum = 0;
+        if (m < M) {
+            uint abase = zb * pc.a_sb + zc * pc.a_sc + m * pc.a_sm;
+            int za = za_at(m);
+            for (uint k = k0 + lid; k < k1; k += NT) {
+                uint e = abase + k;
+                int v = byte_of(a_buf[e >> 2], e & 3u, sa) - za;
+                ash[m * SLICE_MAX + (k - k0)] = v;
+                part_sum += v;
+            }
+        }
+        if (m < M) atomicAdd(rowS[m], part_sum);
+    }
+    barrier();
+
+    const uint n0 = tile * COLS + 16u * c;                       // this lane's 16 columns
+    const bool live = n0 < N;
+    const uint bbase = (zb * pc.b_sb + zc * pc.b_sc + n0) / 16u;  // uvec4 index of row 0
+    const uint bstride = pc.b_sk / 16u;
+    int acc[MR][16];
+    [[unroll]] for (uint m = 0u; m < MR; ++m)
+        [[unroll]] for (uint j = 0u; j < 16u; ++j) acc[m][j] = 0;
+    for (uint kb = k0; kb < k1; kb += STEP) {
+        uvec4 w[U];
+        [[unroll]] for (uint u = 0u; u < U; ++u) {
+            uint k = kb + r + RG * u;
+            w[u] = live && k < k1 ? b_buf[bbase + k * bstride] : uvec4(0u);
+        }
+        [[unroll]] for (uint u = 0u; u < U; ++u) {
+            uint kk = kb + r + RG * u - k0;
+            int av[MR];
+            [[unroll]] for (uint m = 0u; m < MR; ++m) av[m] = kb + r + RG * u < k1 ? ash[m * SLICE_MAX + kk] : 0;
+            [[unroll]] for (uint q = 0u; q < 4u; ++q)
+                [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                    int bv = byte_of(w[u][q], i, sb);
+                    [[unroll]] for (uint m = 0u; m < MR; ++m) acc[m][4u * q + i] += av[m] * bv;
+                }
+        }
+    }
+    if (live)
+        [[unroll]] for (uint m = 0u; m < MR; ++m)
+            [[unroll]] for (uint j = 0u; j < 16u; ++j) atomicAdd(red[m * COLS + 16u * c + j], acc[m][j]);
+    barrier();
+
+    // B's zero point off this K range's sums (linear: each split takes off its own), then out.
+#if SPLIT_K
+    const uint SLOT = MR * COLS;
+    const uint t = z * tiles + tile, sums = tiles * gl_NumWorkGroups.z + t * SLOT;
+#endif
+    for (uint idx = lid; idx < MR * COLS / 4u; idx += NT) {
+        uint m = idx / (COLS / 4u), nl = 4u * (idx % (COLS / 4u)), n = tile * COLS + nl;
+        if (m >= M || n >= N) continue;
+        ivec4 v = ivec4(red[m * COLS + nl], red[m * COLS + nl + 1u], red[m * COLS + nl + 2u], red[m * COLS + nl + 3u]);
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) v[q] -= zb_at(n + q) * rowS[m];
+#if SPLIT_K
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) atomicAdd(cnt[sums + m * COLS + nl + q], uint(v[q]));
+#else
+        store4(v, z, m, n);
+#endif
+    }
+#if SPLIT_K
+    memoryBarrierBuffer();
+    barrier();
+    if (lid == 0u) last_flag = (atomicAdd(cnt[t], 1u) == S - 1u) ? 1u : 0u;
+    barrier();
+    if (last_flag == 0u) return;
+    memoryBarrierBuffer();
+    if (lid == 0u) cnt[t] = 0u;
+    for (uint idx = lid; idx < MR * COLS / 4u; idx += NT) {
+        uint m = idx / (COLS / 4u), nl = 4u * (idx % (COLS / 4u)), n = tile * COLS + nl;
+        if (m >= M || n >= N) continue;
+        ivec4 v;
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) v[q] = int(atomicExchange(cnt[sums + m * COLS + nl + q], 0u));
+        store4(v, z, m, n);
+    }
+#endif
+}

@@ -1,0 +1,72 @@
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for a few rows of A against a row-major B (kernels/qlmm_gemv.comp): a
+matrix-vector product bound by reading B once (decoding). The knobs, shape rules and split-K the lowering in
+ops/qlmm.py reads; module-level knobs are read at planning time (and are part of the face's plan key)."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from ..limits import Limits
+
+# One row of A (decoding): H100 1x4096x11008 0.0205 ms against the stream kernel's 0.047, 1x4096x151936 0.229 against
+# 0.426 (torch 0.231); 2-4 rows (MR = 4) lost to the stream kernel (4x4096^2 0.019 against 0.015): docs/tuning/qlmm.md.
+GEMV = True
+GEMV_MAX_M = 1
+ROWS = (1,)              # MR variants shipped (kernels/variants.py)
+WG = 256                 # the kernel's lane layout: 16 lanes across 256 columns x 16 along K
+COLS = 256               # output columns per workgroup
+U = 16                   # B rows in flight per lane (the kernel's U): 16 beat 8 by 0-13% on the H100
+STEP = 16 * U            # B rows per workgroup step
+# Split-K toward this many workgroups (2 per SM of an H100): 1x4096x11008 0.0205 ms at 264 (6 splits),
+# 0.0244 at 528, 0.0281 at 1056; each split adds its tile into L2 sums (docs/tuning/qlmm.md, 2026-11-25).
+GEMV_TARGET_GROUPS = 264
+KNOBS = ("GEMV", "GEMV_MAX_M", "GEMV_TARGET_GROUPS")
+
+
+def rows_variant(M: int) -> Optional[int]:
+    return next((r for r in ROWS if M <= r), None)
+
+
+def slice_max(mr: int) -> int:
+    """K rows of A a workgroup stages (SLICE_MAX in the kernel): 16 KiB of int32."""
+    return 4096 // mr
+
+
+def shared_bytes(mr: int, split: bool) -> int:
+    """What kernels/qlmm_gemv.comp declares: A's range, the tile, the row sums, the split flag."""
+    return 4 * (mr * slice_max(mr) + mr * COLS + mr + int(split))
+
+
+def why_not(lim: Limits, M: int, N: int, b_st, b_cols: bool) -> Tuple[Optional[int], str]:
+    """(MR, "") when the kernel can run this product on `lim`, else (None, why not)."""
+    mr = rows_variant(M)
+    if not GEMV:
+        return None, "vkops.ops.qlmm_gemv.GEMV is off"
+    if mr is None or M > GEMV_MAX_M:
+        return None, f"M = {M} is above {min(GEMV_MAX_M, ROWS[-1])} row(s)"
+    if b_cols:
+        return None, "B is column-major"
+    if N % 16 or any(s % 16 for s in b_st[:3]):
+        return None, f"needs N and B's row and batch strides in whole 16-byte steps; got N={N}, strides {tuple(b_st[:3])}"
+    if lim.max_workgroup_invocations < WG or lim.max_workgroup_size[0] < WG:
+        return None, f"needs workgroups of {WG}; {lim.name} allows {lim.max_workgroup_invocations}"
+    if shared_bytes(mr, True) > lim.shared_memory_bytes:
+        return None, f"{shared_bytes(mr, True)} bytes of shared memory; {lim.name} has {lim.shared_memory_bytes}"
+    return mr, ""
+
+
+def kernel(mr: int) -> str:
+    """The variant of MR rows, without the split-K suffix."""
+    return "qlmm_gemv" if mr == 1 else f"qlmm_gemv_m{mr}"
+
+
+def splits(tiles: int, K: int, mr: int, split_k=None) -> int:
+    """Split-K factor: at least what keeps a workgroup's K range within slice_max(mr), then enough
+    workgroups for GEMV_TARGET_GROUPS while each range keeps a whole step (an int split_k instead of the
+    target); ranges are whole steps, so the factor is then the fewest that cover K."""
+    most = max(1, -(-K // STEP))
+    least = -(-K // slice_max(mr))
+    want = -(-GEMV_TARGET_GROUPS // tiles) if split_k in (None, "auto") else int(split_k)
+    s = max(least, min(most, want))
+    # the kernel rounds each range up to whole steps: fewer splits may then cover K
+    sl = -(-(-(-K // s)) // STEP) * STEP
+    return max(least, -(-K // sl))
