@@ -66,8 +66,11 @@ spv: $(VENV)/.vkops-ready
 demo: setup
 	@$(VPY) -m vkops.demo
 
+# PYTEST_ARGS: more pytest arguments (.ci/run: each leg's slowest tests). $VKOPS_CI_LEG picks a CI leg's
+# tests (tests/conftest.py, LEGS).
+PYTEST_ARGS ?=
 test: setup
-	@$(VPY) -m pytest -q tests
+	@$(VPY) -m pytest -q tests $(PYTEST_ARGS)
 
 # The C host (examples/c_host: C99, libvulkan only) runs one plan per operator on the default device, under
 # the validation layer with synchronization checks (a missing barrier is an error) where it is installed;

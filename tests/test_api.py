@@ -33,6 +33,7 @@ def _public(module):
 PUBLIC = list(_public(vkops)) + list(_public(vkops.onnx))
 
 
+@pytest.mark.host_only
 def test_the_audit_sees_the_api():
     names = {n for n, _ in PUBLIC}
     for n in ("vkops.top_k", "vkops.Device.batch", "vkops.Device.name", "vkops.Batch.run", "vkops.TensorDesc.rank",
@@ -41,6 +42,7 @@ def test_the_audit_sees_the_api():
 
 
 @pytest.mark.parametrize("name, obj", PUBLIC, ids=[n for n, _ in PUBLIC])
+@pytest.mark.host_only
 def test_public_signatures_have_no_private_parameters(name, obj):
     f = obj.fget if isinstance(obj, property) else obj
     if not callable(f) or isinstance(f, type) and issubclass(f, BaseException):
@@ -54,6 +56,7 @@ def test_public_signatures_have_no_private_parameters(name, obj):
 
 
 @pytest.mark.parametrize("name, obj", PUBLIC, ids=[n for n, _ in PUBLIC])
+@pytest.mark.host_only
 def test_public_callables_have_docstrings(name, obj):
     doc = obj.__doc__
     if inspect.isclass(obj) and doc and doc.startswith(obj.__name__ + "("):
@@ -61,6 +64,7 @@ def test_public_callables_have_docstrings(name, obj):
     assert doc and doc.strip(), f"{name} has no docstring"
 
 
+@pytest.mark.host_only
 def test_operator_docstrings_state_dtypes_ranges_outputs_and_errors():
     for f, words in ((vkops.top_k, ["float16", "uint8", "1 <= k", "UINT32", "ValidationError", "largest", "sorted"]),
                      (vkops.slice, ["float16", "uint8", "offsets + sizes", "ValidationError", "x's dtype"]),

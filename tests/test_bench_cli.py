@@ -111,6 +111,7 @@ def test_a_wrong_output_fails_its_check(tmp_path, capsys, monkeypatch):
     assert [r["verified"] for r in doc["rows"] if r["implementation"] == "numpy"] == [True]
 
 
+@pytest.mark.host_only
 def test_top_k_check_follows_the_tie_rule():
     x = np.array([[3, 7, 7, 1, 7]], np.uint8)
     case, prob = C.top_k_case(x.shape, "uint8", 3), S.Problem({"x": x})
@@ -124,6 +125,7 @@ def test_top_k_check_follows_the_tie_rule():
     assert S.TopK.check(case, prob, (np.array([[7, 7, 3]], np.uint8), np.array([[1, 2, 0]])), strict=False)[0] is False
 
 
+@pytest.mark.host_only
 def test_top_k_check_samples_the_rows_of_a_tall_input():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((300, 40)).astype(np.float32)
@@ -136,6 +138,7 @@ def test_top_k_check_samples_the_rows_of_a_tall_input():
         assert S.TopK.check(case, prob, (bad, i), strict=True)[0] is False, row
 
 
+@pytest.mark.subgroup_free
 def test_ctrl_c_keeps_the_rows_measured(tmp_path, capsys, monkeypatch):
     real, seen = runner.Sweep.add, []
 
@@ -176,6 +179,7 @@ def test_sigint_ends_a_sweep_with_its_rows(tmp_path):
     assert doc["interrupted"] is True and 2 <= len(doc["rows"]) < 60 and "interrupted: kept the" in stderr
 
 
+@pytest.mark.subgroup_free
 def test_a_missing_baseline_is_reported(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(baselines.OnnxRuntime, "missing", lambda self: "onnxruntime is not installed (test)")
     rc, doc, out, err = bench(tmp_path, capsys, "--op", "slice", "--shape", "4x16", "--window", "flip0",
@@ -220,6 +224,7 @@ def png_size(path: Path):
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.mark.host_only
 def test_report_writes_markdown_and_plots(tmp_path, capsys, two_runs):
     import matplotlib.image
 
@@ -245,6 +250,7 @@ def test_report_writes_markdown_and_plots(tmp_path, capsys, two_runs):
     assert capsys.readouterr().out.count("plot: ") == len(pngs)
 
 
+@pytest.mark.host_only
 def test_report_without_matplotlib_writes_markdown(tmp_path, capsys, monkeypatch, two_runs):
     monkeypatch.setattr(report, "_pyplot", lambda: None)
     out = tmp_path / "rep"
@@ -272,6 +278,7 @@ def test_report_without_matplotlib_writes_markdown(tmp_path, capsys, monkeypatch
     (["bench", "--preset", "llm", "--op", "slice"], "--op"),
     (["report", "--out", "x", "/nonexistent.json"], "results"),
 ])
+@pytest.mark.host_only
 def test_bad_arguments_are_usage_errors_naming_the_option(capsys, args, option):
     with pytest.raises(SystemExit) as e:
         cli.main(args)
@@ -279,6 +286,7 @@ def test_bad_arguments_are_usage_errors_naming_the_option(capsys, args, option):
     assert e.value.code == 2 and f"argument {option}" in err and "usage: python -m vkops" in err, err
 
 
+@pytest.mark.host_only
 def test_report_refuses_a_file_that_is_not_a_result(tmp_path, capsys):
     bad = tmp_path / "plan.json"
     bad.write_text(json.dumps({"format": "vkops-plan/1"}))

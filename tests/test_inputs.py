@@ -15,12 +15,14 @@ def test_python_lists_take_float32_and_int32():
 
 @pytest.mark.parametrize("x, msg", [([True, False], "booleans"), ([2**40, 1], "int32's range"),
                                     ([1e300, 1.0], "float32's range"), (["a", "b"], "list of numbers")])
+@pytest.mark.host_only
 def test_ambiguous_lists_say_what_to_pass(x, msg):
     with pytest.raises(vkops.ValidationError, match=msg):
         vkops.top_k(x, 1)
 
 
 @pytest.mark.parametrize("x", [np.float32(3.0), np.array(2, np.int8), 5.0])
+@pytest.mark.host_only
 def test_zero_d_operands_are_rejected(x):
     with pytest.raises(vkops.ValidationError, match="1 to 8 dimensions.*reshape"):
         vkops.top_k(x, 1)
@@ -30,6 +32,7 @@ def test_zero_d_operands_are_rejected(x):
 
 @pytest.mark.parametrize("field, value", [("input_window_offsets", [0, 0.5]), ("input_window_sizes", [2, 2.5]),
                                           ("input_window_strides", [1, True]), ("input_window_strides", [1, float("nan")])])
+@pytest.mark.subgroup_free
 def test_window_parameters_must_be_integers(field, value):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     args = {"input_window_offsets": [0, 0], "input_window_sizes": [3, 3], "input_window_strides": [1, 1]}
@@ -42,6 +45,7 @@ def test_window_parameters_must_be_integers(field, value):
 
 @pytest.mark.parametrize("field", ["a_scale", "b_scale", "output_scale"])
 @pytest.mark.parametrize("value", [0.0, -0.5, np.nan, np.inf, -np.inf])
+@pytest.mark.host_only
 def test_scales_must_be_positive_and_finite(field, value):
     a = np.ones((2, 3), np.int8)
     b = np.ones((3, 4), np.int8)

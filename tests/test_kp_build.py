@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# CI legs (conftest.py): the kp patch applier and its build backend, no device.
+pytestmark = pytest.mark.host_only
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("kp_build", ROOT / "patches" / "kp-0.9.0" / "kp_build.py")
 kb = importlib.util.module_from_spec(_spec)

@@ -10,6 +10,9 @@ import pytest
 from vkops.runtime import _kp
 from vkops.runtime.pipelines import check_payload
 
+# CI legs (conftest.py): the patched kp's own ops (copies, timestamps, async waits, cache data); no vkops kernel or plan.
+pytestmark = pytest.mark.host_only
+
 
 @pytest.fixture
 def kp(dev):

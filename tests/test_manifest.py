@@ -20,6 +20,9 @@ from build import tool  # noqa: E402
 from reflect import reflect  # noqa: E402
 from variants import VARIANTS  # noqa: E402
 
+# CI legs (conftest.py): the manifest and SPIR-V reflection against the host mirrors; no plan, no kernel run.
+pytestmark = pytest.mark.host_only
+
 sys.path.pop(0)
 
 # module-name prefix -> (host mirror of its push block, buffers the operator binds)

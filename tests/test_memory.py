@@ -20,6 +20,7 @@ def capped(dev):
     gc.collect()
 
 
+@pytest.mark.subgroup_free
 def test_budget_exhaustion_raises_and_recovers(capped, rng):
     dev = capped
     x = rng.standard_normal((256, 256)).astype(np.float32)
@@ -44,6 +45,7 @@ def test_budget_exhaustion_raises_and_recovers(capped, rng):
     assert np.array_equal(y.numpy(), x[::-1])
 
 
+@pytest.mark.host_only
 def test_idle_blocks_are_freed_before_failing(capped):
     dev = capped
     base = dev.memory_held()
@@ -56,12 +58,14 @@ def test_idle_blocks_are_freed_before_failing(capped):
     assert dev._memory.idle_bytes == 0 and t.shape == (5 * MiB,)
 
 
+@pytest.mark.host_only
 def test_heap_check_names_what_is_free(dev):
     huge = dev.info.device_local_bytes + (1 << 30)
     why = dev._memory_check(dev._memory, huge)
     assert why and "heap has" in why and "free of" in why
 
 
+@pytest.mark.host_only
 def test_budget_from_environment_and_argument(dev, monkeypatch):
     assert parse_bytes("512M") == 512 * MiB and parse_bytes("8G") == 8 << 30 and parse_bytes("64KiB") == 64 << 10
     assert parse_bytes("1000") == 1000 and parse_bytes(None) is None

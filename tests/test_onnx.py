@@ -40,6 +40,7 @@ def _expose(cases):
 OnnxBackendNodeModelTest = _expose(backend_test.test_cases)
 
 
+@pytest.mark.host_only
 def test_node_tests_found():
     # guards against a renamed family silently running nothing
     for family in ("top_k", "slice", "qlinearmatmul"):
@@ -47,6 +48,7 @@ def test_node_tests_found():
     assert len(NODE_TESTS) >= 20, NODE_TESTS
 
 
+@pytest.mark.host_only
 def test_unsupported_list_is_current_and_each_raises_its_error():
     assert set(UNSUPPORTED) <= set(NODE_TESTS), set(UNSUPPORTED) - set(NODE_TESTS)
     for name, reason in UNSUPPORTED.items():
@@ -111,6 +113,7 @@ def test_top_k_opset1_attribute_k_and_sorted0():
     np.testing.assert_array_equal(i, [[1, 4, 0]])
 
 
+@pytest.mark.host_only
 def test_top_k_zero_k_and_empty_input_never_reach_the_device(monkeypatch):
     monkeypatch.setattr(vkops, "top_k", lambda *a, **k: pytest.fail("device call for an empty result"))
     v, i = run_topk(np.ones((2, 5), np.float32), 0)
@@ -119,6 +122,7 @@ def test_top_k_zero_k_and_empty_input_never_reach_the_device(monkeypatch):
     assert v.shape == (0, 2) and v.dtype == np.int64
 
 
+@pytest.mark.host_only
 def test_top_k_bad_k_and_axis_are_named():
     x = np.ones((2, 5), np.float32)
     with pytest.raises(vkops.ValidationError, match=r"TopK \(node 'topk'\) K must be in \[0, 5\].*got 6"):
@@ -129,6 +133,7 @@ def test_top_k_bad_k_and_axis_are_named():
 
 @pytest.mark.parametrize("dtype, value, limit", [("int64", 2**40, "2147483647"), ("int64", -(2**31) - 1, "-2147483648"),
                                                  ("uint64", 2**32, "4294967295")])
+@pytest.mark.host_only
 def test_64_bit_values_that_do_not_fit_are_named(dtype, value, limit):
     x = np.array([[1, value, 3]], dtype)
     with pytest.raises(vkops.ValidationError, match=rf"TopK \(node 'topk'\) input X has dtype {dtype} with values "
@@ -144,12 +149,14 @@ def test_64_bit_values_that_fit_keep_their_dtype():
     np.testing.assert_array_equal(i, [[0, 2, 1]])
 
 
+@pytest.mark.host_only
 def test_unsupported_dtypes_are_named():
     with pytest.raises(vkops.ValidationError, match=r"TopK \(node 'topk'\) input X has dtype float64, which vkops "
                                                      r"does not support \(supported: float32, float16"):
         run_topk(np.ones((1, 4)), 2)
 
 
+@pytest.mark.host_only
 def test_unknown_op_names_op_type_and_node():
     node = helper.make_node("Add", ["x", "x"], ["y"], name="adder")
     m = model([node], [("x", np.float32, 1)], [("y", np.float32, 1)])
@@ -179,6 +186,7 @@ SLICES = [  # (starts, ends, axes, steps): clamping, INT_MAX/INT_MIN, negative i
 
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "int16", "int64", "bool"])
 @pytest.mark.parametrize("starts, ends, axes, steps", SLICES)
+@pytest.mark.subgroup_free
 def test_slice_matches_numpy(rng, dtype, starts, ends, axes, steps):
     x = rng.integers(-50, 50, (4, 6, 5)).astype(dtype)
     ax = axes if axes is not None else range(len(starts))
@@ -194,6 +202,7 @@ def test_slice_matches_numpy(rng, dtype, starts, ends, axes, steps):
 
 @pytest.mark.parametrize("starts, ends, steps", [([3], [3], [1]), ([1000], [INT64_MAX], [1]), ([0], [5], [-1]),
                                                  ([-100], [-6], [-1]), ([4], [1], [2])])
+@pytest.mark.host_only
 def test_empty_slices_return_empty_arrays_without_a_device_call(monkeypatch, starts, ends, steps):
     monkeypatch.setattr(vkops, "slice", lambda *a, **k: pytest.fail("device call for an empty result"))
     x = np.arange(30, dtype=np.float32).reshape(5, 6)
@@ -202,6 +211,7 @@ def test_empty_slices_return_empty_arrays_without_a_device_call(monkeypatch, sta
     assert want.size == 0 and y.shape == want.shape and y.dtype == np.float32
 
 
+@pytest.mark.subgroup_free
 def test_slice_negative_step_clamps_start_as_onnx_says_not_as_numpy():
     # The opset 13 text clamps an adjusted start to [0, dim - 1] when stepping backward, so a start
     # below -dim copies element 0; NumPy's x[-100::-1] (and onnx.reference, which uses NumPy) is empty.
@@ -211,6 +221,7 @@ def test_slice_negative_step_clamps_start_as_onnx_says_not_as_numpy():
     np.testing.assert_array_equal(run_slice(x, [2], [-100], [0], [-1]), [2.0, 1.0, 0.0])
 
 
+@pytest.mark.host_only
 def test_slice_errors_name_the_rule():
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(vkops.ValidationError, match=r"Slice \(node 'slice'\) axes must not repeat; axis 1"):
@@ -221,6 +232,7 @@ def test_slice_errors_name_the_rule():
         run_slice(x, [0], [1], [2])
 
 
+@pytest.mark.subgroup_free
 def test_slice_opset1_attributes():
     x = np.arange(8, dtype=np.int32).reshape(2, 4)
     node = helper.make_node("Slice", ["x"], ["y"], starts=[0, 1], ends=[-1, 1000])
@@ -291,6 +303,7 @@ def test_qlinearmatmul_per_batch_scales_and_vectors(rng):
           qlmm_oracle(a, sa, za, v[:, None], sb, zb[..., :1], sy, zy)[..., 0])
 
 
+@pytest.mark.host_only
 def test_qlinearmatmul_rejects_wrong_types_and_shapes():
     a, b = np.ones((2, 3), np.int8), np.ones((3, 4), np.int8)
     with pytest.raises(vkops.ValidationError, match=r"QLinearMatMul input a must be int8 or uint8.*int32"):

@@ -30,6 +30,7 @@ def _files(cache_home):
     return sorted((cache_home / "vkops").glob("pipelines-*.bin"))
 
 
+@pytest.mark.subgroup_free
 def test_written_then_reloaded(tmp_path):
     stats, err = _run(tmp_path)
     assert stats["pipelines"] >= 1 and stats["pipeline_cache_loaded_bytes"] == 0
@@ -42,6 +43,7 @@ def test_written_then_reloaded(tmp_path):
 
 
 @pytest.mark.parametrize("damage, why", [("payload", "corrupt"), ("vendor", "another device")])
+@pytest.mark.subgroup_free
 def test_bad_file_is_ignored_with_a_warning(tmp_path, damage, why):
     _run(tmp_path)
     (f,) = _files(tmp_path)
@@ -60,11 +62,13 @@ def test_bad_file_is_ignored_with_a_warning(tmp_path, damage, why):
     assert "ignoring pipeline cache" not in err and stats["pipeline_cache_loaded_bytes"] > 0
 
 
+@pytest.mark.subgroup_free
 def test_off_by_environment(tmp_path):
     _run(tmp_path, VKOPS_PIPELINE_CACHE="0")
     assert _files(tmp_path) == []
 
 
+@pytest.mark.host_only
 def test_verdicts_are_remembered_per_spirv(dev, tmp_path, monkeypatch):
     """A self-check's verdict is kept beside the pipeline cache, keyed by the SPIR-V it checked."""
     from vkops.runtime.pipelines import Pipelines

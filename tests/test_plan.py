@@ -57,6 +57,7 @@ PLANS = {
 
 
 @pytest.mark.parametrize("name", PLANS)
+@pytest.mark.host_only
 def test_json_round_trip(name):
     p = PLANS[name]()
     back = Plan.from_json(p.to_json())
@@ -65,6 +66,7 @@ def test_json_round_trip(name):
     assert back.to_dict() == json.loads(p.to_json())
 
 
+@pytest.mark.host_only
 def test_plans_describe_their_buffers_and_barriers():
     sort = PLANS["top_k sort"]()
     assert sort.note("path") == "sort" and [d.spec[2] for d in sort.dispatches] == [
@@ -85,6 +87,7 @@ def test_plans_describe_their_buffers_and_barriers():
     assert sl.inputs[0].nbytes == 5 * 7 * 9 * 4 and sl.outputs[0].tensor.sizes == (2, 3, 6)
 
 
+@pytest.mark.host_only
 def test_barrier_rule():
     # read-after-write, write-after-read and write-after-write need one; reads alone do not
     assert barriers([((0, 1), (1,)), ((1, 2), (1,))]) == [(), (1,)]
@@ -93,6 +96,7 @@ def test_barrier_rule():
     assert barriers([((0, 1), (1,)), ((3, 2), (1,)), ((2, 4), (1,))]) == [(), (), (1, 2)]
 
 
+@pytest.mark.host_only
 def test_bad_plans_are_rejected():
     d = json.loads(PLANS["top_k sort"]().to_json())
 
@@ -110,6 +114,7 @@ def test_bad_plans_are_rejected():
     bad(lambda x: x["dispatches"][0].update(groups=[0, 1, 1]), "groups")
 
 
+@pytest.mark.host_only
 def test_planning_needs_no_device():
     """Descriptors and plans are pure: they work with kp impossible to import."""
     code = ("import sys; sys.modules['kp'] = None\n"
@@ -155,6 +160,7 @@ def test_plans_with_constants_and_counters_run(dev, rng):
         np.testing.assert_array_equal(i, reference.top_k1(x, 9, 1)[1])
 
 
+@pytest.mark.subgroup_free
 def test_calls_take_their_plan_once(dev, rng, monkeypatch):
     made = []
     real = slice1.plan
@@ -166,6 +172,7 @@ def test_calls_take_their_plan_once(dev, rng, monkeypatch):
     assert len(made) == 1
 
 
+@pytest.mark.host_only
 def test_cli_writes_a_plan(tmp_path):
     out = tmp_path / "p.json"
     r = subprocess.run([sys.executable, "-m", "vkops", "plan", "slice", "--shape", "4,6", "--offsets", "0,1",
@@ -202,6 +209,7 @@ def test_cli_writes_a_plan(tmp_path):
     assert p.limits.profile == "minimum" and p.dispatches[0].spec[:2] == (128, 1024)
 
 
+@pytest.mark.host_only
 def test_qlmm_reads_b_directly_for_decoding_sized_m(monkeypatch):
     """With the B-streaming kernel off: M <= 16, signed B, no zero-point sums, K in whole chunks: the
     DIRECT_B variant with more split-K; anything else keeps the staged kernel (planned for a device with
@@ -231,6 +239,7 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m(monkeypatch):
     assert kernel(desc(16, 4096, 4096), split_k=1)[0] == "qlmm_coopmat_direct"
 
 
+@pytest.mark.host_only
 def test_qlmm_reads_column_major_b_in_place(monkeypatch):
     """b viewed column-major (k stride 1: PyTorch's N x K Linear weight, transposed) goes straight to the
     direct-B kernel (flag F_B_COLS, b_sk = the n stride, no copy) with the B-streaming kernel off;
@@ -270,6 +279,7 @@ def test_qlmm_reads_column_major_b_in_place(monkeypatch):
         assert p.dispatches[0].kernel == "qlmm_coopmat_direct" + ("_sk" if sk > 1 else "") and len(p.dispatches) == 1
 
 
+@pytest.mark.host_only
 def test_qlmm_streams_b_for_decoding_sized_m():
     """On a device with verified cooperative matrices, auto takes the B-streaming kernel for up to
     STREAM_MAX_M rows: 32 columns a workgroup while the column tiles fit about a wave, else 64; split-K
@@ -320,6 +330,7 @@ def test_qlmm_streams_b_for_decoding_sized_m():
     assert plan(desc(16, 4096, 4096), small)[3] == (64,)
 
 
+@pytest.mark.host_only
 def test_qlmm_tiles_by_rows():
     """Where 128 x 128 tiles leave too few workgroups, tiles of subgroups 16 columns wide by row count: up to
     32 rows SMALL_CONFIG, 33..64 LOW_CONFIG, 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward

@@ -75,6 +75,7 @@ def plans(lim):
 
 
 @pytest.mark.parametrize("name", LIMITS)
+@pytest.mark.host_only
 def test_plans_fit_their_limits(name):
     """Every dispatch's workgroup, shared memory (by the SPIR-V's own declarations), push constants,
     grid and buffers fit the limits the plan was made for."""
@@ -103,6 +104,7 @@ def test_plans_fit_their_limits(name):
         assert seen == {("top_k1", 512), ("top_k1", 128), ("slice1", 256), ("qlmm", 256)}
 
 
+@pytest.mark.host_only
 def test_shared_memory_mirror_matches_the_spirv():
     for name in ("top_k1_f32", "top_k1_sg_f32"):  # the sg modules' networks add registers, not shared memory
         spv = (SPV / f"{name}.spv").read_bytes()
@@ -147,12 +149,14 @@ def test_shared_memory_mirror_matches_the_spirv():
     (lambda lim: top_k1.plan(topk((3, 100), 7), lim), {"max_push_constants_bytes": 64}, "maxPushConstantsSize is 64"),
     (lambda lim: qlmm.plan(qd(1, 8, 16, 8), lim), {"max_workgroup_invocations": 64}, "128-invocation workgroups"),
 ])
+@pytest.mark.host_only
 def test_where_no_plan_fits_the_limit_is_named(make, limits, match):
     lim = PAPER.within(limits)
     with pytest.raises(vkops.DeviceLimitError, match=match):
         make(lim)
 
 
+@pytest.mark.host_only
 def test_profiles_clamp_the_devices_limits():
     big = PAPER.replace(cooperative_matrix=True, coopmat_verified=True)
     m = big.within("minimum")
@@ -198,6 +202,7 @@ def test_device_plans_within_a_profile(restore, rng):
         vkops.Device(dev.index, limits="phone")
 
 
+@pytest.mark.host_only
 def test_environment_sets_the_profile():
     code = "import vkops; d = vkops.Device(); print(d.limits.profile, d.max_workgroup_invocations)"
     env = dict(os.environ, VKOPS_DEVICE_LIMITS="minimum")

@@ -80,6 +80,7 @@ def slice_case(draw):
 
 
 @given(slice_case(), st.booleans())
+@pytest.mark.subgroup_free
 def test_slice_matches_reference(dev, case, device):
     x, offs, sizes, strides = case
     want = reference.slice1(x, offs, sizes, strides)
@@ -181,6 +182,7 @@ def bad_slice(draw):
 
 
 @given(bad_slice())
+@pytest.mark.host_only
 def test_bad_slices_are_rejected_by_field(dev, case):
     x, offs, sizes, strides, field = case
     with pytest.raises(vkops.ValidationError, match=field):
@@ -188,6 +190,7 @@ def test_bad_slices_are_rejected_by_field(dev, case):
 
 
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=4), st.data())
+@pytest.mark.host_only
 def test_bad_top_k_is_rejected_by_field(dev, shape, data):
     x = np.zeros(shape, np.float32)
     how = data.draw(st.sampled_from(["k_big", "k_zero", "axis", "direction"]))
@@ -205,6 +208,7 @@ def test_bad_top_k_is_rejected_by_field(dev, shape, data):
 
 
 @given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 8), st.data())
+@pytest.mark.host_only
 def test_bad_qlmm_is_rejected_by_field(dev, M, K, N, data):
     a = np.zeros((M, K), np.int8)
     b = np.zeros((K, N), np.int8)

@@ -237,6 +237,7 @@ def desc(a=(1, 1, 4, 8), b=(1, 1, 8, 5), adt=I8, bdt=I8, odt=I8, sa=(1, 1, 1, 1)
                                            t(sdt, so), t(odt, zo), t(odt, out))
 
 
+@pytest.mark.host_only
 def test_desc_valid():
     desc().validate()
     desc(sa=(1, 1, 4, 1), za=(1, 1, 4, 1), sb=(1, 1, 1, 5), zb=(1, 1, 1, 5), so=(1, 1, 4, 1), zo=(1, 1, 4, 1)).validate()
@@ -256,11 +257,13 @@ def test_desc_valid():
     (dict(a=(4, 8)), r"a must have DimensionCount 4; got 2"),
     (dict(a=(1, 1, 4, 40000), b=(1, 1, 40000, 5)), r"\(K\) must be <= 33025.*got K=40000"),
 ])
+@pytest.mark.host_only
 def test_desc_rules(kw, msg):
     with pytest.raises(vkops.ValidationError, match=msg):
         desc(**kw).validate()
 
 
+@pytest.mark.host_only
 def test_desc_zero_point_type_rules():
     d = desc(za=(1, 1, 1, 1))
     bad = vkops.QuantizedLinearMatMulDesc(d.a, d.a_scale, TensorDesc(U8, (1, 1, 1, 1)), d.b, d.b_scale, None,
@@ -325,6 +328,7 @@ def _plan(a_sizes, b_sizes, a_strides=None, b_strides=None, per_row=False):
     return qmod.plan(d, vkops.Limits(), kernel="portable")
 
 
+@pytest.mark.host_only
 def test_fold_mechanism_plans_one_gemm():
     push = lambda d: np.array(d.push, np.uint32).view(qmod.QLMM_PUSH)[0]  # noqa: E731
     # a {1, 8, 32, 256} x shared b {1, 1, 256, 1024}: one GEMM of 256 rows, no batch grid
@@ -557,6 +561,7 @@ def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
                                       kernel="gemv")
 
 
+@pytest.mark.host_only
 def test_auto_kernel_rule_for_small_m(monkeypatch):
     """Pure planning: where cooperative matrices are verified, the B-streaming kernel takes every
     product of up to STREAM_MAX_M rows (any layout of B, zero points or not; 15 when B's column sums take

@@ -23,6 +23,7 @@ def test_devices_and_facts(dev):
     assert "subgroup" in repr(dev)
 
 
+@pytest.mark.host_only
 def test_bad_device_index():
     with pytest.raises(vkops.ValidationError, match="Device.index must be <"):
         vkops.Device(len(vkops.devices()) + 3)
@@ -30,6 +31,7 @@ def test_bad_device_index():
 
 @pytest.mark.parametrize("dt", list(DataType))
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 1001])
+@pytest.mark.subgroup_free
 def test_dtype_round_trip(dev, rng, dt, n):
     """Every dtype, odd byte counts included, up and back; also guards kp built against an old
     pybind11, which reads numpy 2 arrays as zeros."""
@@ -48,11 +50,13 @@ def test_dtype_round_trip(dev, rng, dt, n):
     assert y.tobytes() == x.tobytes()
 
 
+@pytest.mark.host_only
 def test_numpy2_arrays_are_not_read_as_zeros(dev):
     x = np.arange(1, 9, dtype=np.uint32)
     assert np.array_equal(vkops.to_device(x, dev).numpy(), x)
 
 
+@pytest.mark.host_only
 def test_pack_unpack_pure():
     x = np.array([1, -2, 3], dtype=np.int8)
     w = pack(x)
@@ -60,6 +64,7 @@ def test_pack_unpack_pure():
     assert np.array_equal(unpack(w, DataType.INT8, (3,)), x)
 
 
+@pytest.mark.subgroup_free
 def test_batch_equals_eager_and_chains_dependencies(dev, rng, monkeypatch):
     from vkops.runtime import submit
 
@@ -81,6 +86,7 @@ def test_batch_equals_eager_and_chains_dependencies(dev, rng, monkeypatch):
     assert np.array_equal(from_numpy.numpy(), x[::2, ::3])
 
 
+@pytest.mark.subgroup_free
 def test_large_dependent_dispatches_run_in_one_submission_with_barriers(dev, rng, monkeypatch):
     """A chain of dependent dispatches on 8 MiB tensors (and a write-after-read) is one submission,
     ordered by pipeline barriers, and correct."""
@@ -100,6 +106,7 @@ def test_large_dependent_dispatches_run_in_one_submission_with_barriers(dev, rng
     assert np.array_equal(y.numpy(), x)
 
 
+@pytest.mark.subgroup_free
 def test_independent_dispatches_get_no_barrier(dev, rng):
     x = vkops.to_device(rng.integers(0, 9, size=(64, 64), dtype=np.int8), dev)
     with dev.batch() as b:
@@ -108,6 +115,7 @@ def test_independent_dispatches_get_no_barrier(dev, rng):
     assert b.barriers == 0
 
 
+@pytest.mark.subgroup_free
 def test_out_argument_is_checked(dev):
     xt = vkops.to_device(np.zeros((4, 4), np.float32), dev)
     wrong = dev.empty(vkops.TensorDesc("float32", (4, 3)))
@@ -132,6 +140,7 @@ def test_new_shapes_and_fresh_outputs_compile_no_pipeline(dev, rng):
     assert dev.pipeline_count() == n
 
 
+@pytest.mark.subgroup_free
 def test_pipelines_are_shared_by_specialization(dev):
     """The patched kp compiles once per (SPIR-V, specialization): Algorithms over other buffers and
     grids share the pipeline; another specialization compiles anew."""
@@ -152,6 +161,7 @@ def test_pipelines_are_shared_by_specialization(dev):
         algo.destroy()
 
 
+@pytest.mark.subgroup_free
 def test_threads(dev):
     errors = []
 
@@ -175,6 +185,7 @@ def test_threads(dev):
     assert errors == []
 
 
+@pytest.mark.host_only
 def test_packaged_spirv_is_fresh():
     """Every variant has SPIR-V in the package, newer than its GLSL sources."""
     sys.path.insert(0, str(ROOT / "kernels"))
@@ -187,6 +198,7 @@ def test_packaged_spirv_is_fresh():
     assert stale == [], f"run `make spv`: stale or missing SPIR-V for {stale}"
 
 
+@pytest.mark.host_only
 def test_wheel_carries_spirv(tmp_path):
     """`pip wheel .` packages the compiled SPIR-V: no compiler is needed where it is installed."""
     import subprocess
@@ -208,6 +220,7 @@ def test_wheel_carries_spirv(tmp_path):
     assert modules - names == set()  # every module, the runtime package's too
 
 
+@pytest.mark.subgroup_free
 def test_numpy_call_is_one_submission(dev, rng, monkeypatch):
     from vkops import runtime
 
@@ -291,6 +304,7 @@ def test_batches_of_scratch_using_calls_build_no_descriptor_sets(dev, rng):
     assert np.array_equal(outs[-1][0].numpy(), want_v) and np.array_equal(outs[-1][1].numpy(), want_i)
 
 
+@pytest.mark.host_only
 def test_allocator_size_classes_and_trim(dev):
     from vkops.runtime.memory import size_class
 
@@ -306,6 +320,7 @@ def test_allocator_size_classes_and_trim(dev):
     assert dev.trim() > 0 and dev._memory.idle_bytes == 0
 
 
+@pytest.mark.host_only
 def test_features_are_reported(dev):
     feats = dev.features
     assert isinstance(feats, tuple) and len(set(feats)) == len(feats)
@@ -377,6 +392,7 @@ def test_replay_respects_aliased_inputs(dev, rng):
         assert np.array_equal(qm(bt, bt), want(b, b))
 
 
+@pytest.mark.subgroup_free
 def test_long_batch_submits_as_it_records_and_keeps_dependencies(dev, rng):
     """A batch submits every FLUSH_DISPATCHES dispatches without waiting, so the GPU starts while the
     rest is recorded; barriers still order dependent dispatches across those submissions."""
@@ -482,6 +498,7 @@ def test_mixed_operators_from_eight_threads(dev):
     assert errors == []
 
 
+@pytest.mark.subgroup_free
 def test_trim_frees_idle_buffers_and_their_descriptor_sets(dev, rng):
     import gc
 

@@ -6,6 +6,9 @@ import vkops
 from vkops import reference
 from vkops.ops import slice1 as slice_mod
 
+# CI legs (conftest.py): SLICE1's kernel has no subgroup operations and its plans read workgroup and grid limits only.
+pytestmark = pytest.mark.subgroup_free
+
 DTYPES = ["float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8"]
 SPEC_INPUT = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
 
@@ -160,6 +163,7 @@ def desc(in_sizes=(1, 1, 4, 4), out_sizes=(1, 1, 2, 2), offs=(0, 0, 0, 1), sizes
                                    r"with MaxCopiedElements \(1, 1, 2, 2\)"),
     (dict(out_strides=(4, 4, 1, 2)), r"Slice1Desc.output.strides must be packed"),
 ])
+@pytest.mark.host_only
 def test_each_rule_violated(kwargs, message):
     with pytest.raises(vkops.ValidationError, match=message):
         desc(**kwargs).validate()
@@ -170,6 +174,7 @@ def test_each_rule_violated(kwargs, message):
     ((1,) * 9, r"sizes must have 1 to 8 dimensions; got 9"),
     ((2, 0), r"sizes must all be >= 1; got \(2, 0\)"),
 ])
+@pytest.mark.host_only
 def test_tensor_desc_rules(sizes, message):
     with pytest.raises(vkops.ValidationError, match=message):
         vkops.TensorDesc("float32", sizes)
@@ -190,6 +195,7 @@ def test_invalid_call_dispatches_nothing(dev, monkeypatch):
     assert calls == []
 
 
+@pytest.mark.host_only
 def test_validation_runs_without_a_device():
     import subprocess
     import sys
