@@ -20,7 +20,13 @@ def pytest_configure(config):
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("ci")
 
-# Pipeline cache files go to a fresh directory, so no run reads another's.
+# lavapipe's compiled shaders (most of the suite's time: 10-50 s a TOP_K1 variant) stay in Mesa's disk cache
+# between runs, one folder per LP_NATIVE_VECTOR_WIDTH: Mesa 22.3 does not key its cache by that width (a
+# 4-lane compile was reused at 8 and 16 lanes), so a shared folder would test another width's code.
+_cache_base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+os.environ.setdefault("MESA_SHADER_CACHE_DIR", str(
+    _cache_base / "vkops-tests" / f"mesa-width-{os.environ.get('LP_NATIVE_VECTOR_WIDTH', 'native')}"))
+# vkops' own pipeline cache files go to a fresh directory, so no run reads another's.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vkops-cache-")
 
 _LOG = None
