@@ -59,7 +59,7 @@ $(VENV)/.vkops-ready: $(VENV)/.kp-ready pyproject.toml
 	  { cat $(VENV)/install.log; exit 1; }
 	@touch $@
 
-# SPIR-V from kernels/*.comp, one file per variant in kernels/variants.py, validated with spirv-val.
+# SPIR-V from kernels/<op>/*.comp, one file per variant in kernels/variants.py, validated with spirv-val.
 spv: $(VENV)/.vkops-ready
 	@$(VPY) kernels/build.py --out vkops/spv
 

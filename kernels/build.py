@@ -1,6 +1,7 @@
-"""Compile kernels/*.comp into SPIR-V for every entry of variants.py, then validate with spirv-val.
+"""Compile kernels/<op>/*.comp into SPIR-V for every entry of variants.py, then validate with spirv-val.
 
-Recompiles a variant only when its .comp or an included .glsl is newer than its .spv.
+Recompiles a variant only when its .comp, a .glsl beside it or a shared kernels/*.glsl is newer than its
+.spv. Includes resolve beside the including file first, then in kernels/ (-I).
 Usage: python kernels/build.py --out vkops/spv [--force]
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ def tool(name: str) -> str:
 
 
 def sources_newest(comp: Path) -> float:
-    deps = [comp, *HERE.glob("*.glsl")]
+    deps = [comp, *HERE.glob("*.glsl"), *comp.parent.glob("*.glsl")]
     return max(p.stat().st_mtime for p in deps)
 
 

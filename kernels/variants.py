@@ -1,46 +1,36 @@
-"""Every SPIR-V module vkops ships: name -> (source, -D defines, compiler options).
+"""Every SPIR-V module vkops ships: name -> (source, -D defines[, compiler options]).
 
-One .comp per operator family; variants differ only in defines (ggml-vulkan style). Workgroup sizes
-and tile shapes are specialization constants chosen at run time, not variants.
+A folder per operator (kernels/<op>/), one .comp per algorithm, shared code in .glsl includes
+(ggml-vulkan style); kernels/common.glsl holds the helpers every operator uses. Variants of one .comp
+differ only in defines. Workgroup sizes and tile shapes are specialization constants chosen at run
+time, not variants. Each operator's families are listed in a small table below and expanded by one
+loop; no entry is derived from earlier ones.
 """
-VARIANTS = {
-    "slice1_b8": ("slice1.comp", {"ELEM_BITS": 8}),
-    "slice1_b16": ("slice1.comp", {"ELEM_BITS": 16}),
-    "slice1_b32": ("slice1.comp", {"ELEM_BITS": 32}),
-}
-VARIANTS.update({  # QUANTIZED_LINEAR_MATRIX_MULTIPLY (ops/qlmm.py)
-    "qlmm": ("qlmm.comp", {}),
-    "qlmm_coopmat": ("qlmm_coopmat.comp", {"HAS_SUMS": 0}),
-    "qlmm_coopmat_zp": ("qlmm_coopmat.comp", {"HAS_SUMS": 1}),
-    "qlmm_coopmat_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1}),
-    "qlmm_coopmat_zp_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 1, "SPLIT_K": 1}),
-    "qlmm_coopmat_bt": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "BT": 1}),
-    "qlmm_coopmat_bt_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "BT": 1}),
-    "qlmm_coopmat_direct": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "DIRECT_B": 1}),
-    "qlmm_coopmat_direct_sk": ("qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "DIRECT_B": 1}),
-})
-VARIANTS.update({  # TOP_K1 (ops/top_k1.py): KIND 0 float, 1 signed, 2 unsigned
-    f"top_k1_{t}": ("top_k1.comp", {"ELEM_BITS": bits, "KIND": kind}, {"optimize": True})
-    for t, bits, kind in (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),
-                          ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
-})
-VARIANTS.update({  # TOP_K1 with the sorting networks' short strides in subgroup shuffles (needs shuffle)
-    f"top_k1_sg_{t}": (src, dict(defines, SHUF=1), opts)
-    for t, (src, defines, opts) in [(k[len("top_k1_"):], v) for k, v in VARIANTS.items() if k.startswith("top_k1_")]
-})
-VARIANTS.update({  # TOP_K1 ROWS mode: one subgroup per sequence (needs subgroup ballot + arithmetic)
-    f"top_k1_rows_{t}": (src, dict(defines, ROWS=1), opts)
-    for t, (src, defines, opts) in [(k[len("top_k1_"):], v) for k, v in VARIANTS.items()
-                                     if k.startswith("top_k1_") and not k.startswith("top_k1_sg_")]
-})
-VARIANTS.update({  # QLinearMatMul for one row against a row-major B: a matrix-vector product (ops/qlmm_gemv.py)
-    "qlmm_gemv": ("qlmm_gemv.comp", {"MR": "1u"}, {"optimize": True}),
-    "qlmm_gemv_sk": ("qlmm_gemv.comp", {"MR": "1u", "SPLIT_K": 1}, {"optimize": True}),
-})
-VARIANTS.update({  # QLinearMatMul for decoding-sized M on integer dot products (ops/qlmm.py)
-    "qlmm_dot": ("qlmm_dot.comp", {}),
-    "qlmm_dot_sk": ("qlmm_dot.comp", {"SPLIT_K": 1}),
-})
+VARIANTS = {}
+
+# SLICE1 (ops/slice1.py): one module per element width.
+for _bits in (8, 16, 32):
+    VARIANTS[f"slice1_b{_bits}"] = ("slice1/slice1.comp", {"ELEM_BITS": _bits})
+
+# QUANTIZED_LINEAR_MATRIX_MULTIPLY (ops/qlmm.py, qlmm_coopmat.py, qlmm_dot.py): (module, .comp, defines).
+QLMM = [
+    ("qlmm", "qlmm.comp", {}),
+    ("qlmm_coopmat", "qlmm_coopmat.comp", {"HAS_SUMS": 0}),
+    ("qlmm_coopmat_zp", "qlmm_coopmat.comp", {"HAS_SUMS": 1}),
+    ("qlmm_coopmat_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1}),
+    ("qlmm_coopmat_zp_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 1, "SPLIT_K": 1}),
+    ("qlmm_coopmat_bt", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "BT": 1}),
+    ("qlmm_coopmat_bt_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "BT": 1}),
+    ("qlmm_coopmat_direct", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "DIRECT_B": 1}),
+    ("qlmm_coopmat_direct_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "DIRECT_B": 1}),
+    ("qlmm_dot", "qlmm_dot.comp", {}),
+    ("qlmm_dot_sk", "qlmm_dot.comp", {"SPLIT_K": 1}),
+]
+for _name, _src, _defines in QLMM:
+    VARIANTS[_name] = (f"qlmm/{_src}", _defines)
+# QLinearMatMul for one row against a row-major B: a matrix-vector product (ops/qlmm_gemv.py).
+for _name, _defines in (("qlmm_gemv", {"MR": "1u"}), ("qlmm_gemv_sk", {"MR": "1u", "SPLIT_K": 1})):
+    VARIANTS[_name] = ("qlmm/qlmm_gemv.comp", _defines, {"optimize": True})
 # QLinearMatMul for decoding-sized M, B streamed into cooperative matrices (ops/qlmm_stream.py): one module
 # per tile shape (16 rows; columns NR with PF steps in flight), so spirv-opt (run twice) keeps the steps in
 # registers.
@@ -48,4 +38,31 @@ for _mt in (16,):
     for _nr, _pf in ((32, 2), (64, 4)):
         for _sk in (0, 1):
             VARIANTS[f"qlmm_stream_m{_mt}n{_nr}p{_pf}" + ("_sk" if _sk else "")] = (
-                "qlmm_stream.comp", {"MT": f"{_mt}u", "NR": f"{_nr}u", "PF": f"{_pf}u", "SPLIT_K": _sk}, {"optimize": 2})
+                "qlmm/qlmm_stream.comp", {"MT": f"{_mt}u", "NR": f"{_nr}u", "PF": f"{_pf}u", "SPLIT_K": _sk},
+                {"optimize": 2})
+
+# TOP_K1 (ops/top_k1.py, paths in ops/top_k1_paths.py): one .comp per algorithm (kernels/top_k1/), each with
+# its own push block (mirrored by ops/top_k1.py's PUSH). Key types: (suffix, ELEM_BITS, KIND), KIND 0 float,
+# 1 signed, 2 unsigned. Families: (module prefix, .comp, key types, defines). SHUF=1 (the `_sg` families):
+# the sorting networks' short strides in registers and subgroup shuffles (needs shuffle), planned for
+# pow2(K) >= 1024. The ROWS and RSORT modules need subgroup ballot + arithmetic + shuffle; the others run
+# on any Vulkan 1.1 device.
+TOPK_TYPES = (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),
+              ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
+TOPK = [
+    ("top_k1_seg", "seg.comp", TOPK_TYPES, {}),                # SEG: whole short rows, G a workgroup
+    ("top_k1_seg_sg", "seg.comp", TOPK_TYPES, {"SHUF": 1}),
+    ("top_k1_filter", "filter.comp", TOPK_TYPES, {}),          # threshold filter (argmax at K = 1) + merge
+    ("top_k1_filter_sg", "filter.comp", TOPK_TYPES, {"SHUF": 1}),
+    ("top_k1_radix", "radix.comp", TOPK_TYPES, {}),            # radix select of chunks + merge
+    ("top_k1_radix_sg", "radix.comp", TOPK_TYPES, {"SHUF": 1}),
+    ("top_k1_sort_tile", "sort_tile.comp", TOPK_TYPES, {}),    # global bitonic sort: tiles in shared memory
+    ("top_k1_sort_global", "sort_global.comp", (None,), {}),   # ... and its global steps (keys only)
+    ("top_k1_rows", "rows.comp", TOPK_TYPES, {}),              # ROWS: one subgroup a row
+    ("top_k1_rsort", "rsort.comp", TOPK_TYPES, {}),            # RSORT: one workgroup's radix sort a row
+]
+for _prefix, _src, _types, _defines in TOPK:
+    for _t in _types:
+        _name, _d = (_prefix, dict(_defines)) if _t is None else (
+            f"{_prefix}_{_t[0]}", {"ELEM_BITS": _t[1], "KIND": _t[2], **_defines})
+        VARIANTS[_name] = (f"top_k1/{_src}", _d, {"optimize": True})

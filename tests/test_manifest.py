@@ -10,7 +10,7 @@ import pytest
 
 from vkops.ops.qlmm import QLMM_PUSH
 from vkops.ops.slice1 import SLICE_PUSH
-from vkops.ops.top_k1 import MODE_FILTER, TOPK_PUSH
+from vkops.ops import top_k1
 from vkops.ops import top_k1_paths
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +26,9 @@ pytestmark = pytest.mark.host_only
 sys.path.pop(0)
 
 # module-name prefix -> (host mirror of its push block, buffers the operator binds)
-HOST = {"slice1_": (SLICE_PUSH, 2), "top_k1_rows_": (TOPK_PUSH, 3), "top_k1_": (TOPK_PUSH, 5), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLMM_PUSH, 9)}
+HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLMM_PUSH, 9)}
+# TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1.py lower)
+TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3}
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +54,9 @@ def push_differences(module: dict, mirror: np.dtype) -> list:
 
 
 def host_for(name):
+    if name.startswith("top_k1_"):
+        alg = top_k1.algorithm(name)
+        return top_k1.PUSH[alg], TOPK_BUFFERS[alg]
     for prefix, v in HOST.items():
         if name.startswith(prefix):
             return v
@@ -88,8 +93,9 @@ def test_bindings_match_what_the_operators_bind(manifest):
             n += 1 if name.startswith("qlmm_gemv") else 2
         assert [b["binding"] for b in m["bindings"]] == list(range(n)), name
         assert all(b["set"] == 0 and (b["read"] or b["written"]) for b in m["bindings"])
-    top_k = manifest["modules"]["top_k1_f32"]["bindings"]
+    top_k = manifest["modules"]["top_k1_filter_f32"]["bindings"]
     assert not top_k[0]["written"] and top_k[2]["written"]  # input read-only, indices written
+    assert set(TOPK_BUFFERS) == set(top_k1.PUSH) == {top_k1.algorithm(n) for n in VARIANTS if n.startswith("top_k1_")}
 
 
 def test_requirements_are_reflected(manifest):
@@ -103,9 +109,11 @@ def test_requirements_are_reflected(manifest):
     assert dot["device_extensions"] == ["VK_KHR_shader_integer_dot_product"]
     # TOP_K1's plain modules run on any Vulkan 1.1 device; the sg modules need exactly the subgroup
     # operations the plan checks for (top_k1_paths.SHUF_SUBGROUP_OPS: basic + shuffle)
-    caps = {n: set(manifest["modules"][n]["capabilities"]) for n in ("top_k1_f16", "top_k1_sg_f16")}
-    assert caps["top_k1_f16"] == {"Shader"}
-    assert caps["top_k1_sg_f16"] == {"Shader", "GroupNonUniform", "GroupNonUniformShuffle"}
+    for name, m in manifest["modules"].items():
+        if name.startswith("top_k1_") and top_k1.algorithm(name) not in ("rows", "rsort"):
+            sg = "_sg_" in name
+            assert set(m["capabilities"]) == ({"Shader", "GroupNonUniform", "GroupNonUniformShuffle"} if sg
+                                              else {"Shader"}), name
     assert top_k1_paths.SHUF_SUBGROUP_OPS == ("basic", "shuffle")
 
 
@@ -126,20 +134,20 @@ def specialized_text(name: str, spec: dict, tmp_path) -> str:
     return subprocess.run([tool("spirv-dis"), str(out)], check=True, capture_output=True, text=True).stdout
 
 
-@pytest.mark.parametrize("name", ["top_k1_f32", "top_k1_f16", "top_k1_u8", "top_k1_sg_f32"])
+@pytest.mark.parametrize("name", ["f32", "f16", "u8", "sg_f32"])
 def test_threshold_filter_pipelines_carry_no_radix_code(name, tmp_path):
-    """The threshold filter and argmax pipelines (MODE_FILTER, RADIX false) hold none of radix select's code
-    (its histogram): registers are allocated for the whole pipeline, and with the buffer's select_front behind
-    a push word alone (session 14) its code cost the filter occupancy: H100 4096 x 32768 fp32 K=8 0.237 ->
-    0.281 ms, K=1 0.197 -> 0.215, 64 x 2^20 K=8 0.112 -> 0.133."""
-    radix = specialized_text(name, {2: MODE_FILTER, 3: True}, tmp_path)
-    plain = specialized_text(name, {2: MODE_FILTER, 3: False}, tmp_path)
+    """The threshold filter and argmax pipelines (filter.comp) hold none of radix select's code (its
+    histogram), which lives in radix.comp: registers are allocated for the whole pipeline, and with the
+    buffer's select_front behind a push word alone (session 14) its code cost the filter occupancy: H100 4096
+    x 32768 fp32 K=8 0.237 -> 0.281 ms, K=1 0.197 -> 0.215, 64 x 2^20 K=8 0.112 -> 0.133."""
+    radix = specialized_text(f"top_k1_radix_{name}", {0: 512, 1: 2048}, tmp_path)
+    plain = specialized_text(f"top_k1_filter_{name}", {0: 512, 1: 2048}, tmp_path)
     assert "%hist = OpVariable" in radix  # what the check looks for is there to find
     assert "hist" not in plain
 
 
 def test_the_device_reports_which_kernels_it_can_run(dev):
-    assert dev.supports("slice1_b8") and dev.supports("top_k1_f32") and dev.supports("qlmm")
+    assert dev.supports("slice1_b8") and dev.supports("top_k1_filter_f32") and dev.supports("qlmm")
     coop = dev.supports("qlmm_coopmat")
     assert coop == ({"cooperativeMatrix", "shaderInt8", "vulkanMemoryModel"} <= set(dev.features))
     assert dev.supports("qlmm_dot") == ("shaderIntegerDotProduct" in dev.features)

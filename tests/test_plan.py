@@ -69,10 +69,11 @@ def test_json_round_trip(name):
 @pytest.mark.host_only
 def test_plans_describe_their_buffers_and_barriers():
     sort = PLANS["top_k sort"]()
-    assert sort.note("path") == "sort" and [d.spec[2] for d in sort.dispatches] == [
-        top_k1.MODE_SORT_INIT, top_k1.MODE_SORT_GLOBAL, top_k1.MODE_SORT_LOCAL]
-    assert [b.role for b in sort.buffers] == ["input", "output", "output", "scratch", "scratch"]
-    assert sort.buffers[3].zeroed and not sort.buffers[4].zeroed  # counters, the sort buffer
+    # sort_tile (INIT: specialization constant 2) loads the tiles, sort_global and sort_tile take the stages
+    assert sort.note("path") == "sort" and [(d.kernel, d.spec[2:]) for d in sort.dispatches] == [
+        ("top_k1_sort_tile_f16", (1,)), ("top_k1_sort_global", ()), ("top_k1_sort_tile_f16", (0,))]
+    assert [b.role for b in sort.buffers] == ["input", "output", "output", "scratch"]
+    assert not sort.buffers[3].zeroed  # the sort buffer (no counters: no chunk merges)
     assert sort.barrier_count == len(sort.dispatches) - 1  # each pass reads what the last one wrote
     chunks = PLANS["top_k chunks"]()
     assert chunks.note("chunks") == 3

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SPV = ROOT / "vkops" / "spv"
 sys.path.insert(0, str(ROOT / "kernels"))
 from reflect import shared_memory_bytes  # noqa: E402
+from variants import VARIANTS  # noqa: E402
 
 sys.path.pop(0)
 
@@ -31,7 +32,7 @@ LIMITS = {"minimum": PROFILES["minimum"], "v3dv": PROFILES["raspberry-pi-v3dv"],
           # integer dot products (the decoding-sized qlmm kernel) within the smallest limits, and on paper
           "minimum+dot": PROFILES["minimum"].replace(integer_dot_product=True),
           "paper+dot": PAPER.replace(integer_dot_product=True),
-          # verified cooperative matrices: decoding-sized qlmm streams B (kernels/qlmm_stream.comp)
+          # verified cooperative matrices: decoding-sized qlmm streams B (kernels/qlmm/qlmm_stream.comp)
           "paper+coopmat": PAPER.replace(name="paper+coopmat", cooperative_matrix=True, coopmat_verified=True,
                                          coopmat_split_verified=True)}
 
@@ -106,20 +107,20 @@ def test_plans_fit_their_limits(name):
 
 @pytest.mark.host_only
 def test_shared_memory_mirror_matches_the_spirv():
-    for name in ("top_k1_f32", "top_k1_sg_f32"):  # the sg modules' networks add registers, not shared memory
-        spv = (SPV / f"{name}.spv").read_bytes()
-        for wg, B in ((512, 2048), (128, 1024), (256, 512), (64, 256)):
-            for mode in range(5):
-                assert shared_memory_bytes(spv, {0: wg, 1: B, 2: mode}) == top_k1_paths.shared_bytes(B, wg)
-    rows = (SPV / "top_k1_rows_f32.spv").read_bytes()  # ROWS uses a part of the same arrays
-    for wg, B in ((128, 2048), (32, 2048), (16, 1024)):
-        assert 0 < shared_memory_bytes(rows, {0: wg, 1: B}) <= top_k1_paths.shared_bytes(B, wg)
-    # RSORT (MODE 5 of the same modules) adds its counters (spec constant 4), which the plan sizes, and
-    # cuts sidx to one entry (its exchange goes through skey alone)
-    for wg, B, sub in ((128, 1024, 32), (64, 512, 4), (128, 640, 8)):
-        rs = top_k1_paths.rsort_shared_words(wg, sub)
-        got = shared_memory_bytes(rows, {0: wg, 1: B, 2: 5, 4: rs})
-        assert got == top_k1_paths.rsort_shared_bytes(B, wg, rs) < 4 * (2 * B + rs)
+    # TOP_K1: every module (kernels/top_k1/<algorithm>.comp) declares what module_shared_bytes says, within
+    # the budget its plans size B by (shared_bytes; rsort_shared_bytes for RSORT's counters)
+    for name in (n for n in VARIANTS if n.startswith("top_k1_")):
+        alg, spv = top_k1.algorithm(name), (SPV / f"{name}.spv").read_bytes()
+        if alg == "rsort":
+            for wg, B, sub in ((128, 1024, 32), (64, 512, 4), (128, 640, 8)):
+                rs = top_k1_paths.rsort_shared_words(wg, sub)
+                got = shared_memory_bytes(spv, {0: wg, 1: B, 2: rs})
+                want = top_k1_paths.module_shared_bytes(alg, B, wg, rs)
+                assert got == want <= top_k1_paths.rsort_shared_bytes(B, wg, rs) < 4 * (2 * B + rs), (name, wg, B)
+            continue
+        for wg, B in ((512, 2048), (128, 1024), (256, 512), (64, 256), (32, 2048), (16, 1024)):
+            got = shared_memory_bytes(spv, {0: wg, 1: B})
+            assert got == top_k1_paths.module_shared_bytes(alg, B, wg) <= top_k1_paths.shared_bytes(B, wg), (name, wg, B)
     q = (SPV / "qlmm.spv").read_bytes()
     assert shared_memory_bytes(q, {0: 256}) == 8192 and shared_memory_bytes(q, {0: 128}) == 6144
     # qlmm_stream: per subgroup its slabs, then the workgroup's tile and row sums (and the split flag)

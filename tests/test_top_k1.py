@@ -289,7 +289,7 @@ def test_two_level_merge(dev, rng, direction):
 
 @pytest.mark.parametrize("direction", DIRS)
 def test_shuffle_networks(dev, rng, direction):
-    """The top_k1_sg_* modules (shuffle=True) run the sorting networks' short strides in registers (4
+    """The top_k1_*_sg_* modules (shuffle=True) run the sorting networks' short strides in registers (4
     entries a thread) and subgroup shuffles, the long ones in shared memory: pow2(K) from 2 to B/2 on
     SEG rows (several rows a workgroup; networks of fewer than 4 x subgroup entries stay in shared
     memory), the threshold filter's compactions and radix select's sorts, merges of 2 and 4 runs a
@@ -571,8 +571,10 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
 
 
 def push_word(plan, field):
-    """`field` of each dispatch's push constants (TOPK_PUSH)."""
-    return [int(np.array(d.push, np.uint32).view(tk.TOPK_PUSH)[0][field]) for d in plan.dispatches]
+    """`field` of each dispatch's push constants (tk.PUSH of its module's algorithm; None where that push
+    block has no such field)."""
+    words = [np.array(d.push, np.uint32).view(tk.PUSH[tk.algorithm(d.kernel)])[0] for d in plan.dispatches]
+    return [int(w[field]) if field in w.dtype.names else None for w in words]
 
 
 def test_tune_select_and_guess(dev, rng):
@@ -622,7 +624,8 @@ def test_tune_select_and_guess(dev, rng):
     limits = dev.limits.replace(name="h100-like", device_type="discrete", shared_memory_bytes=48 * 1024,
                                 subgroup_operations=0, max_workgroup_invocations=1024,
                                 max_storage_buffer_range=2**32 - 1)
-    for dtype, k, want in (("float32", 256, both), ("float16", 256, paths.TUNE_GUESS), ("float32", 8, 0)):
+    # K=8: the threshold filter (filter.comp), whose push block has no tune word
+    for dtype, k, want in (("float32", 256, both), ("float16", 256, paths.TUNE_GUESS), ("float32", 8, None)):
         xd = vkops.TensorDesc(dtype, (4096, 32768))
         desc = tk.TopK1Desc(xd, *tk.output_descs(xd, 1, k), 1, k, tk.AxisDirection.DECREASING).validate()
         assert push_word(tk.plan(desc, limits), "tune") == [want]
@@ -713,7 +716,7 @@ def test_top_k_argument_errors():
         vkops.top_k(x, 1, direction="up")
     with pytest.raises(vkops.ValidationError, match="data_type must be one of"):
         vkops.top_k(np.zeros(3, np.float64), 1)
-    assert tk.TOPK_PUSH.itemsize <= 128
+    assert all(push.itemsize <= 128 for push in tk.PUSH.values())
 
 
 # ---- ROWS: one subgroup per sequence ------------------------------------------------------------
@@ -852,7 +855,7 @@ def test_rsort_ties_keep_ascending_indices(dev, rng):
 
 def test_rsort_choice(dev):
     """RSORT for rows of RSORT_MIN_L..RSORT_MAX_L (at least RSORT_MIN_SEQ of them) with pow2(K) > 256 where
-    the device has the ROWS modules' subgroup operations (one dispatch of a ROWS module in MODE_RSORT);
+    the device has the ROWS modules' subgroup operations (one dispatch of an rsort module);
     another path outside those, and within the Vulkan 1.1 minimum."""
     lim = dev.limits
     n, L = paths.RSORT_MIN_SEQ, paths.RSORT_MAX_L
@@ -871,8 +874,8 @@ def test_rsort_choice(dev):
             vd, idd = tk.output_descs(x, 1, 1024)
             plan = tk.plan(tk.TopK1Desc(x, vd, idd, 1, 1024).validate(), lim)
             (step,) = plan.dispatches
-            assert step.kernel == "top_k1_rows_f32" and step.spec[2] == tk.MODE_RSORT
-            assert step.spec[4] == p.rs_sh == paths.rsort_shared_words(p.workgroup, lim.min_subgroup_size)
+            assert step.kernel == "top_k1_rsort_f32"
+            assert step.spec[2] == p.rs_sh == paths.rsort_shared_words(p.workgroup, lim.min_subgroup_size)
         elif lim.min_subgroup_size >= 8:
             pytest.fail(f"{lim.name}: RSORT should fit rows of {L} with subgroups of >= 8")
     minimum = lim.within("minimum")

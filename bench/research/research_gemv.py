@@ -1,4 +1,4 @@
-"""Research (not a benchmark of record): the matrix-vector QLinearMatMul kernel (kernels/qlmm_gemv.comp) for
+"""Research (not a benchmark of record): the matrix-vector QLinearMatMul kernel (kernels/qlmm/qlmm_gemv.comp) for
 1-4 rows against row-major B, beside the kernels auto picked before it (stream, dot) and torch._int_mm, in one
 process, GPU ms (Vulkan timestamps / CUDA events) and B's read rate, every output checked exactly against the
 oracle. docs/tuning/qlmm.md, 2026-11-25.

@@ -1,4 +1,4 @@
-"""Research (not a benchmark of record): the B-streaming QLinearMatMul kernel (kernels/qlmm_stream.comp)
+"""Research (not a benchmark of record): the B-streaming QLinearMatMul kernel (kernels/qlmm/qlmm_stream.comp)
 for decoding-sized M, exact against the oracle on edge cases ("check": both widths, zero points and the
 row of ones, column-major B, split-K, K and N not in whole steps and tiles, folded and per-batch B),
 then GPU ms and batch wall of its knob settings beside the kernels auto picked before it and

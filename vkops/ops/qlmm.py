@@ -29,7 +29,7 @@ from .slice1 import lower_packed
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
 QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 
-# Portable kernel: 16 x TY threads, 4 x 4 outputs each (kernels/qlmm.comp): TY = 16 (a 64 x 64 tile), or 8
+# Portable kernel: 16 x TY threads, 4 x 4 outputs each (kernels/qlmm/qlmm.comp): TY = 16 (a 64 x 64 tile), or 8
 # (32 x 64) where a workgroup may have only 128 invocations.
 PORTABLE_BN = 64
 PORTABLE_WG = 256

@@ -46,7 +46,7 @@ COOPMAT_CONFIGS = {
     "128x64x128_4x2": (128, 64, 128, 4, 2),
 }
 # M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
-# matrices (kernels/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
+# matrices (kernels/qlmm/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
 # H100 (bench_qlmm.py --skinny, one run): 16 x 8192^2 0.054 ms with 16x64x256_4x1 split-K 8 (16x64x128:
 # 0.061; the staged 32x64x128 tile 0.080); 16 x 4096^2 0.020 with split 4 (16x64x128 0.022, staged 0.023).
 # Wider tiles (16x128) and split 32 were slower.
@@ -58,7 +58,7 @@ DIRECT_MAX_M = 16
 # Column-major B (a transposed view, k stride 1) read in place by the direct-B kernel; False packs it
 # to row-major first with a SLICE1 copy, as every other kernel needs.
 COOPMAT_COLS = True
-# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm_coopmat.comp),
+# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm/qlmm_coopmat.comp),
 # so the B tiles a wave reads are shared by GROUP_M rows of A in L2. H100, 2026-11-24, LARGE_CONFIG, GPU ms
 # for GROUP_M 1 / 2 / 4 / 8 / 16: 8192^3 4.73 / 4.70 / 4.25 / 4.38 / 4.52 (B's 64 MiB exceed the L2); 4096^3
 # 0.494 / 0.493 / 0.491 / 0.497 / 0.532.

@@ -1,4 +1,4 @@
-"""QUANTIZED_LINEAR_MATRIX_MULTIPLY on packed integer dot products (kernels/qlmm_dot.comp): the knobs,
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY on packed integer dot products (kernels/qlmm/qlmm_dot.comp): the knobs,
 shape rules, tiling and split-K of the decoding-sized kernel, which the lowering in ops/qlmm.py picks
 where the device enables VK_KHR_shader_integer_dot_product. Module-level knobs are read at planning
 time (and are part of the face's plan key), so benchmarks may set them."""

@@ -1,4 +1,4 @@
-"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for a few rows of A against a row-major B (kernels/qlmm_gemv.comp): a
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for a few rows of A against a row-major B (kernels/qlmm/qlmm_gemv.comp): a
 matrix-vector product bound by reading B once (decoding). The knobs, shape rules and split-K the lowering in
 ops/qlmm.py reads; module-level knobs are read at planning time (and are part of the face's plan key)."""
 from __future__ import annotations
@@ -32,7 +32,7 @@ def slice_max(mr: int) -> int:
 
 
 def shared_bytes(mr: int, split: bool) -> int:
-    """What kernels/qlmm_gemv.comp declares: A's range, the tile, the row sums, the split flag."""
+    """What kernels/qlmm/qlmm_gemv.comp declares: A's range, the tile, the row sums, the split flag."""
     return 4 * (mr * slice_max(mr) + mr * COLS + mr + int(split))
 
 

@@ -1,5 +1,5 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY for decoding-sized M with B streamed into cooperative matrices
-(kernels/qlmm_stream.comp): the knobs, shape rules, tiling and split-K the lowering in ops/qlmm.py reads.
+(kernels/qlmm/qlmm_stream.comp): the knobs, shape rules, tiling and split-K the lowering in ops/qlmm.py reads.
 A workgroup owns NR columns of B (and all of M's rows) over a K range; its subgroups take that range's
 steps in turn, each through its own shared-memory slabs, without workgroup barriers. Module-level knobs
 are read at planning time (and are part of the face's plan key), so benchmarks may set them."""
@@ -59,7 +59,7 @@ def width(N: int, batches: int) -> int:
 
 
 def shared_bytes(wg: int, mt: int, nr: int, split: bool = True) -> int:
-    """What kernels/qlmm_stream.comp declares: per subgroup a B slab (16-column tiles, skewed) and an A
+    """What kernels/qlmm/qlmm_stream.comp declares: per subgroup a B slab (16-column tiles, skewed) and an A
     slab, then the workgroup's int32 tile, row sums and (split-K variants) the last-arrival flag."""
     sk = step_k(nr)
     sbs = sk + 16

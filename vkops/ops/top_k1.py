@@ -1,23 +1,26 @@
 """DML_TOP_K1: descriptor (pure), lowering to the top_k1 kernels, and the NumPy face. Which path a call
-takes is decided by the rules in top_k1_paths.py (pure):
+takes is decided by the rules in top_k1_paths.py (pure); each path runs kernels/top_k1/<algorithm>.comp,
+module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
   rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic + shuffle:
           one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
-          (kernels/top_k1_rows.glsl; rows of <= 32 keys per lane stay in registers). Thousands of rows
+          (rows.comp; rows of <= 32 keys per lane stay in registers). Thousands of rows
           longer than ROWS_RADIX_MIN_L with 16- or 32-bit keys and K >= 2 take radix select instead.
-  seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch
-          (rows of more than B/2 only for K = 1 or pow2(K) > B/2; see below).
+  seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch (seg.comp;
+          rows of more than B/2 only for K = 1 or pow2(K) > B/2; see below).
   filter  longer rows with pow2(K) <= B/2: each workgroup streams a chunk once, keeping only elements
           that beat its running K-th best; several chunks per row merge in the same dispatch (the
-          last workgroup to finish a row reduces the chunks' candidates and writes the row).
+          last workgroup to finish a row reduces the chunks' candidates and writes the row): filter.comp
+          (K = 1: each thread's own best, no threshold).
           From pow2(K) >= RADIX_MIN_KP, and on short rows (B/2 < L <= 4B) from K = 2, a chunk is
           reduced by radix select instead (8-bit key digits until the keys at or above the K-th
-          key's prefix fit the buffer, a position select among ties), then sorted once.
+          key's prefix fit the buffer, a position select among ties), then sorted once: radix.comp.
   rsort   >= 64 rows of 513..2048 with pow2(K) > 256, on devices with subgroup ballot + arithmetic + shuffle: one
           workgroup radix-sorts the whole row in shared memory (8-bit digits, ballot-matched ranks: a
           stable order, so ties keep ascending indices), then writes its first K
-          (kernels/top_k1_rsort.glsl, in the ROWS modules).
+          (rsort.comp).
   sort    pow2(K) > B/2 on long rows: a global bitonic sort of (key, index) rows in a scratch
-          buffer, O(log^2) dispatches; the last one writes the first K.
+          buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
+          the last one writes the first K.
 """
 from __future__ import annotations
 
@@ -41,7 +44,6 @@ SENT_IDX = 0xFFFFFFFF
 
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
-MODE_SEG, MODE_FILTER, MODE_SORT_INIT, MODE_SORT_GLOBAL, MODE_SORT_LOCAL, MODE_RSORT = range(6)
 
 
 class AxisDirection(enum.IntEnum):
@@ -116,10 +118,38 @@ class TopK1Desc:
         return self
 
 
-# Host mirror of top_k1.comp's push-constant block (120 bytes; tests/test_manifest.py checks it).
-TOPK_PUSH = np.dtype([(f, "<u4") for f in ("n_seq", "L", "K", "Kp", "chunks", "chunk_len", "flip",
-                                           "axis_stride", "inner", "G", "P", "size", "stride", "n_other",
-                                           "n_groups", "vec", "cap", "tune")] + [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)])
+# Host mirrors of each kernels/top_k1/<algorithm>.comp's push-constant block, one meaning a field
+# (tests/test_manifest.py checks each against the SPIR-V): the row's shape first, the algorithm's own
+# fields, then the merged non-axis dimensions.
+_HEAD = ("n_groups", "n_seq", "L", "K", "Kp", "flip", "axis_stride", "inner", "n_other")
+_KEYS = ("n_groups", "L", "K", "flip", "axis_stride", "inner", "n_other")  # modules without n_seq, Kp
+_OTHER = [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)]
+
+
+def _push(fields, other=True) -> np.dtype:
+    return np.dtype([(f, "<u4") for f in fields] + (_OTHER if other else []))
+
+
+PUSH = {
+    "seg": _push(_HEAD + ("G", "P")),
+    "filter": _push(_HEAD + ("chunks", "chunk_len", "merge_group", "vec", "cap")),
+    "radix": _push(_HEAD + ("chunks", "chunk_len", "merge_group", "vec", "tune")),
+    "sort_tile": _push(_KEYS + ("tiles", "P", "size")),
+    "sort_global": _push(("n_groups", "step_groups", "P", "size", "stride"), other=False),
+    "rows": _push(_KEYS[:1] + ("n_seq",) + _KEYS[1:] + ("G", "vec", "cap")),
+    "rsort": _push(_KEYS),
+}
+
+
+def algorithm(kernel: str) -> str:
+    """The algorithm (a key of PUSH, a .comp of kernels/top_k1/) of a TOP_K1 module name."""
+    name = kernel[len("top_k1_"):]
+    for a in sorted(PUSH, key=len, reverse=True):
+        if name == a or name.startswith(a + "_"):
+            return a
+    raise KeyError(kernel)
+
+
 MAX_OTHER_DIMS = 6
 
 def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None,
@@ -158,49 +188,47 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
     bits = inp.data_type.bits
     p = device_path(lim, n_seq, L, K, force=force, chunks=chunks, shuffle=shuffle, key_bits=bits)
-    pc = np.zeros((), TOPK_PUSH)
-    pc["n_seq"], pc["L"], pc["K"], pc["Kp"] = n_seq, L, K, p.Kp
-    pc["flip"] = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
-    pc["axis_stride"], pc["inner"], pc["n_other"] = strides[axis], inner, len(other)
-    for i, (s, t) in enumerate(other):
-        pc["o_sizes"][i], pc["o_strides"][i] = s, t
-    family = "rows_" if p.path in ("rows", "rsort") else "sg_" if p.shuf else ""
-    kernel = f"top_k1_{family}{_KERNELS[inp.data_type]}"
+    tname = _KERNELS[inp.data_type]
     ev = 128 // bits
-    pc["cap"] = p.cap or p.B
-    pc["tune"] = tune_bits(p, n_seq, bits) if tune is None else tune
-    pc["vec"] = int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other))
-    spec = (p.workgroup, p.B)
-    if p.path in ("rows", "rsort"):  # the ROWS modules bind the input and the outputs only
-        if p.path == "rows":  # G rows a workgroup, one a subgroup
-            pc["n_groups"], pc["G"] = -(-n_seq // p.G), p.G
-        else:  # RSORT: one row a workgroup; its mode and counters' size as specialization constants
-            pc["n_groups"] = n_seq
-            spec += (MODE_RSORT, 0, p.rs_sh)
-        b.dispatch(kernel, [x, values, indices], writes=[1, 2], groups=lim.grid(int(pc["n_groups"]), "TOP_K1"),
+    flip = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
+    shape = dict(n_seq=n_seq, L=L, K=K, Kp=p.Kp, flip=flip, axis_stride=strides[axis], inner=inner, n_other=len(other),
+                 vec=int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other)))
+
+    def dispatch(alg, buffers, writes, n_groups, spec, sg=False, **fields):
+        """One dispatch of kernels/top_k1/<alg>.comp (its `t` module, `_sg` with shuffles), its push block
+        filled from the row's shape and `fields`."""
+        pc = np.zeros((), PUSH[alg])
+        for f, v in dict(shape, n_groups=n_groups, **fields).items():
+            if f in pc.dtype.names:
+                pc[f] = v
+        if "o_sizes" in pc.dtype.names:
+            for i, (size, stride) in enumerate(other):
+                pc["o_sizes"][i], pc["o_strides"][i] = size, stride
+        kernel = f"top_k1_{alg}" + ("_sg" if sg else "") + ("" if alg == "sort_global" else f"_{tname}")
+        b.dispatch(kernel, buffers, writes=writes, groups=lim.grid(n_groups, "TOP_K1"),
                    push=pc.reshape(1).view(np.uint32), spec=spec)
-        return p
-    ctr = b.counters(1)  # bound but unused unless several chunks share a row
 
-    def dispatch(n_groups, cand, writes, mode, **fields):
-        pc["n_groups"] = n_groups
-        for f, v in fields.items():
-            pc[f] = v
-        b.dispatch(kernel, [x, values, indices, cand, ctr], writes=writes, groups=lim.grid(n_groups, "TOP_K1"),
-                   push=pc.reshape(1).view(np.uint32), spec=spec + (mode, int(p.radix)))
-
-    if p.path == "seg":
-        dispatch(-(-n_seq // p.G), ctr, [1, 2], MODE_SEG, G=p.G, P=p.P)
+    spec = (p.workgroup, p.B)
+    if p.path == "rows":  # G rows a workgroup, one a subgroup
+        dispatch("rows", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, G=p.G, cap=p.cap or p.B)
+    elif p.path == "rsort":  # one row a workgroup; its counters' size a specialization constant
+        dispatch("rsort", [x, values, indices], [1, 2], n_seq, spec + (p.rs_sh,))
+    elif p.path == "seg":
+        dispatch("seg", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, p.shuf, G=p.G, P=p.P)
     elif p.path == "filter":
+        alg = "radix" if p.radix else "filter"
+        fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
+                      tune=tune_bits(p, n_seq, bits) if tune is None else tune)
+        ctr = b.counters(1)  # bound but unused unless several chunks share a row
         if p.chunks == 1:
-            dispatch(n_seq, ctr, [1, 2], MODE_FILTER, chunks=1, chunk_len=p.chunk_len)
+            dispatch(alg, [x, values, indices, ctr, ctr], [1, 2], n_seq, spec, p.shuf, chunks=1, **fields)
         else:
             # counters: one a row, then (two-level merge) one a merge group of each row
             groups = -(-p.chunks // p.merge_group) if p.merge_group else 0
             ctr = b.counters(n_seq * (1 + groups))
             cand = b.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
-            dispatch(n_seq * p.chunks, cand, [1, 2, 3, 4], MODE_FILTER, chunks=p.chunks, chunk_len=p.chunk_len,
-                     G=p.merge_group or p.chunks)
+            dispatch(alg, [x, values, indices, cand, ctr], [1, 2, 3, 4], n_seq * p.chunks, spec, p.shuf,
+                     chunks=p.chunks, merge_group=p.merge_group or p.chunks, **fields)
     else:
         P, B = p.P, p.B
         words = n_seq * P * 2
@@ -211,17 +239,19 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
                 f"{lim.max_storage_buffer_range} bytes")
         cand = b.scratch(TensorDesc(DataType.UINT32, (words,)))
         tiles = P // B
-        dispatch(n_seq * tiles, cand, [3], MODE_SORT_INIT, chunks=tiles, P=P, size=B)
+        # sort_tile's specialization constant 2 (INIT): the first dispatch loads its tiles from the input
+        dispatch("sort_tile", [x, values, indices, cand], [3], n_seq * tiles, spec + (1,), tiles=tiles, P=P, size=B)
         size = 2 * B
         while size <= P:
             stride = size // 2
             while stride >= B:
                 step_groups = -(-(P // 2) // p.workgroup)
-                dispatch(n_seq * step_groups, cand, [3], MODE_SORT_GLOBAL, chunks=step_groups, P=P,
-                         size=size, stride=stride)
+                dispatch("sort_global", [cand], [0], n_seq * step_groups, (p.workgroup,), step_groups=step_groups,
+                         P=P, size=size, stride=stride)
                 stride //= 2
             writes = [1, 2] if size == P else [3]
-            dispatch(n_seq * tiles, cand, writes, MODE_SORT_LOCAL, chunks=tiles, P=P, size=size)
+            dispatch("sort_tile", [x, values, indices, cand], writes, n_seq * tiles, spec + (0,), tiles=tiles, P=P,
+                     size=size)
             size *= 2
     return p
 
@@ -279,7 +309,7 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
            chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None):
     """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort",
     "rows" or "rsort"), `chunks` (workgroups per row on the filter path; ROWS' candidate cap), `shuffle`
-    (the top_k1_sg_* modules or not) and `tune` (the TUNE_* bits of top_k1_paths) override the choice of
+    (the top_k1_*_sg_* modules or not) and `tune` (the TUNE_* bits of top_k1_paths) override the choice of
     device_path() and tune_bits()."""
     Call, freeze = face_runtime()
 

@@ -17,12 +17,13 @@ WORKGROUP = 512
 # 1024 by 1.2-1.5x on 64 x 2^20 and 1 x 2^26 rows (longer chunks amortize the seed and the sort, and
 # fewer candidates are merged), and beat 128 and 64 too.
 TARGET_GROUPS = 256
-# ROWS (one subgroup per sequence, top_k1_rows_* kernels) for rows of at most ROWS_MAX_L elements,
+# ROWS (one subgroup per sequence, kernels/top_k1/rows.comp) for rows of at most ROWS_MAX_L elements,
 # pow2(K) <= ROWS_MAX_KP, and at least ROWS_MIN_SEQ of them (fewer leave most of a GPU idle). On an H100
 # (bench_top_k1.py --grid rows) it beat SEG and radix select 1.1-11x on 32768 x 1024, 16384 x 2048 and
 # 4096 x 4096 for K <= 256, and lost to radix select on 2048 x 8192 (0.168 vs 0.102 ms at K=8).
 ROWS_MAX_L = 4096
-# The ROWS modules (ROWS and RSORT) declare these subgroup operations (not guaranteed by Vulkan 1.1).
+# The ROWS and RSORT modules (rows.comp, rsort.comp) declare these subgroup operations (not guaranteed by
+# Vulkan 1.1; rows.comp uses no shuffle, but the rule stays as it was).
 ROWS_SUBGROUP_OPS = ("basic", "ballot", "arithmetic", "shuffle")
 ROWS_MAX_KP = 256
 ROWS_MIN_SEQ = 512
@@ -38,14 +39,14 @@ ROWS_MIN_SEQ = 512
 # int32 won at 1500), nor for 8-bit keys (uint8 4096 x 4096 K=256 0.080 -> 0.122), nor at K=1 (SEG, the
 # alternative on rows of 2048, ran 0.310 against ROWS' 0.087 in session 10).
 ROWS_RADIX_MIN_L = 1600
-# The top_k1_sg_* modules (SHUF in top_k1.comp) declare these: the sorting networks' strides below 4 x the
-# subgroup size run in registers and subgroup shuffles instead of shared memory and workgroup barriers.
-# Planned from pow2(K) = SHUF_MIN_KP. H100, session 13, GPU ms: K=1024 LLM rows 7-12% faster (fp16 1 x 151936
-# 0.050 -> 0.046), 4096 x 32768 K=1024 0.743 -> 0.658; but at K <= 256 the registers cost the whole kernel
+# The top_k1_*_sg_* modules (SHUF=1: seg.comp, filter.comp, radix.comp) declare these: the sorting networks'
+# strides below 4 x the subgroup size run in registers and subgroup shuffles instead of shared memory and
+# workgroup barriers. Planned from pow2(K) = SHUF_MIN_KP. H100, session 13, GPU ms: K=1024 LLM rows 7-12%
+# faster (fp16 1 x 151936 0.050 -> 0.046), 4096 x 32768 K=1024 0.743 -> 0.658; but at K <= 256 the registers cost the whole kernel
 # occupancy (4096 x 32768 K=64 0.274 -> 0.310, K=256 0.339 -> 0.410; LLM K=256 10-20% slower). K=512 unmeasured.
 SHUF_SUBGROUP_OPS = ("basic", "shuffle")
 SHUF_MIN_KP = 1024
-EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in top_k1.comp)
+EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in filter.comp)
 # pow2(K) from which filter chunks use radix select: on an H200 it halved K=256 and K=1024.
 RADIX_MIN_KP = 128
 # ... and from pow2(K) = 64 on chunks of at most RADIX_SHORT_CHUNK_B * B elements, where the filter's
@@ -95,7 +96,7 @@ RADIX_SHORT_ROWS_WG = 128
 RADIX_SHORT_ROWS_MIN_L = ROWS_RADIX_MIN_L + 1
 RADIX_SHORT_CHUNK_B = 16
 # One radix chunk a row on >= RADIX_ONE_CHUNK_WG_MIN_SEQ rows (a few waves of workgroups: 4096 x 32768) sets
-# bits of top_k1.comp's push word `tune` (tune_bits below):
+# bits of kernels/top_k1/radix.comp's push word `tune` (tune_bits below):
 # TUNE_GUESS: the sampled guess aims at K + max(K/2, 64) keys instead of K + K/2 + 64, so fewer are
 # sorted; a missed guess (a second read of one row among thousands) costs little there. H100, session 14,
 # GPU ms, three calls: fp16 K=64 0.268 -> 0.248 (0.269 -> 0.248), uint8 K=64 0.213 -> 0.202, K=256 0.262 ->
@@ -173,18 +174,34 @@ class Path:
     radix: bool = False  # filter: chunks by radix select instead of the running threshold
     merge_group: int = 0  # filter: chunks a first-level merge group (0: the last chunk merges every run)
     workgroup: int = WORKGROUP
-    rs_sh: int = 1       # rsort: words of its counters (RS_SH in top_k1.comp)
-    shuf: bool = False   # seg, filter: the top_k1_sg_* modules (networks' short strides in shuffles)
+    rs_sh: int = 1       # rsort: words of its counters (RS_SH in kernels/top_k1/rsort.comp)
+    shuf: bool = False   # seg, filter: the top_k1_*_sg_* modules (networks' short strides in shuffles)
 
 
-NBINS = 256  # radix histogram bins (NBINS in top_k1.comp)
+NBINS = 256  # radix histogram bins (NBINS in kernels/top_k1/head.glsl)
 MIN_B = 256
 
 
 def shared_bytes(B: int, workgroup: int) -> int:
-    """Shared memory top_k1.comp declares: skey/sidx[B], s_base[WG], hist[NBINS], s_grp[NBINS/32] and 8
-    scalars (tests/test_portability.py checks this against the SPIR-V)."""
+    """The shared-memory budget a TOP_K1 plan with B buffer entries and this workgroup sets aside (what one
+    module holding every algorithm declared until the split into kernels/top_k1/*.comp: skey/sidx[B],
+    s_base[WG], hist[NBINS], s_grp[NBINS/32] and 8 scalars). buffer_entries and rows_path size B by it, so
+    plans stay as they were; every module declares at most this (module_shared_bytes)."""
     return 4 * (2 * B + workgroup + NBINS + NBINS // 32 + 8)
+
+
+def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) -> int:
+    """Shared memory kernels/top_k1/<algorithm>.comp declares with B buffer entries, this workgroup and (rsort)
+    RS_SH counter words (tests/test_portability.py checks it against each module's SPIR-V)."""
+    words = {"seg": 2 * B + workgroup,                       # skey/sidx, s_base (row offsets)
+             "filter": 2 * B + workgroup + 5,                # skey/sidx, s_base (seed maxima), 5 scalars
+             # skey/sidx, hist, s_grp, 5 scalars (compact's stores of the threshold and s_flag, read only by
+             # the threshold filter, are dead here: spirv-opt drops them and their variables)
+             "radix": 2 * B + NBINS + NBINS // 32 + 5,
+             "sort_tile": 2 * B, "sort_global": 0,
+             "rows": 2 * B,                                  # subgroup regions of skey/sidx
+             "rsort": B + rs_sh + 1}                         # skey, counters, s_flag
+    return 4 * words[algorithm]
 
 
 def buffer_entries(shared: int, workgroup: int = WORKGROUP) -> int:
@@ -328,7 +345,7 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
     return Path("rows", B, Kp, G=max(1, wg // limits.subgroup_size), cap=cap, workgroup=wg)
 
 
-# RSORT (a ROWS module's MODE_RSORT, kernels/top_k1_rsort.glsl): one workgroup radix-sorts a whole row in
+# RSORT (kernels/top_k1/rsort.comp): one workgroup radix-sorts a whole row in
 # shared memory. Taken for pow2(K) above ROWS' largest on rows of RSORT_MIN_L..RSORT_MAX_L, at least
 # RSORT_MIN_SEQ of them, where SEG sorted the row with a bitonic network of about 55 barrier steps and
 # radix select still sorted up to 2K entries. On an H100 (2026-11-24, session 11, docs/tuning/top_k1.md,
@@ -339,8 +356,8 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
 RSORT_MIN_L = 513
 RSORT_MAX_L = 2048
 RSORT_MIN_SEQ = 64
-RSORT_MAX_E = 8       # items a lane at most (RS_E in top_k1_rsort.glsl); the workgroup is pow2(L) / 8 in [64, 512]
-RSORT_MAX_WG = 512    # rows of <= 4096 (RS_IB in top_k1_rsort.glsl: 12 index bits)
+RSORT_MAX_E = 8       # items a lane at most (RS_E in rsort.comp); the workgroup is pow2(L) / 8 in [64, 512]
+RSORT_MAX_WG = 512    # rows of <= 4096 (RS_IB in rsort.comp: 12 index bits)
 
 
 def rsort_shared_words(workgroup: int, min_subgroup: int) -> int:
@@ -351,8 +368,9 @@ def rsort_shared_words(workgroup: int, min_subgroup: int) -> int:
 
 
 def rsort_shared_bytes(B: int, workgroup: int, rs_sh: int) -> int:
-    """Shared memory of the RSORT pipeline (a ROWS module declares only what ROWS and RSORT use): skey[B],
-    sidx cut to one entry, RS_SH counter words and s_flag (tests/test_portability.py checks the SPIR-V)."""
+    """The shared-memory budget rsort_path sizes the workgroup by: skey[B], one word that was sidx's while RSORT
+    was a mode of the ROWS modules, RS_SH counter words and s_flag (kept as it was, so plans stay the same;
+    rsort.comp declares 4 bytes less: module_shared_bytes)."""
     return 4 * (B + 1 + rs_sh + 1)
 
 

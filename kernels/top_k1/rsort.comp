@@ -1,4 +1,5 @@
-// TOP_K1 RSORT mode (ROWS modules, MODE_RSORT): one workgroup sorts one whole row of at most RS_E * WG
+#version 450
+// DML TOP_K1, path "rsort" (ops/top_k1.py): one workgroup sorts one whole row of at most RS_E * WG
 // elements by a stable LSD radix sort in shared memory (8-bit digits), then writes its first K. For
 // large K on short rows (pow2(K) above ROWS' 256), where SEG's bitonic network took about 55
 // compare-exchange steps with workgroup barriers a row and radix select still sorted up to 2K entries.
@@ -17,7 +18,7 @@
 // Shared memory sets the speed: each workgroup is a chain of dependent steps, so what counts is how
 // many an SM holds. On an H100, 16 KiB more a workgroup made 32768 x 1024 K=1024 2.7x slower, and
 // cutting it from ~13 KiB to ~6 (the changes below) 1.31 -> 0.84 ms. So the items move through one
-// word a position (skey alone; sidx is cut to one entry in this mode): the key bits later passes still
+// word a position (skey alone): the key bits later passes still
 // read together with the index where they fit (pass 0 of 16-bit keys, passes 1-2 of 32-bit keys),
 // keys then indices in two rounds where they do not (pass 0 of 32-bit keys), indices alone in the
 // last pass (the values are re-read from the input; 8-bit keys have only that one). The counters hold
@@ -26,6 +27,38 @@
 // rs_sh (RS_SH words, sized by the host: ops/top_k1_paths.py): [g * RS_CW + w] subgroup g's counters of
 // digit ranks 2w (low half) and 2w + 1 (high half) (rank r = 255 - digit, so the scan runs in output
 // order), then one total per subgroup.
+// Its own module (it was a mode of the ROWS modules): one sort of the whole row, no radix select.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#include "head.glsl"
+
+layout(constant_id = 1) const uint B = 2048;  // positions: the row's items, padded to E a lane
+// RSORT's digit counters and subgroup totals, sized by the host (vkops.ops.top_k1_paths.rsort_shared_words).
+layout(constant_id = 2) const uint RS_SH = 1u;
+
+// Mirrored by vkops.ops.top_k1.PUSH["rsort"] (tests/test_manifest.py checks it).
+layout(push_constant) uniform Push {
+    uint n_groups;    // workgroups with work
+    uint L;           // axis length
+    uint K;
+    uint flip;        // 0 (DECREASING) or ~0 (INCREASING)
+    uint axis_stride; // input element stride along the axis
+    uint inner;       // product of output sizes after the axis
+    uint n_other;     // merged non-axis dims (o_sizes, o_strides)
+    uint o_sizes[6];  // merged non-axis sizes, outermost first (6: the push block stays <= 128 bytes)
+    uint o_strides[6];// their input element strides
+} pc;
+
+#include "io.glsl"
+#include "subgroup.glsl"
+
+shared uint skey[B];
+shared uint rs_sh[RS_SH];
+shared uint s_flag;
+
 const uint RS_CW = 128u;  // counter words a subgroup: 256 digits, 16 bits each
 const uint RS_IB = 12u;   // index bits in an exchanged word (rows of <= 4096; padding 4095, never written)
 const uint RS_PAD = (1u << RS_IB) - 1u;
@@ -176,4 +209,10 @@ void run_rsort(uint s) {
         uint p = p0 + e * SGS;
         if (e < E && p < pc.K) write_out(s, p, ix[e], base);
     }
+}
+
+void main() {
+    uint g = linear_group();
+    if (g >= pc.n_groups) return;
+    run_rsort(g);
 }

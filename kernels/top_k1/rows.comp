@@ -1,4 +1,5 @@
-// TOP_K1 ROWS mode (included by top_k1.comp when ROWS=1): one subgroup per sequence, for many short
+#version 450
+// DML TOP_K1, path "rows" (ops/top_k1.py): one subgroup per sequence, for many short
 // rows. The workgroup-wide modes spend most of their time in workgroup barriers when a row holds only a
 // few thousand elements (32768 x 1024: ~55 barrier steps of a whole-row bitonic sort per row); a
 // subgroup needs none. Per row: radix select of the K-th key, 8 bits a time, over a subgroup-private
@@ -10,8 +11,38 @@
 // Shared memory: subgroup g owns entries [g*R, (g+1)*R) of skey/sidx, R = B / gl_NumSubgroups; the
 // histogram lives in skey[g*R, g*R + NBINS) and candidates reuse the whole region once it is dead.
 // The host (ops/top_k1.py) keeps R >= NBINS and R >= the candidate cap.
-// Shared memory written by one lane and read by another within the subgroup.
-void sg_sync() { subgroupMemoryBarrierShared(); subgroupBarrier(); }
+// Its own module: no workgroup-wide code at all; K = 1 stays a branch on the push word K, as before.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#include "head.glsl"
+
+layout(constant_id = 1) const uint B = 2048;  // shared entries: B / (subgroups) a subgroup
+
+// Mirrored by vkops.ops.top_k1.PUSH["rows"] (tests/test_manifest.py checks it).
+layout(push_constant) uniform Push {
+    uint n_groups;    // workgroups with work
+    uint n_seq;       // sequences
+    uint L;           // axis length
+    uint K;
+    uint flip;        // 0 (DECREASING) or ~0 (INCREASING)
+    uint axis_stride; // input element stride along the axis
+    uint inner;       // product of output sizes after the axis
+    uint n_other;     // merged non-axis dims (o_sizes, o_strides)
+    uint G;           // sequences a workgroup (one a subgroup at a time)
+    uint vec;         // rows are contiguous and 16-byte aligned (uvec4 loads)
+    uint cap;         // the candidate buffer (<= B / subgroups)
+    uint o_sizes[6];  // merged non-axis sizes, outermost first (6: the push block stays <= 128 bytes)
+    uint o_strides[6];// their input element strides
+} pc;
+
+#include "io.glsl"
+#include "subgroup.glsl"
+
+shared uint skey[B];
+shared uint sidx[B];
 
 // Candidates ranked by counting (cnt^2 compares) rather than sorted by a network.
 const uint RANK_MAX = 128u;
@@ -278,4 +309,10 @@ void run_rows(uint g) {
         if (pc.vec != 0u && pc.L <= RK * r_n) rows_one_regs(s, h0, min(pc.cap, R));
         else rows_one(s, h0, min(pc.cap, R));
     }
+}
+
+void main() {
+    uint g = linear_group();
+    if (g >= pc.n_groups) return;
+    run_rows(g);
 }

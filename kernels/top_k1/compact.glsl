@@ -1,0 +1,57 @@
+// A chunk's buffer (skey/sidx, `c` <= B entries) reduced to its top Kp, sorted, with the K-th best as
+// the threshold (s_thr_k, s_thr_i): the threshold filter's compaction (filter.comp) and radix select's
+// final sort (radix.comp). The including .comp defines RADIX (1: the select_front shortcut under the
+// push word `tune`, and select_front itself) and declares s_count, s_thr_k, s_thr_i and s_flag.
+// FILTER: reduce the `c` (<= B) buffered entries to the top Kp; the threshold becomes the K-th best.
+const uint CMP_RANK_MAX = 256u, RANK_UNROLL = 8u;
+bool rank_beats(uint j, uint kj, uint k, uint i, uint me) {
+    if (kj != k) return kj > k;
+    uint ij = sidx[SW(j)];
+    return ij < i || (ij == i && j < me);  // sentinels repeat: ranks stay a permutation
+}
+void compact(uint c) {
+    uint tid = gl_LocalInvocationID.x;
+    if (c <= min(WG, CMP_RANK_MAX)) {
+        // Few entries: each takes its place by counting the entries that beat it, RANK_UNROLL keys
+        // read at a time (broadcast reads). Two barriers where a sorting network takes dozens. On an
+        // H100 this took 4096 x 32768 K=8 from 0.264 to 0.238 ms; one key at a time it lost (0.331),
+        // and up to 512 entries it lost on long rows (64 x 2^20 K=64 0.133 -> 0.175).
+        uint k = 0u, i = SENT_IDX, r = 0xFFFFFFFFu;
+        if (tid < c) {
+            k = skey[SW(tid)]; i = sidx[SW(tid)]; r = 0u;
+            uint j = 0u;
+            for (; j + RANK_UNROLL <= c; j += RANK_UNROLL) {
+                uint kk[RANK_UNROLL];
+                [[unroll]] for (uint u = 0u; u < RANK_UNROLL; ++u) kk[u] = skey[SW(j + u)];
+                [[unroll]] for (uint u = 0u; u < RANK_UNROLL; ++u) r += rank_beats(j + u, kk[u], k, i, tid) ? 1u : 0u;
+            }
+            for (; j < c; ++j) r += rank_beats(j, skey[SW(j)], k, i, tid) ? 1u : 0u;
+        }
+        barrier();
+        if (r < pc.Kp) { skey[SW(r)] = k; sidx[SW(r)] = i; }
+        for (uint e = c + tid; e < pc.Kp; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
+        barrier();
+#if RADIX
+    } else if ((pc.tune & TUNE_SELECT) != 0u && c <= 4u * WG && select_front(c) != 0u) {
+        // Only in radix.comp (RADIX 1, which defines select_front): its code stays out of the threshold
+        // filter's and argmax's pipelines, where its registers cost occupancy (H100 4096 x 32768 fp32 K=8
+        // 0.237 -> 0.281 ms).
+        reduce_buf(pc.Kp, pc.Kp, 0u);
+#endif
+    } else {
+        uint N = max(pc.Kp, pow2_at_least(c));
+        for (uint e = c + tid; e < N; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
+        barrier();
+        reduce_buf(N, pc.Kp, log2u(N / pc.Kp));
+    }
+    if (tid == 0u) {
+        s_count = pc.Kp;
+        s_thr_k = skey[SW(pc.K - 1u)];
+        s_thr_i = sidx[SW(pc.K - 1u)];
+        s_flag = 0u;
+    }
+    barrier();
+}
+
+// stream_topk: the sequence index of a thread's u-th entry of the step whose keys[0] is entry `first`.
+uint slot(bool vec, uint first, uint u) { return vec ? first + (u / EV) * WG * EV + u % EV : first + u * WG; }
