@@ -26,6 +26,7 @@ def pytest_configure(config):
 _cache_base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 os.environ.setdefault("MESA_SHADER_CACHE_DIR", str(
     _cache_base / "vkops-tests" / f"mesa-width-{os.environ.get('LP_NATIVE_VECTOR_WIDTH', 'native')}"))
+Path(os.environ["MESA_SHADER_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)  # Mesa makes only the last folder
 # vkops' own pipeline cache files go to a fresh directory, so no run reads another's.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vkops-cache-")
 
