@@ -103,6 +103,15 @@ class Graph(Batch):
         self._note(bufs, writes)
         super().dispatch(kernel, bufs, writes, groups, push, spec)
 
+    def record(self, prep, bufs):
+        """Batch.record, noting per dispatch which buffers the graph reads before writing."""
+        for _, rd, wr in prep.steps:
+            for s, b in rd.items():
+                if s not in self._written:
+                    self._inputs.setdefault(s, b)
+            self._written.update(wr)
+        super().record(prep, bufs)
+
     def copy(self, src: DeviceTensor, dst: DeviceTensor):
         """Batch.copy, noting src as read and dst as written."""
         self._note([src._buffer, dst._buffer], [1])

@@ -32,6 +32,8 @@ from ..drivers import cache_base
 from ._kp import kp
 
 ALGORITHM_CACHE_SIZE = 512
+# Prepared recordings (runtime/execute.py) kept per (plan, bound buffers' serials), LRU.
+PREPARED_ENTRIES = 1024
 MAGIC = b"VKOPSPC1"
 
 
@@ -79,6 +81,11 @@ class Pipelines:
         # commands pointing at a freed descriptor set, so the LRU passes over them (key -> graphs).
         self._pinned: Dict[tuple, int] = collections.Counter()
         self.algorithms_created = 0
+        # (bound buffers' serials..., id(plan)) -> execute.Prepared: its kp ops bind Algorithms of this
+        # cache, so it is emptied whenever one is destroyed (LRU, a freed buffer): no entry ever records
+        # a destroyed descriptor set.
+        self._prepared: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
+        self.prepared_created = 0
         self.cache_path = cache_file(device.info)
         self.cache_loaded = 0  # bytes of cache data merged at start
         self._saved_at = 0  # compiled count when last saved or loaded
@@ -112,31 +119,57 @@ class Pipelines:
         return self._mgr.compiled_pipelines()
 
     def dispatch_op(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int], spec: Tuple[int, ...],
-                    push: np.ndarray, pin: Optional[list] = None):
+                    push: np.ndarray, pin: Optional[list] = None, keyed: bool = False):
         """A kp OpAlgoDispatch for these buffers, grid and push constants. Its Algorithm (descriptor set)
         is made once per buffers and grid, its pipeline compiled at most once; the op itself is made once
         per read-only push array (a plan's, which live as long as the plan), so a repeated call records
-        the same op again. `pin` (a graph's list): the Algorithm is kept until `unpin(pin)`."""
+        the same op again. `pin` (a graph's list): the Algorithm is kept until `unpin(pin)`. `keyed`:
+        returns (op, the Algorithm's key)."""
         key = (kernel, spec, groups, push.size, tuple([b.serial for b in buffers]))
         with self.device._lock:  # kp's manager is not thread-safe
             if pin is not None:
                 self._pinned[key] += 1
                 pin.append(key)
-            if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
-                return kp().OpAlgoDispatch(self._algorithm(key, kernel, buffers, groups, spec, push.size), push)
-            ops = self._ops.get(key)
-            if ops is not None:
-                hit = ops.get(id(push))
-                if hit is not None:
-                    self._algorithms.move_to_end(key)
-                    return hit[0]
-            algo = self._algorithm(key, kernel, buffers, groups, spec, push.size)
-            ops = self._ops.setdefault(key, {})
-            if len(ops) >= 16:  # push arrays of plans since dropped: forget them
-                ops.clear()
-            op = kp().OpAlgoDispatch(algo, push)
-            ops[id(push)] = (op, push)  # the array stays referenced, so its id is not reused
-            return op
+            op = self._op(key, kernel, buffers, groups, spec, push)
+        return (op, key) if keyed else op
+
+    def _op(self, key, kernel, buffers, groups, spec, push):
+        if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
+            return kp().OpAlgoDispatch(self._algorithm(key, kernel, buffers, groups, spec, push.size), push)
+        ops = self._ops.get(key)
+        if ops is not None:
+            hit = ops.get(id(push))
+            if hit is not None:
+                self._algorithms.move_to_end(key)
+                return hit[0]
+        algo = self._algorithm(key, kernel, buffers, groups, spec, push.size)
+        ops = self._ops.setdefault(key, {})
+        if len(ops) >= 16:  # push arrays of plans since dropped: forget them
+            ops.clear()
+        op = kp().OpAlgoDispatch(algo, push)
+        ops[id(push)] = (op, push)  # the array stays referenced, so its id is not reused
+        return op
+
+    def prepared(self, key: tuple, build):
+        """The prepared recording under `key`, built by `build()` (runtime/execute.py) when missing."""
+        with self.device._lock:
+            prep = self._prepared.get(key)
+            if prep is not None:
+                return prep
+            prep = build()
+            self.prepared_created += 1
+            if all(k in self._algorithms for k in prep.keys):  # none evicted while building
+                self._prepared[key] = prep
+                if len(self._prepared) > PREPARED_ENTRIES:
+                    self._prepared.popitem(last=False)
+            return prep
+
+    def pin(self, keys, pins: list) -> None:
+        """Keep these Algorithms out of the LRU's reach until `unpin(pins)` (a graph records them)."""
+        with self.device._lock:
+            for key in keys:
+                self._pinned[key] += 1
+            pins.extend(keys)
 
     def _algorithm(self, key, kernel, buffers, groups, spec, push_words):
         algo = self._algorithms.get(key)
@@ -152,6 +185,7 @@ class Pipelines:
             self._by_serial[b.serial].add(key)
         over = len(self._algorithms) - len(self._pinned) - ALGORITHM_CACHE_SIZE  # pinned ones take no room
         if over > 0:
+            self._prepared.clear()  # entries may record the Algorithms destroyed here
             for old_key in [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]:
                 old = self._algorithms.pop(old_key)
                 self._unlink(old_key)
@@ -168,8 +202,12 @@ class Pipelines:
                     del self._pinned[key]
 
     def forget(self, serial: int) -> None:
-        """Drop the Algorithms bound to a buffer that is being freed."""
-        for key in self._by_serial.pop(serial, ()):
+        """Drop the Algorithms bound to a buffer that is being freed (and every prepared recording:
+        some may bind them, and the serial is never seen again)."""
+        keys = self._by_serial.pop(serial, ())
+        if keys:
+            self._prepared.clear()
+        for key in keys:
             algo = self._algorithms.pop(key, None)
             self._ops.pop(key, None)
             if algo is not None:

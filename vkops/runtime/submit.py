@@ -208,6 +208,33 @@ class Batch:
         if self._flushes and self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
             self._flush()
 
+    def record(self, prep, bufs: Sequence) -> None:
+        """Append a prepared plan recording (runtime/execute.py) bound to `bufs`: its ops as they are when
+        nothing is tracked since the last barrier and no submission falls inside it, else dispatch by
+        dispatch with the batch's barrier rule and submission cadence, exactly as `dispatch` would."""
+        if self._ran:
+            raise RuntimeError("this batch has already run")
+        h = self._hazards
+        n = self._pending_dispatches + prep.dispatches
+        if self._pins is not None:
+            self.device._pipelines.pin(prep.keys, self._pins)
+        self._refs += bufs
+        self._touched |= prep.serials
+        if not h.written and not h.read and (
+                not self._flushes or n < (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH)):
+            self._ops += prep.ops
+            h.written.update(prep.written)
+            h.read.update(prep.read)
+            self.barriers += prep.barriers
+            self._pending_dispatches = n
+            return
+        for op, rd, wr in prep.steps:
+            self._order(rd, wr)
+            self._ops.append(("dispatch", op))
+            self._pending_dispatches += 1
+            if self._flushes and self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
+                self._flush()
+
     def _flush(self, extra: Sequence = ()):
         """Submit what is recorded so far (and `extra` ops) without waiting."""
         ops = [op for _, op in self._ops] + list(extra)
