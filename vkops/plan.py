@@ -77,6 +77,7 @@ class Plan:
     _steps: tuple = field(default=None, init=False, repr=False, compare=False)  # per dispatch, what the runtime records
     _io: tuple = field(default=None, init=False, repr=False, compare=False)  # per buffer: its place in inputs + outputs, or -1
     _io_only: bool = field(default=False, init=False, repr=False, compare=False)  # buffers = inputs + outputs, in order
+    _outs: tuple = field(default=None, init=False, repr=False, compare=False)  # per output: (packed desc, words)
 
     def __post_init__(self):
         push = [np.array(d.push, np.uint32) for d in self.dispatches]
@@ -97,6 +98,8 @@ class Plan:
                 io.append(-1)
         object.__setattr__(self, "_io", tuple(io))
         object.__setattr__(self, "_io_only", io == list(range(len(io))))
+        object.__setattr__(self, "_outs", tuple((b.tensor.packed(), words_for(b.tensor.element_count, b.tensor.data_type))
+                                                for b in self.buffers if b.role == "output"))
         roles = {r: [] for r in ROLES}
         for b in self.buffers:
             roles.setdefault(b.role, []).append(b)
