@@ -58,7 +58,7 @@ class Call:
         outer = self._outer = stack[-1] if stack else None
         if outer is not None and not outer._flushes:  # capturing a graph (runtime/graph.py)
             outer.admit(key[0] if key else "call", inputs, names, params)
-        self.batch = outer or Batch(dev)
+        self.batch = outer or Batch(dev, pending=False)  # a one-off: runs before the caller sees a tensor
         self._inputs: Optional[List[DeviceTensor]] = inputs if every else None
         self._outputs: List[DeviceTensor] = []
         self._host: List[np.ndarray] = []

@@ -20,6 +20,12 @@ def freeze(*values) -> tuple:
         t = type(v)
         if t in _PLAIN:  # most parameters: no isinstance chain, no hash() probe
             out.append((t.__name__, v))
+        elif t is list or t is tuple:
+            types = tuple(map(type, v))
+            if _PLAIN.issuperset(types):  # windows, shapes: the element types and values, no recursion
+                out.append((t.__name__, types, tuple(v)))
+            else:
+                out.append((t.__name__, freeze(*v)))
         elif isinstance(v, (list, tuple)):
             out.append((type(v).__name__, freeze(*v)))
         elif isinstance(v, np.ndarray):

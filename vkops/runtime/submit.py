@@ -114,7 +114,7 @@ class Batch:
     _pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
     _flushes = True  # a Graph submits nothing while it records
 
-    def __init__(self, device, timestamps: bool = False):
+    def __init__(self, device, timestamps: bool = False, pending: bool = True):
         self.device = device
         self.timestamps = timestamps
         self._ops: List[Tuple[str, object]] = []  # ("dispatch" | "op", kp op)
@@ -128,7 +128,8 @@ class Batch:
         self._pending_dispatches = 0
         self.barriers = 0
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
-        device._pending.add(self)
+        if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
+            device._pending.add(self)
 
     def __enter__(self) -> "Batch":
         loc = self.device._local
@@ -237,10 +238,12 @@ class Batch:
 
     def _flush(self, extra: Sequence = ()):
         """Submit what is recorded so far (and `extra` ops) without waiting."""
-        ops = [op for _, op in self._ops] + list(extra)
+        ops = [op for _, op in self._ops]
+        if extra:
+            ops += extra
         if not ops:
             return
-        kinds = [kind for kind, _ in self._ops] + ["op"] * len(extra)
+        kinds = [kind for kind, _ in self._ops] + ["op"] * len(extra) if self.timestamps else None
         pending = self.device._sequences.submit(ops, self.timestamps)
         self._inflight.append((pending, kinds))
         self._submitted += 1
@@ -304,8 +307,9 @@ class Batch:
         if self._ran:
             return
         try:
-            self._flush(self._download_ops())
-            self._wait_all()
+            self._flush(self._download_ops() if self._downloads else ())
+            if self._inflight:
+                self._wait_all()
         finally:
             self._ran = True
             self._release(keep_downloads=True)
@@ -323,10 +327,11 @@ class Batch:
     def _release(self, keep_downloads: bool = False):
         """Let go of the batch's buffers (they return to the allocator once no tensor holds them).
         Downloaded host buffers stay until the batch itself goes, so results can still be read."""
-        try:
-            self._wait_all()  # work already submitted must finish before its buffers are reused
-        finally:
-            self._inflight.clear()
+        if self._inflight:
+            try:
+                self._wait_all()  # work already submitted must finish before its buffers are reused
+            finally:
+                self._inflight.clear()
         self.device._pending.discard(self)
         self._ops.clear()
         self._touched.clear()
