@@ -73,7 +73,7 @@ class Call:
         `out=` tensors' descriptors match an earlier one's takes that call's plan."""
         if self._key is not None:
             try:
-                self._key = (self._key, self._input_key())
+                self._key = self._input_key()
                 self.plan = self.device._plans.get(self._key)
             except TypeError:  # an unhashable parameter: this call's plan is not kept
                 self._key = None
@@ -81,17 +81,17 @@ class Call:
         return self
 
     def _input_key(self) -> tuple:
-        """Each input's and `out=` tensor's descriptor (a device tensor's, with the first position whose
-        buffer it shares: which alias which) or key (NumPy), flat."""
-        parts, first = [], {}
+        """The operator's key, then each input's and `out=` tensor's descriptor (a device tensor's, with
+        the first position whose buffer it shares: which alias which) or key (NumPy), flat."""
+        parts, first = [self._key], {}
         i = 0
         for seq in (self._raw, self._user_outs):
             for x in seq:
-                if x is None:
-                    parts.append(None)
-                elif x.__class__ is DeviceTensor:
+                if x.__class__ is DeviceTensor:
                     parts.append(x.desc)
                     parts.append(first.setdefault(x._buffer.serial, i))
+                elif x is None:
+                    parts.append(None)
                 else:
                     k = frozen_key(x)
                     if k is None:

@@ -211,6 +211,8 @@ class DeviceTensor:
     Operators given device tensors return device tensors and skip the host round trip.
     """
 
+    __slots__ = ("_buffer", "desc", "_device", "_views", "__weakref__")
+
     def __init__(self, buffer: _Buffer, desc: TensorDesc, device):
         self._buffer, self.desc, self._device = buffer, desc, device
         self._views: Optional[dict] = None  # as_strided / reshape results by layout (views are immutable)

@@ -111,7 +111,9 @@ class Batch:
     raises, work already submitted completes and the rest is dropped: the batch's outputs are then
     undefined, every other tensor and the device stay as they were."""
 
-    _pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
+    __slots__ = ("device", "timestamps", "_ops", "_hazards", "_touched", "_refs", "_downloads", "_ran",
+                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "__dict__",
+                 "__weakref__")
     _flushes = True  # a Graph submits nothing while it records
 
     def __init__(self, device, timestamps: bool = False, pending: bool = True):
@@ -128,6 +130,7 @@ class Batch:
         self._pending_dispatches = 0
         self.barriers = 0
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
+        self._pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
         if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
             device._pending.add(self)
 
