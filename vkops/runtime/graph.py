@@ -136,6 +136,7 @@ class Graph(Batch):
             raise RuntimeError("a graph downloads nothing: read its output tensors after run()")
         self._kept = [op for _, op in self._ops]
         self._ops = []
+        self._registered = False
         self.device._pending.discard(self)  # its tensors may be read and written between runs
         self._touched.clear()
         self._seqs[(frozenset(), ())] = self._record([])

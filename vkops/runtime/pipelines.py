@@ -160,7 +160,7 @@ class Pipelines:
             self.prepared_created += 1
             if all(k in self._algorithms for k in prep.keys):  # none evicted while building
                 self._prepared[key] = prep
-                if len(self._prepared) > PREPARED_ENTRIES:
+                while len(self._prepared) > PREPARED_ENTRIES:
                     self._prepared.popitem(last=False)
             return prep
 

@@ -112,7 +112,7 @@ class Batch:
     undefined, every other tensor and the device stay as they were."""
 
     __slots__ = ("device", "timestamps", "_ops", "_hazards", "_touched", "_refs", "_downloads", "_ran",
-                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "__dict__",
+                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "__dict__",
                  "__weakref__")
     _flushes = True  # a Graph submits nothing while it records
 
@@ -131,6 +131,7 @@ class Batch:
         self.barriers = 0
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
         self._pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
+        self._registered = pending
         if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
             device._pending.add(self)
 
@@ -335,7 +336,9 @@ class Batch:
                 self._wait_all()  # work already submitted must finish before its buffers are reused
             finally:
                 self._inflight.clear()
-        self.device._pending.discard(self)
+        if self._registered:
+            self._registered = False
+            self.device._pending.discard(self)
         self._ops.clear()
         self._touched.clear()
         self._refs.clear()
