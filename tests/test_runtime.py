@@ -610,8 +610,9 @@ def _host(r):
 
 def test_repeated_eager_call_appends_its_prepared_recording(dev, rng, monkeypatch):
     """A repeated eager call on the same device tensors makes no plan, Algorithm, buffer, prepared
-    recording or kp object (counted by wrapping the kp module), records exactly its prepared ops in one
-    submission, and gives the NumPy call's bits."""
+    recording or kp object (counted by wrapping the kp module), submits exactly its prepared ops in one
+    submission, re-submitting the sequence recorded last time (no kp `record`), and gives the NumPy
+    call's bits."""
     from vkops.runtime import _kp, pipelines, submit
 
     real = _kp.kp()
@@ -625,10 +626,10 @@ def test_repeated_eager_call_appends_its_prepared_recording(dev, rng, monkeypatc
 
     real_submit = submit.Sequences.submit
 
-    def counting_submit(self, ops, timestamps=False):
+    def counting_submit(self, ops, timestamps=False, reuse=None):
         if active[0]:
             recorded.append(len(ops))
-        return real_submit(self, ops, timestamps)
+        return real_submit(self, ops, timestamps, reuse)
 
     for mod in (_kp, pipelines):
         monkeypatch.setattr(mod, "kp", lambda: Counting())
@@ -655,6 +656,7 @@ def test_repeated_eager_call_appends_its_prepared_recording(dev, rng, monkeypatc
             for g, w in zip(got, want):
                 assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes(), name
         assert dict(made) == {"replays": 4, "submissions": 4, "buffers_reused": 4 * len(got)}, (name, made)
+        assert prep in dev._sequences._kept  # no "recorded_ops" above: the kept sequence went again
         assert kp_calls == [], (name, kp_calls)  # no OpAlgoDispatch, OpMemoryBarrier, tensor, Algorithm
         assert recorded == [len(prep.ops)] * 4, (name, recorded, len(prep.ops))
 
@@ -664,16 +666,18 @@ def test_prepared_recordings_are_bounded_and_never_stale(dev, rng, monkeypatch):
     memory is freed (its Algorithms destroyed) or an Algorithm leaves the LRU: a new tensor in freed
     memory, or a call whose descriptor set was evicted, records a fresh descriptor set (the validation
     layer watches), with the right bits."""
-    from vkops.runtime import pipelines
+    from vkops.runtime import pipelines, submit
 
     pipes = dev._pipelines
     monkeypatch.setattr(pipelines, "PREPARED_ENTRIES", 4)
+    monkeypatch.setattr(submit, "KEPT_SEQUENCES", 3)
     arrays = [rng.standard_normal((4, 300)).astype(np.float32) for _ in range(10)]
     xs = [dev.tensor(a) for a in arrays]
     s0 = dev.stats()
     for x, a in zip(xs, arrays):
         assert vkops.slice(x, (0, 1), (4, 290), (-1, 3)).numpy().tobytes() == a[:, 1:291][::-1, ::3].tobytes()
     assert dev.stats()["prepared"] - s0["prepared"] >= 9 and len(pipes._prepared) <= 4
+    assert len(dev._sequences._kept) <= 3
     # Free one input's memory: its Algorithms go, and every prepared recording with them.
     serial = xs[-1]._buffer.serial
     assert any(serial in p.serials for p in pipes._prepared.values())
@@ -681,6 +685,7 @@ def test_prepared_recordings_are_bounded_and_never_stale(dev, rng, monkeypatch):
     gc.collect()
     dev.trim()
     assert not any(serial in p.serials for p in pipes._prepared.values())
+    assert not dev._sequences._kept  # no kept command buffer binds a destroyed descriptor set
     assert all(k in pipes._algorithms for p in pipes._prepared.values() for k in p.keys)
     fresh = rng.standard_normal((4, 300)).astype(np.float32)
     s0 = dev.stats()

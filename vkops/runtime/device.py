@@ -182,12 +182,14 @@ class Device:
     def stats(self) -> Dict[str, int]:
         """What the runtime has created so far: pipelines compiled, kp Algorithms (descriptor sets),
         device and staging buffers made and reused, sequences made, submissions, plan cache hits
-        ("replays"), plans made ("plans") and plan recordings prepared for a set of bound buffers
-        ("prepared", runtime/execute.py)."""
+        ("replays"), plans made ("plans"), plan recordings prepared for a set of bound buffers
+        ("prepared", runtime/execute.py) and ops recorded into kp sequences ("recorded_ops": a repeated
+        one-off call re-submits the sequence it recorded last time and records none)."""
         return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
                 "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
                 "staging_created": self._staging.created, "sequences": self._sequences.created,
-                "submissions": self._sequences.submissions, "replays": self._plans.hits,
+                "submissions": self._sequences.submissions, "recorded_ops": self._sequences.recorded_ops,
+                "replays": self._plans.hits,
                 "plans": self._plans.stored, "prepared": self._pipelines.prepared_created,
                 "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
 

@@ -24,10 +24,11 @@ class Prepared:
     back to the allocator), and, for a batch with nothing tracked since its last barrier, the op list
     with the plan's own barriers already in it and the hazard state it leaves."""
 
-    __slots__ = ("plan", "steps", "ops", "written", "read", "barriers", "dispatches", "serials", "keys")
+    __slots__ = ("plan", "steps", "ops", "written", "read", "barriers", "dispatches", "serials", "keys", "live")
 
     def __init__(self, plan, steps, keys, serials):
         self.plan, self.steps, self.keys, self.serials = plan, steps, keys, serials
+        self.live = True  # False once an Algorithm it binds may be gone (Pipelines): never submitted again
         self.dispatches = len(steps)
         h, ops, nb = Hazards(), [], 0
         for op, rd, wr in steps:

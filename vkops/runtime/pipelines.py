@@ -161,8 +161,15 @@ class Pipelines:
             if all(k in self._algorithms for k in prep.keys):  # none evicted while building
                 self._prepared[key] = prep
                 while len(self._prepared) > PREPARED_ENTRIES:
-                    self._prepared.popitem(last=False)
+                    self._prepared.popitem(last=False)[1].live = False
             return prep
+
+    def _drop_prepared(self) -> None:
+        """Forget every prepared recording, and the sequences kept recorded with them."""
+        for prep in self._prepared.values():
+            prep.live = False
+        self._prepared.clear()
+        self.device._sequences.forget_kept()
 
     def pin(self, keys, pins: list) -> None:
         """Keep these Algorithms out of the LRU's reach until `unpin(pins)` (a graph records them)."""
@@ -185,7 +192,7 @@ class Pipelines:
             self._by_serial[b.serial].add(key)
         over = len(self._algorithms) - len(self._pinned) - ALGORITHM_CACHE_SIZE  # pinned ones take no room
         if over > 0:
-            self._prepared.clear()  # entries may record the Algorithms destroyed here
+            self._drop_prepared()  # entries may record the Algorithms destroyed here
             for old_key in [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]:
                 old = self._algorithms.pop(old_key)
                 self._unlink(old_key)
@@ -206,7 +213,7 @@ class Pipelines:
         some may bind them, and the serial is never seen again)."""
         keys = self._by_serial.pop(serial, ())
         if keys:
-            self._prepared.clear()
+            self._drop_prepared()
         for key in keys:
             algo = self._algorithms.pop(key, None)
             self._ops.pop(key, None)
