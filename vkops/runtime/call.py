@@ -2,6 +2,7 @@
 tensors to a recorded batch and back."""
 from __future__ import annotations
 
+import os
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -15,6 +16,17 @@ from .device import CONSTANT_BYTES, Device
 from .execute import execute
 from .memory import DeviceTensor, host_layout
 from .submit import Batch
+
+
+_default = (None, None)  # ($VKOPS_DEVICE when looked up, Device()): NumPy-only calls find it without Device()
+
+
+def _default_device() -> Device:
+    global _default
+    env = os.environ.get("VKOPS_DEVICE")
+    if _default[1] is None or _default[0] != env:
+        _default = (env, Device())
+    return _default[1]
 
 
 class Call:
@@ -46,7 +58,7 @@ class Call:
             else:
                 every = False
         if dev is None:
-            dev = Device()
+            dev = _default_device()
         self.device = dev
         self.numpy_in = numpy_in
         self._params = params

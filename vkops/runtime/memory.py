@@ -204,6 +204,13 @@ def _view_desc(data_type: DataType, sizes, strides) -> TensorDesc:
     return TensorDesc(data_type, sizes, strides, name="as_strided")
 
 
+@functools.lru_cache(maxsize=1024)
+def _packed_desc(data_type: DataType, sizes) -> TensorDesc:
+    """Packed descriptors of NumPy inputs, built once per dtype and shape (a NumPy call stages its
+    inputs call after call)."""
+    return TensorDesc(data_type, sizes)
+
+
 class DeviceTensor:
     """A tensor resident on a device: a TensorDesc over a buffer of packed uint32 words.
 
@@ -316,7 +323,7 @@ def host_layout(array: np.ndarray) -> Tuple[np.ndarray, TensorDesc]:
     if array.ndim == 0:
         array = array.reshape(1)
     item = array.itemsize
-    desc = TensorDesc(dt, array.shape)
+    desc = _packed_desc(dt, array.shape)
     if not array.flags.c_contiguous and all(s >= 0 and s % item == 0 for s in array.strides):
         sdesc = TensorDesc(dt, array.shape, [s // item for s in array.strides])
         if sdesc.span <= 2 * desc.element_count:

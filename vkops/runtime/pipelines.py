@@ -86,6 +86,9 @@ class Pipelines:
         # a destroyed descriptor set.
         self._prepared: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
         self.prepared_created = 0
+        # serials of downloaded buffers -> the barrier before their download (submit.Batch._download_ops);
+        # serials are never reused, so an entry of a freed buffer is never found again
+        self._barriers: Dict[tuple, object] = {}
         self.cache_path = cache_file(device.info)
         self.cache_loaded = 0  # bytes of cache data merged at start
         self._saved_at = 0  # compiled count when last saved or loaded
@@ -214,6 +217,8 @@ class Pipelines:
         keys = self._by_serial.pop(serial, ())
         if keys:
             self._drop_prepared()
+        if self._barriers:
+            self._barriers.clear()
         for key in keys:
             algo = self._algorithms.pop(key, None)
             self._ops.pop(key, None)

@@ -347,8 +347,16 @@ class Batch:
         if not self._downloads:
             return []
         k = K.kp()
-        src = list({b.serial: b for b, _, _ in self._downloads}.values())
-        ops = [barrier(src, dst_access=K.TRANSFER_READ | K.HOST_READ, dst_stage=K.STAGE_TRANSFER | K.STAGE_HOST)]
+        src = {b.serial: b for b, _, _ in self._downloads}
+        key = tuple(src)
+        cache = self.device._pipelines._barriers  # the barrier before downloads of these buffers, made once
+        op = cache.get(key)
+        if op is None:
+            op = barrier(src.values(), dst_access=K.TRANSFER_READ | K.HOST_READ, dst_stage=K.STAGE_TRANSFER | K.STAGE_HOST)
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = op
+        ops = [op]
         hosts = []
         for buf, host, words in self._downloads:
             if host is not buf:
