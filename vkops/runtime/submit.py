@@ -69,10 +69,11 @@ class Sequences:
             self.created += 1
             return cap, self._mgr.sequence(0, cap)
 
-    def release(self, cap: int, seq, reuse=None) -> None:
+    def release(self, cap: int, seq, reuse=None, waited: bool = False) -> None:
         """Take a sequence back. `reuse`: the prepared recording (runtime/execute.py) it holds exactly,
-        kept recorded for the next call of it while that recording is live (its Algorithms exist)."""
-        if seq.is_running():  # released unwaited (an exception, e.g. Ctrl-C, between submit and wait)
+        kept recorded for the next call of it while that recording is live (its Algorithms exist).
+        `waited`: its eval_await returned (no need to ask kp whether it still runs)."""
+        if not waited and seq.is_running():  # released unwaited (e.g. Ctrl-C between submit and wait)
             seq.eval_await()
         if reuse is not None and reuse.live and not cap:
             with self._lock:
@@ -134,11 +135,13 @@ class Sequences:
     def wait(self, pending, timestamps: bool = False) -> List[int]:
         """Wait for a submitted sequence; its timestamps (ticks) when asked; the sequence is reused."""
         cap, seq, reuse = pending
+        waited = False
         try:
             seq.eval_await()
+            waited = True
             return list(seq.get_timestamps()) if timestamps else []
         finally:
-            self.release(cap, seq, reuse)
+            self.release(cap, seq, reuse, waited)
 
     def run(self, ops: List, timestamps: bool = False) -> List[int]:
         """Record `ops` into a reused sequence, submit, wait; per-op GPU ticks when `timestamps`."""
