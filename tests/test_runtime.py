@@ -685,7 +685,8 @@ def test_prepared_recordings_are_bounded_and_never_stale(dev, rng, monkeypatch):
     gc.collect()
     dev.trim()
     assert not any(serial in p.serials for p in pipes._prepared.values())
-    assert not dev._sequences._kept  # no kept command buffer binds a destroyed descriptor set
+    kept = list(dev._sequences._kept)  # no kept command buffer binds a destroyed descriptor set
+    assert all(p.live and serial not in p.serials and all(k in pipes._algorithms for k in p.keys) for p in kept)
     assert all(k in pipes._algorithms for p in pipes._prepared.values() for k in p.keys)
     fresh = rng.standard_normal((4, 300)).astype(np.float32)
     s0 = dev.stats()
@@ -700,6 +701,7 @@ def test_prepared_recordings_are_bounded_and_never_stale(dev, rng, monkeypatch):
             want_v, want_i = vkops.top_k(a, 5)
             assert v.numpy().tobytes() == want_v.tobytes() and i.numpy().tobytes() == want_i.tobytes()
             assert all(k in pipes._algorithms for p in pipes._prepared.values() for k in p.keys)
+            assert all(p.live and all(k in pipes._algorithms for k in p.keys) for p in dev._sequences._kept)
 
 
 def test_prepared_recordings_in_batches_and_graphs(dev, rng):
@@ -726,3 +728,23 @@ def test_prepared_recordings_in_batches_and_graphs(dev, rng):
     want_v, want_i = vkops.top_k(a, 7)
     assert gv.numpy().tobytes() == want_v.tobytes() and gi.numpy().tobytes() == want_i.tobytes()
     g.close()
+
+
+def test_a_call_in_use_keeps_its_descriptor_set_under_lru_pressure(dev, rng, monkeypatch):
+    """A repeated call that finds its prepared recording still marks its Algorithms used: new descriptor
+    sets made by other calls push out the least recently used ones, not the hot call's."""
+    from vkops.runtime import pipelines
+
+    monkeypatch.setattr(pipelines, "ALGORITHM_CACHE_SIZE", 3)
+    a = rng.standard_normal((4, 300)).astype(np.float32)
+    x = dev.tensor(a)
+    want = a[:, 1:291][::-1, ::3].tobytes()
+    hot = lambda: vkops.slice(x, (0, 1), (4, 290), (-1, 3))  # noqa: E731
+    hot()
+    others = []
+    for _ in range(8):
+        others.append(dev.tensor(rng.standard_normal((4, 300)).astype(np.float32)))
+        vkops.slice(others[-1], (0, 1), (4, 290), (-1, 3))  # a new descriptor set: one is evicted
+        s0 = dev.stats()
+        assert hot().numpy().tobytes() == want
+        assert dev.stats()["algorithms"] == s0["algorithms"] and dev.stats()["prepared"] == s0["prepared"]

@@ -4,7 +4,7 @@ recorded in order. The one path every operator call takes (eager calls, batches,
 What a plan records for one set of bound buffers (its kp ops with their descriptor sets and push
 constants, the buffers each dispatch reads and writes, the barriers it needs inside itself) depends only
 on the plan and those buffers' serials, so it is prepared once (`Prepared`, kept by Pipelines per (plan,
-serials) and dropped whenever an Algorithm is destroyed) and a repeated call appends it to the batch.
+serials) and dropped before an Algorithm it binds is destroyed) and a repeated call appends it to the batch.
 """
 from __future__ import annotations
 
@@ -108,8 +108,15 @@ def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence
     key = [b.serial for b in bufs]
     key.append(id(plan))
     key = tuple(key)
-    prep = pipes._prepared.get(key)
-    if prep is None or prep.plan is not plan:
+    prep = pipes._prepared.get(key)  # atomic under the GIL; entries are added and dropped under the lock
+    if prep is not None:
+        algorithms = pipes._algorithms
+        try:
+            for k in prep.keys:  # in use: keep its Algorithms at the LRU's young end, as a dispatch_op call would
+                algorithms.move_to_end(k)
+        except KeyError:  # destroyed by another thread just now
+            prep = None
+    if prep is None or not prep.live:
         prep = pipes.prepared(key, lambda: prepare(plan, pipes, bufs))
     batch.record(prep, bufs)
 

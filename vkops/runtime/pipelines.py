@@ -82,9 +82,10 @@ class Pipelines:
         self._pinned: Dict[tuple, int] = collections.Counter()
         self.algorithms_created = 0
         # (bound buffers' serials..., id(plan)) -> execute.Prepared: its kp ops bind Algorithms of this
-        # cache, so it is emptied whenever one is destroyed (LRU, a freed buffer): no entry ever records
-        # a destroyed descriptor set.
+        # cache, so the entries binding one go before it is destroyed (LRU, a freed buffer): no entry
+        # ever records a destroyed descriptor set.
         self._prepared: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
+        self._prepared_by_algorithm: Dict[tuple, set] = collections.defaultdict(set)  # Algorithm key -> entries
         self.prepared_created = 0
         # serials of downloaded buffers -> the barrier before their download (submit.Batch._download_ops);
         # serials are never reused, so an entry of a freed buffer is never found again
@@ -163,16 +164,38 @@ class Pipelines:
             self.prepared_created += 1
             if all(k in self._algorithms for k in prep.keys):  # none evicted while building
                 self._prepared[key] = prep
+                for k in prep.keys:
+                    self._prepared_by_algorithm[k].add(key)
                 while len(self._prepared) > PREPARED_ENTRIES:
-                    self._prepared.popitem(last=False)[1].live = False
+                    old_key, old = self._prepared.popitem(last=False)
+                    self._unindex(old_key, old)
+                    old.live = False
+                    self.device._sequences.forget_kept([old])
+            else:
+                prep.live = False
             return prep
 
-    def _drop_prepared(self) -> None:
-        """Forget every prepared recording, and the sequences kept recorded with them."""
-        for prep in self._prepared.values():
-            prep.live = False
-        self._prepared.clear()
-        self.device._sequences.forget_kept()
+    def _unindex(self, key, prep) -> None:
+        for k in prep.keys:
+            keys = self._prepared_by_algorithm.get(k)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._prepared_by_algorithm[k]
+
+    def _drop_prepared(self, algorithm_keys) -> None:
+        """Forget the prepared recordings that bind these Algorithms (about to be destroyed), and the
+        sequences kept recorded with them: no kept or prepared op ever binds a destroyed descriptor set."""
+        dropped = []
+        for k in algorithm_keys:
+            for key in self._prepared_by_algorithm.pop(k, ()):
+                prep = self._prepared.pop(key, None)
+                if prep is not None:
+                    prep.live = False
+                    self._unindex(key, prep)
+                    dropped.append(prep)
+        if dropped:
+            self.device._sequences.forget_kept(dropped)
 
     def pin(self, keys, pins: list) -> None:
         """Keep these Algorithms out of the LRU's reach until `unpin(pins)` (a graph records them)."""
@@ -195,8 +218,9 @@ class Pipelines:
             self._by_serial[b.serial].add(key)
         over = len(self._algorithms) - len(self._pinned) - ALGORITHM_CACHE_SIZE  # pinned ones take no room
         if over > 0:
-            self._drop_prepared()  # entries may record the Algorithms destroyed here
-            for old_key in [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]:
+            evict = [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]
+            self._drop_prepared(evict)  # recordings that bind the Algorithms destroyed here
+            for old_key in evict:
                 old = self._algorithms.pop(old_key)
                 self._unlink(old_key)
                 self._ops.pop(old_key, None)
@@ -216,7 +240,7 @@ class Pipelines:
         some may bind them, and the serial is never seen again)."""
         keys = self._by_serial.pop(serial, ())
         if keys:
-            self._drop_prepared()
+            self._drop_prepared(keys)
         if self._barriers:
             self._barriers.clear()
         for key in keys:

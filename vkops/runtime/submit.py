@@ -86,12 +86,15 @@ class Sequences:
         with self._lock:
             self._free.setdefault(cap, []).append(seq)
 
-    def forget_kept(self) -> None:
-        """Clear every kept recording (Pipelines calls this when it destroys an Algorithm: a kept
-        command buffer may bind its descriptor set)."""
+    def forget_kept(self, preps=None) -> None:
+        """Clear the kept recordings of these prepared recordings (all when None): Pipelines calls this
+        before it destroys an Algorithm they bind."""
         with self._lock:
-            kept = list(self._kept.values())
-            self._kept.clear()
+            if preps is None:
+                kept = list(self._kept.values())
+                self._kept.clear()
+            else:
+                kept = [h for h in (self._kept.pop(p, None) for p in preps) if h is not None]
         for cap, seq in kept:
             self.release(cap, seq)
 
