@@ -100,12 +100,12 @@ class stub_submission:
         S = submit.Sequences
         self.real = S.submit, S.wait, S.replay
         if self.on:
-            def record(seqs, ops, timestamps=False):
+            def record(seqs, ops, timestamps=False, reuse=None):
                 cap, seq = seqs.acquire(0)
                 with seqs._lock:
                     for op in ops:
                         seq.record(op)
-                return cap, seq
+                return cap, seq, None
 
             S.submit = record
             S.wait = lambda seqs, pending, timestamps=False: seqs.release(*pending) or []

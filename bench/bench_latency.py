@@ -170,7 +170,7 @@ def breakdown_rows(dev, rng, small):
             c.dev_call()
         gpu = sum(b.gpu_ns) / 1e6
         real = submit.Sequences.submit, submit.Sequences.wait
-        submit.Sequences.submit = lambda self, ops, timestamps=False: None
+        submit.Sequences.submit = lambda self, ops, timestamps=False, reuse=None: None
         submit.Sequences.wait = lambda self, pending, timestamps=False: []
         try:
             py = wall_ms(c.dev_call, REPS)

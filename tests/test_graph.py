@@ -244,3 +244,44 @@ def test_runs_from_threads(dev, rng, stage, shared):
     assert errors == []
     assert sum(g.runs for g, *_ in graphs) == 80
     assert dev.stats()["submissions"] - s0 >= 80
+
+
+@pytest.mark.parametrize("op", ["chain", "qlmm_view"])
+def test_run_with_feed_and_fetch_is_one_submission(dev, rng, stage, op):
+    """run(feed=, fetch=) reads its outputs in the graph's own submission (staged copies recorded at the
+    end of the graph, or mapped memory): one submission and nothing made per run after the first."""
+    if op == "chain":
+        make = lambda: rng.standard_normal((4, 61)).astype(np.float32)  # noqa: E731
+        call = _chain
+    else:  # a fetched view (QLinearMatMul's output reshaped) and a slice of it
+        w = rng.integers(-128, 128, (64, 24)).astype(np.int8)
+        wt = dev.tensor(w)
+        make = lambda: rng.integers(-128, 128, (2, 64)).astype(np.int8)  # noqa: E731
+
+        def call(x):
+            q = _qlmm(x, wt if isinstance(x, vkops.DeviceTensor) else w)
+            return q, vkops.slice(q, [0, 1], [2, 20], [1, 3])
+    x = dev.tensor(make())
+    with dev.graph() as g:
+        outs = call(x)
+    fetch = list(outs) + ([outs[0].reshape(outs[0].shape[::-1])] if op == "qlmm_view" else [])
+    for r in range(4):
+        data = make()
+        s0 = dev.stats()
+        got = g.run(feed={x: data}, fetch=fetch)
+        made = _delta(s0, dev.stats())
+        if r == 0:
+            assert made.pop("submissions") == 1 and "buffers_created" not in made
+        else:
+            assert made == {"submissions": 1}  # no staging buffer, sequence, Algorithm or plan per run
+        want = call(data)
+        if op == "qlmm_view":
+            want = tuple(want) + (want[0].reshape(want[0].shape[::-1]),)
+        assert len(got) == len(want)
+        for a, ref in zip(got, want):
+            assert a.dtype == ref.dtype and a.shape == ref.shape and a.tobytes() == ref.tobytes()
+    assert bool(g._fetch_stages) == bool(stage)  # the staged path copies; the mapped one reads in place
+    single = g.run(feed={x: data}, fetch=outs[0])  # one tensor, not a list: the array
+    assert single.tobytes() == want[0].tobytes()
+    with pytest.raises(vkops.ValidationError, match="fetch must be DeviceTensors"):
+        g.run(fetch=[np.zeros(3)])

@@ -1,4 +1,6 @@
 """Devices, data types through the device, batches, threads, the pipeline cache, packaged SPIR-V."""
+import collections
+import gc
 import sys
 import threading
 from pathlib import Path
@@ -601,3 +603,165 @@ def test_repeated_calls_reuse_dispatch_ops_and_scalar_constants(dev, rng, monkey
         sa[...] = 1  # frozen: its key stays its value
     assert frozen_key(np.full((1, 1, 1, 1), 0.02, np.float32)) is None  # a user's array is looked at
     assert dev.constant(sa, frozen_key(sa)) is dev.constant(np.full((1, 1, 1, 1), np.float32(0.02)))
+
+
+def _lean_calls(dev, rng):
+    """Device-tensor calls of the three operators (QLinearMatMul with zero points and scalar scales),
+    each with its NumPy oracle."""
+    a8 = rng.integers(-128, 128, (16, 64), dtype=np.int8)
+    b8 = rng.integers(-128, 128, (64, 32), dtype=np.int8)
+    xf = rng.standard_normal((4, 300)).astype(np.float32)
+    a, b, x = dev.tensor(a8), dev.tensor(b8), dev.tensor(xf)
+    qa = (0.02, 3, 0.02, -7, 0.5, 1)
+    return {
+        "slice": (lambda: vkops.slice(x, (0, 1), (4, 290), (-1, 3)), lambda: vkops.slice(xf, (0, 1), (4, 290), (-1, 3))),
+        "top_k": (lambda: vkops.top_k(x, 9), lambda: vkops.top_k(xf, 9)),
+        "qlmm": (lambda: vkops.quantized_linear_matmul(a, qa[0], qa[1], b, qa[2], qa[3], qa[4], qa[5]),
+                 lambda: vkops.quantized_linear_matmul(a8, qa[0], qa[1], b8, qa[2], qa[3], qa[4], qa[5])),
+    }
+
+
+def _host(r):
+    return tuple(t.numpy() for t in (r if isinstance(r, tuple) else (r,)))
+
+
+def test_repeated_eager_call_appends_its_prepared_recording(dev, rng, monkeypatch):
+    """A repeated eager call on the same device tensors makes no plan, Algorithm, buffer, prepared
+    recording or kp object (counted by wrapping the kp module), submits exactly its prepared ops in one
+    submission, re-submitting the sequence recorded last time (no kp `record`), and gives the NumPy
+    call's bits."""
+    from vkops.runtime import _kp, pipelines, submit
+
+    real = _kp.kp()
+    active, kp_calls, recorded = [False], [], []
+
+    class Counting:
+        def __getattr__(self, name):
+            if active[0]:
+                kp_calls.append(name)
+            return getattr(real, name)
+
+    real_submit = submit.Sequences.submit
+
+    def counting_submit(self, ops, timestamps=False, reuse=None):
+        if active[0]:
+            recorded.append(len(ops))
+        return real_submit(self, ops, timestamps, reuse)
+
+    for mod in (_kp, pipelines):
+        monkeypatch.setattr(mod, "kp", lambda: Counting())
+    monkeypatch.setattr(submit.Sequences, "submit", counting_submit)
+    for name, (call, ref) in _lean_calls(dev, rng).items():
+        want = ref()
+        want = want if isinstance(want, tuple) else (want,)
+        for _ in range(3):
+            call()  # the output's buffer goes back to the pool when the result is dropped
+        prep = list(dev._pipelines._prepared.values())[-1]
+        kp_calls.clear()
+        recorded.clear()
+        made = collections.Counter()
+        for _ in range(4):
+            s0 = dev.stats()
+            active[0] = True
+            try:
+                r = call()
+            finally:
+                active[0] = False
+            made.update({k: v - s0[k] for k, v in dev.stats().items() if v != s0[k]})
+            got = _host(r)
+            del r
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes(), name
+        assert dict(made) == {"replays": 4, "submissions": 4, "buffers_reused": 4 * len(got)}, (name, made)
+        assert prep in dev._sequences._kept  # no "recorded_ops" above: the kept sequence went again
+        assert kp_calls == [], (name, kp_calls)  # no OpAlgoDispatch, OpMemoryBarrier, tensor, Algorithm
+        assert recorded == [len(prep.ops)] * 4, (name, recorded, len(prep.ops))
+
+
+def test_prepared_recordings_are_bounded_and_never_stale(dev, rng, monkeypatch):
+    """Prepared recordings are kept per (plan, bound buffers) in a bounded LRU, emptied when a buffer's
+    memory is freed (its Algorithms destroyed) or an Algorithm leaves the LRU: a new tensor in freed
+    memory, or a call whose descriptor set was evicted, records a fresh descriptor set (the validation
+    layer watches), with the right bits."""
+    from vkops.runtime import pipelines, submit
+
+    pipes = dev._pipelines
+    monkeypatch.setattr(pipelines, "PREPARED_ENTRIES", 4)
+    monkeypatch.setattr(submit, "KEPT_SEQUENCES", 3)
+    arrays = [rng.standard_normal((4, 300)).astype(np.float32) for _ in range(10)]
+    xs = [dev.tensor(a) for a in arrays]
+    s0 = dev.stats()
+    for x, a in zip(xs, arrays):
+        assert vkops.slice(x, (0, 1), (4, 290), (-1, 3)).numpy().tobytes() == a[:, 1:291][::-1, ::3].tobytes()
+    assert dev.stats()["prepared"] - s0["prepared"] >= 9 and len(pipes._prepared) <= 4
+    assert len(dev._sequences._kept) <= 3
+    # Free one input's memory: its Algorithms go, and every prepared recording with them.
+    serial = xs[-1]._buffer.serial
+    assert any(serial in p.serials for p in pipes._prepared.values())
+    del xs[-1]
+    gc.collect()
+    dev.trim()
+    assert not any(serial in p.serials for p in pipes._prepared.values())
+    kept = list(dev._sequences._kept)  # no kept command buffer binds a destroyed descriptor set
+    assert all(p.live and serial not in p.serials and all(k in pipes._algorithms for k in p.keys) for p in kept)
+    assert all(k in pipes._algorithms for p in pipes._prepared.values() for k in p.keys)
+    fresh = rng.standard_normal((4, 300)).astype(np.float32)
+    s0 = dev.stats()
+    x = dev.tensor(fresh)  # may land in the freed memory
+    assert vkops.slice(x, (0, 1), (4, 290), (-1, 3)).numpy().tobytes() == fresh[:, 1:291][::-1, ::3].tobytes()
+    assert dev.stats()["prepared"] == s0["prepared"] + 1
+    # A tiny Algorithm LRU: every eviction empties the prepared recordings, none binds a destroyed set.
+    monkeypatch.setattr(pipelines, "ALGORITHM_CACHE_SIZE", 2)
+    for r in range(3):
+        for x, a in zip(xs[:4], arrays[:4]):
+            v, i = vkops.top_k(x, 5)
+            want_v, want_i = vkops.top_k(a, 5)
+            assert v.numpy().tobytes() == want_v.tobytes() and i.numpy().tobytes() == want_i.tobytes()
+            assert all(k in pipes._algorithms for p in pipes._prepared.values() for k in p.keys)
+            assert all(p.live and all(k in pipes._algorithms for k in p.keys) for p in dev._sequences._kept)
+
+
+def test_prepared_recordings_in_batches_and_graphs(dev, rng):
+    """The same prepared recording serves a batch whose earlier calls it depends on (barriers from the
+    batch's tracking, not the recording's) and a graph capture (its Algorithms pinned)."""
+    a = rng.standard_normal((4, 300)).astype(np.float32)
+    x = dev.tensor(a)
+    y = vkops.slice(x, (0, 0), (4, 300), (1, 1))  # prepared for (x, y)
+    vkops.slice(x, (0, 0), (4, 300), (1, 1), out=y)  # again with out=: the same recording
+    with dev.batch() as b:
+        vkops.slice(x, (0, 0), (4, 300), (-1, 1), out=y)
+        v, i = vkops.top_k(y, 7)  # reads y: a barrier from the batch's tracking
+    assert b.barriers >= 1
+    want_v, _ = vkops.top_k(a[::-1], 7)
+    assert v.numpy().tobytes() == want_v.tobytes()
+    vkops.top_k(y, 7)  # prepared eagerly, then captured: the outputs take the same buffers back
+    s0 = dev.stats()
+    with dev.graph() as g:
+        gv, gi = vkops.top_k(y, 7)
+    assert dev.stats()["prepared"] == s0["prepared"]
+    assert len(g._pins) >= 1 and all(dev._pipelines._pinned[k] for k in g._pins)
+    vkops.slice(x, (0, 0), (4, 300), (1, 1), out=y)
+    g.run()
+    want_v, want_i = vkops.top_k(a, 7)
+    assert gv.numpy().tobytes() == want_v.tobytes() and gi.numpy().tobytes() == want_i.tobytes()
+    g.close()
+
+
+def test_a_call_in_use_keeps_its_descriptor_set_under_lru_pressure(dev, rng, monkeypatch):
+    """A repeated call that finds its prepared recording still marks its Algorithms used: new descriptor
+    sets made by other calls push out the least recently used ones, not the hot call's."""
+    from vkops.runtime import pipelines
+
+    monkeypatch.setattr(pipelines, "ALGORITHM_CACHE_SIZE", 3)
+    a = rng.standard_normal((4, 300)).astype(np.float32)
+    x = dev.tensor(a)
+    want = a[:, 1:291][::-1, ::3].tobytes()
+    hot = lambda: vkops.slice(x, (0, 1), (4, 290), (-1, 3))  # noqa: E731
+    hot()
+    others = []
+    for _ in range(8):
+        others.append(dev.tensor(rng.standard_normal((4, 300)).astype(np.float32)))
+        vkops.slice(others[-1], (0, 1), (4, 290), (-1, 3))  # a new descriptor set: one is evicted
+        s0 = dev.stats()
+        assert hot().numpy().tobytes() == want
+        assert dev.stats()["algorithms"] == s0["algorithms"] and dev.stats()["prepared"] == s0["prepared"]

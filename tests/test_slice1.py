@@ -182,11 +182,11 @@ def test_tensor_desc_rules(sizes, message):
 
 def test_invalid_call_dispatches_nothing(dev, monkeypatch):
     calls = []
-    for name in ("dispatch", "upload", "scratch_words", "copy"):  # every way work enters a batch
+    for name in ("dispatch", "record", "upload", "scratch_words", "copy"):  # every way work enters a batch
         real = getattr(vkops.Batch, name)
         monkeypatch.setattr(vkops.Batch, name, lambda *a, name=name, real=real, **k: (calls.append(name), real(*a, **k))[1])
     vkops.slice(SPEC_INPUT, [0, 0, 0, 0], [1, 1, 4, 4], [1, 1, 1, 1])  # a valid call is seen
-    assert "dispatch" in calls and "upload" in calls
+    assert "record" in calls and "upload" in calls  # plans enter as prepared recordings (runtime/execute.py)
     calls.clear()
     with pytest.raises(vkops.ValidationError, match="input_window_strides must be nonzero"):
         vkops.slice(SPEC_INPUT, [0, 0, 0, 0], [1, 1, 4, 4], [1, 1, 0, 1])

@@ -75,6 +75,9 @@ class Plan:
     _roles: dict = field(default=None, init=False, repr=False, compare=False)  # role -> its buffers, in order
     _slots: tuple = field(default=None, init=False, repr=False, compare=False)  # (role, words, zeroed) per buffer
     _steps: tuple = field(default=None, init=False, repr=False, compare=False)  # per dispatch, what the runtime records
+    _io: tuple = field(default=None, init=False, repr=False, compare=False)  # per buffer: its place in inputs + outputs, or -1
+    _io_only: bool = field(default=False, init=False, repr=False, compare=False)  # buffers = inputs + outputs, in order
+    _outs: tuple = field(default=None, init=False, repr=False, compare=False)  # per output: (packed desc, words)
 
     def __post_init__(self):
         push = [np.array(d.push, np.uint32) for d in self.dispatches]
@@ -85,6 +88,18 @@ class Plan:
         object.__setattr__(self, "_slots", tuple((b.role, b.words, b.zeroed) for b in self.buffers))
         object.__setattr__(self, "_steps", tuple((d.kernel, d.bindings, d.writes, d.groups, p, d.spec)
                                                  for d, p in zip(self.dispatches, push)))
+        n_in = sum(1 for b in self.buffers if b.role == "input")
+        io, seen = [], {"input": 0, "output": n_in}
+        for b in self.buffers:
+            if b.role in seen:
+                io.append(seen[b.role])
+                seen[b.role] += 1
+            else:
+                io.append(-1)
+        object.__setattr__(self, "_io", tuple(io))
+        object.__setattr__(self, "_io_only", io == list(range(len(io))))
+        object.__setattr__(self, "_outs", tuple((b.tensor.packed(), words_for(b.tensor.element_count, b.tensor.data_type))
+                                                for b in self.buffers if b.role == "output"))
         roles = {r: [] for r in ROLES}
         for b in self.buffers:
             roles.setdefault(b.role, []).append(b)

@@ -1,5 +1,6 @@
 """Research (not a benchmark of record): host work of a repeated device call, kp's submission stubbed:
-Python function calls per call and best / median µs per call recorded in a batch of 10 (300 batches).
+Python function calls per call and best / median µs per call recorded in a batch of 10 (300 batches),
+then the same for the call made eagerly (its own one-off batch, what bench_latency.py's "python ms" times).
 Measures the vkops package in the current directory, so `cd .old && python ../bench/research/host_work.py`
 measures a saved copy (bench/research/ab.sh's header says how to make one) beside
 `python bench/research/host_work.py` here."""
@@ -30,7 +31,7 @@ calls = {"qlmm 16x512^2 out=": lambda: vkops.quantized_linear_matmul(a, sa, None
 for f in calls.values():
     f()
     f()
-submit.Sequences.submit = lambda self, ops, timestamps=False: None
+submit.Sequences.submit = lambda self, ops, timestamps=False, reuse=None: None
 submit.Sequences.wait = lambda self, pending, timestamps=False: []
 for name, f in calls.items():
     def batch10():
@@ -46,3 +47,15 @@ for name, f in calls.items():
         t = time.perf_counter(); batch10(); ts.append((time.perf_counter() - t) / 10 * 1e6)
     ts.sort()
     print(f"{name:28s} {n:6.1f} Python calls/call, us/call best {ts[0]:6.1f} median {ts[150]:6.1f}", flush=True)
+for name, f in calls.items():
+    for _ in range(200): f()
+    pr = cProfile.Profile(); pr.enable()
+    for _ in range(100): f()
+    pr.disable()
+    n = pstats.Stats(pr).total_calls / 100
+    ts = []
+    for _ in range(3000):
+        t = time.perf_counter(); f(); ts.append((time.perf_counter() - t) * 1e6)
+    ts.sort()
+    print(f"{name + ', eager':28s} {n:6.1f} Python calls/call, us/call best {ts[0]:6.1f} median {ts[1500]:6.1f}",
+          flush=True)

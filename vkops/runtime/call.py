@@ -2,6 +2,7 @@
 tensors to a recorded batch and back."""
 from __future__ import annotations
 
+import os
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -17,6 +18,17 @@ from .memory import DeviceTensor, host_layout
 from .submit import Batch
 
 
+_default = (None, None)  # ($VKOPS_DEVICE when looked up, Device()): NumPy-only calls find it without Device()
+
+
+def _default_device() -> Device:
+    global _default
+    env = os.environ.get("VKOPS_DEVICE")
+    if _default[1] is None or _default[0] != env:
+        _default = (env, Device())
+    return _default[1]
+
+
 class Call:
     """One operator call from the NumPy face: finds the device, looks up the plan of an earlier call
     with the same key and input descriptors, stages NumPy inputs, runs the plan in the thread's
@@ -28,31 +40,43 @@ class Call:
         return call.result()
     """
 
+    __slots__ = ("device", "numpy_in", "_params", "_raw", "_outer", "batch", "_inputs", "_outputs", "_host",
+                 "_key", "_op", "_user_outs", "plan", "replayed")
+
     def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None,
                  outs: Sequence = (), names: Sequence[str] = ()):
         dev = device
         numpy_in = True
+        every = True  # every input is a device tensor: nothing to convert
         for x in inputs:
             if x.__class__ is DeviceTensor:
                 numpy_in = False
-                if dev is not None and x._device is not dev:
+                if dev is None:
+                    dev = x._device
+                elif x._device is not dev:
                     raise ValidationError(f"inputs live on different devices: {dev.name!r} and {x.device.name!r}")
-                dev = x._device
-        self.device = dev or Device()
+            else:
+                every = False
+        if dev is None:
+            dev = _default_device()
+        self.device = dev
         self.numpy_in = numpy_in
-        self._params = params = set(params)
-        inputs = tuple([x if x.__class__ is DeviceTensor else as_array(x, i in params) for i, x in enumerate(inputs)])
+        self._params = params
+        if not every:
+            inputs = tuple([x if x.__class__ is DeviceTensor else as_array(x, i in params)
+                            for i, x in enumerate(inputs)])
         self._raw = inputs
-        self._outer = self.device._active_batch()
-        if self._outer is not None and not self._outer._flushes:  # capturing a graph (runtime/graph.py)
-            self._outer.admit(key[0] if key else "call", inputs, names, params)
-        self.batch = self._outer or Batch(self.device)
-        self._inputs: Optional[List[DeviceTensor]] = None
+        stack = getattr(dev._local, "stack", None)  # Device._active_batch()
+        outer = self._outer = stack[-1] if stack else None
+        if outer is not None and not outer._flushes:  # capturing a graph (runtime/graph.py)
+            outer.admit(key[0] if key else "call", inputs, names, params)
+        self.batch = outer or Batch(dev, pending=False)  # a one-off: runs before the caller sees a tensor
+        self._inputs: Optional[List[DeviceTensor]] = inputs if every else None
         self._outputs: List[DeviceTensor] = []
         self._host: List[np.ndarray] = []
         self._key = key
         self._op = key[0] if key else None  # the operator's name, for errors
-        self._user_outs = list(outs)  # the `out=` tensors, in the order the operator makes its outputs
+        self._user_outs = outs  # the `out=` tensors, in the order the operator makes its outputs
         self.plan: Optional[Plan] = None
         self.replayed = False  # True when the plan came from an earlier call
 
@@ -61,7 +85,7 @@ class Call:
         `out=` tensors' descriptors match an earlier one's takes that call's plan."""
         if self._key is not None:
             try:
-                self._key = (self._key, self._input_key())
+                self._key = self._input_key()
                 self.plan = self.device._plans.get(self._key)
             except TypeError:  # an unhashable parameter: this call's plan is not kept
                 self._key = None
@@ -69,19 +93,25 @@ class Call:
         return self
 
     def _input_key(self) -> tuple:
-        parts, first = [], {}
-        for i, x in enumerate(list(self._raw) + self._user_outs):
-            if x is None:
-                parts.append(None)
-            elif isinstance(x, DeviceTensor):
-                parts.append((x.desc, first.setdefault(x._buffer.serial, i)))  # and which alias which
-            else:
-                k = frozen_key(x)
-                if k is None:
-                    a = np.asarray(x)
-                    small = i in self._params and a.nbytes <= CONSTANT_BYTES
-                    k = (a.dtype.str, a.shape, a.strides, a.tobytes() if small else None)
-                parts.append(k)
+        """The operator's key, then each input's and `out=` tensor's descriptor (a device tensor's, with
+        the first position whose buffer it shares: which alias which) or key (NumPy), flat."""
+        parts, first = [self._key], {}
+        i = 0
+        for seq in (self._raw, self._user_outs):
+            for x in seq:
+                if x.__class__ is DeviceTensor:
+                    parts.append(x.desc)
+                    parts.append(first.setdefault(x._buffer.serial, i))
+                elif x is None:
+                    parts.append(None)
+                else:
+                    k = frozen_key(x)
+                    if k is None:
+                        a = np.asarray(x)
+                        small = i in self._params and a.nbytes <= CONSTANT_BYTES
+                        k = (a.dtype.str, a.shape, a.strides, a.tobytes() if small else None)
+                    parts.append(k)
+                i += 1
         return tuple(parts)
 
     @property
@@ -118,12 +148,7 @@ class Call:
         """A packed output: `out` when given (checked against `desc`), a batch temporary when it goes
         straight back to NumPy, else a new device tensor (from the caching allocator)."""
         if out is not None:
-            if not isinstance(out, DeviceTensor) or out.device is not self.device:
-                raise ValidationError(f"{field} must be a DeviceTensor on {self.device.name!r}; got {out!r}")
-            if out.data_type != desc.data_type or out.shape != desc.sizes or not out.desc.is_packed:
-                raise ValidationError(f"{field} must be a packed {desc.data_type.name} tensor of sizes {desc.sizes}; "
-                                      f"got {out.desc}")
-            t = out
+            t = self._checked_out(desc, out, field)
         elif self.numpy_in and self._outer is None:
             t = self.batch.scratch(desc)
         else:
@@ -131,17 +156,35 @@ class Call:
         self._outputs.append(t)
         return t
 
+    def _checked_out(self, desc: TensorDesc, out, field: str) -> DeviceTensor:
+        if not isinstance(out, DeviceTensor) or out.device is not self.device:
+            raise ValidationError(f"{field} must be a DeviceTensor on {self.device.name!r}; got {out!r}")
+        if out.data_type != desc.data_type or out.shape != desc.sizes or not out.desc.is_packed:
+            raise ValidationError(f"{field} must be a packed {desc.data_type.name} tensor of sizes {desc.sizes}; "
+                                  f"got {out.desc}")
+        return out
+
     def _run(self) -> None:
         plan = self.plan
         if plan is None:
             raise RuntimeError(f"vkops.{self._op}: the operator made no plan")
         if self._key is not None and not self.replayed:
             self.device._plans.put(self._key, plan)
-        outs = plan.outputs
         user = self._user_outs
-        for j, b in enumerate(outs):
-            self.output(b.tensor, user[j] if j < len(user) else None, "out" if len(outs) == 1 else f"out[{j}]")
-        execute(plan, self.batch, self.inputs, self._outputs)
+        outputs = self._outputs
+        if self.numpy_in and self._outer is None:  # straight back to NumPy: batch temporaries
+            outs = plan.outputs
+            for j, b in enumerate(outs):
+                self.output(b.tensor, user[j] if j < len(user) else None, "out" if len(outs) == 1 else f"out[{j}]")
+        else:
+            mem, dev = self.device._memory, self.device
+            for j, (desc, words) in enumerate(plan._outs):  # packed descriptors and words, made once per plan
+                u = user[j] if j < len(user) else None
+                if u is None:
+                    outputs.append(DeviceTensor(mem.get(words), desc, dev))
+                else:
+                    outputs.append(self._checked_out(desc, u, "out" if len(plan._outs) == 1 else f"out[{j}]"))
+        execute(plan, self.batch, self.inputs, outputs)
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
@@ -174,9 +217,8 @@ class Call:
     def result(self, *outs: DeviceTensor):
         """NumPy arrays when the call came in with NumPy outside a batch, else the device tensors
         (`outs`, or every output in the order they were made)."""
-        outs = outs or tuple(self._outputs)
         if self.numpy_in and self._outer is None:
-            res = [self._host[self._outputs.index(t)] for t in outs]
-        else:
-            res = list(outs)
+            res = [self._host[self._outputs.index(t)] for t in outs or self._outputs]
+            return res[0] if len(res) == 1 else tuple(res)
+        res = outs or self._outputs
         return res[0] if len(res) == 1 else tuple(res)

@@ -182,12 +182,15 @@ class Device:
     def stats(self) -> Dict[str, int]:
         """What the runtime has created so far: pipelines compiled, kp Algorithms (descriptor sets),
         device and staging buffers made and reused, sequences made, submissions, plan cache hits
-        ("replays") and plans made ("plans")."""
+        ("replays"), plans made ("plans"), plan recordings prepared for a set of bound buffers
+        ("prepared", runtime/execute.py) and ops recorded into kp sequences ("recorded_ops": a repeated
+        one-off call re-submits the sequence it recorded last time and records none)."""
         return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
                 "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
                 "staging_created": self._staging.created, "sequences": self._sequences.created,
-                "submissions": self._sequences.submissions, "replays": self._plans.hits,
-                "plans": self._plans.stored,
+                "submissions": self._sequences.submissions, "recorded_ops": self._sequences.recorded_ops,
+                "replays": self._plans.hits,
+                "plans": self._plans.stored, "prepared": self._pipelines.prepared_created,
                 "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
 
     def save_pipeline_cache(self):
@@ -221,10 +224,16 @@ class Device:
             if array.ndim == 0:
                 array = array.reshape(1)
             key = (array.dtype.str, array.shape, array.strides, array.tobytes())
+        t = self._constants.get(key)  # atomic under the GIL; insertions and evictions take the lock
+        if t is not None:
+            try:
+                self._constants.move_to_end(key)
+            except KeyError:  # evicted by another thread just now: the tensor is still good
+                pass
+            return t
         with self._lock:
             t = self._constants.get(key)
             if t is not None:
-                self._constants.move_to_end(key)
                 return t
             t = self.tensor(array)
             self._owned.add(t)

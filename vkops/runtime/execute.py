@@ -1,5 +1,11 @@
 """Running a Plan (vkops/plan.py) in a batch: its buffers bound to device memory, its dispatches
-recorded in order. The one path every operator call takes."""
+recorded in order. The one path every operator call takes (eager calls, batches, graph captures).
+
+What a plan records for one set of bound buffers (its kp ops with their descriptor sets and push
+constants, the buffers each dispatch reads and writes, the barriers it needs inside itself) depends only
+on the plan and those buffers' serials, so it is prepared once (`Prepared`, kept by Pipelines per (plan,
+serials) and dropped before an Algorithm it binds is destroyed) and a repeated call appends it to the batch.
+"""
 from __future__ import annotations
 
 from typing import List, Sequence
@@ -7,26 +13,49 @@ from typing import List, Sequence
 import numpy as np
 
 from ..errors import ValidationError
-from ..plan import Plan
+from ..plan import Hazards, Plan
 from .memory import DeviceTensor
+from .submit import barrier
 
 
-def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[DeviceTensor]) -> None:
-    """Record `plan` into `batch` with the call's `inputs` and `outputs` (in the plan's order). Scratch
-    comes from the batch, the zeroed counters buffer is the device's own (kernels leave it zero),
-    constants are the device's cached copies. Barriers: the batch orders dispatches by the same rule
-    the plan's barriers were derived with (plan.barriers), across calls too."""
+class Prepared:
+    """A plan's recording for one set of bound buffers: per dispatch (kp op, reads, writes) with reads and
+    writes as {serial: block} (blocks, not buffers: holding an entry must not keep a buffer from going
+    back to the allocator), and, for a batch with nothing tracked since its last barrier, the op list
+    with the plan's own barriers already in it and the hazard state it leaves."""
+
+    __slots__ = ("plan", "steps", "ops", "written", "read", "barriers", "dispatches", "serials", "keys", "live")
+
+    def __init__(self, plan, steps, keys, serials):
+        self.plan, self.steps, self.keys, self.serials = plan, steps, keys, serials
+        self.live = True  # False once an Algorithm it binds may be gone (Pipelines): never submitted again
+        self.dispatches = len(steps)
+        h, ops, nb = Hazards(), [], 0
+        for op, rd, wr in steps:
+            cover = h.step(rd, wr)
+            if cover:
+                ops.append(("op", barrier(cover.values())))
+                nb += 1
+            ops.append(("dispatch", op))
+        self.ops, self.written, self.read, self.barriers = ops, dict(h.written), dict(h.read), nb
+
+
+def _bind(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[DeviceTensor]) -> List:
+    """The device buffers of the plan's buffers, in its order. Scratch comes from the batch, the zeroed
+    counters buffer is the device's own (kernels leave it zero), constants are the device's cached
+    copies."""
+    io = [t._buffer for t in inputs]
+    io += [t._buffer for t in outputs]
+    if plan._io_only:
+        return io
+    order = plan._io
     dev = batch.device
     bufs = []
-    ins, outs = iter(inputs), iter(outputs)
     counters = False
     for i, (role, words, zeroed) in enumerate(plan._slots):  # plan.buffers, as the runtime needs them
-        if role == "input" or role == "output":
-            buf = next(ins if role == "input" else outs)._buffer
-            if buf.words < words:
-                b = plan.buffers[i]
-                raise ValidationError(f"plan {plan.op}: {role} {b.name!r} needs {b.nbytes} bytes; got a buffer "
-                                      f"of {buf.nbytes}")
+        j = order[i]
+        if j >= 0:
+            buf = io[j]
         elif role == "scratch":
             if zeroed and not counters:
                 counters = True
@@ -42,8 +71,54 @@ def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence
             batch.hold(t)
             buf = t._buffer
         bufs.append(buf)
+    return bufs
+
+
+def _check(plan: Plan, bufs) -> None:
+    """Every input and output buffer holds what the plan needs (checked once per prepared buffers: a
+    serial's block never changes size)."""
+    for i, (role, words, _) in enumerate(plan._slots):
+        if plan._io[i] >= 0 and bufs[i].words < words:
+            b = plan.buffers[i]
+            raise ValidationError(f"plan {plan.op}: {role} {b.name!r} needs {b.nbytes} bytes; got a buffer "
+                                  f"of {bufs[i].nbytes}")
+
+
+def prepare(plan: Plan, pipelines, bufs) -> Prepared:
+    """Build the plan's recording for these bound buffers (Algorithms made or found, ops made once)."""
+    _check(plan, bufs)
+    steps, keys = [], []
     for kernel, bindings, writes, groups, push, spec in plan._steps:
-        batch.dispatch(kernel, [bufs[j] for j in bindings], writes, groups, push, spec)
+        bb = [bufs[j] for j in bindings]
+        op, key = pipelines.dispatch_op(kernel, bb, groups, spec, push, keyed=True)
+        wr = {bb[i].serial: bb[i]._block for i in writes}
+        rd = {b.serial: b._block for b in bb if b.serial not in wr}
+        steps.append((op, rd, wr))
+        keys.append(key)
+    return Prepared(plan, tuple(steps), tuple(keys), frozenset([b.serial for b in bufs]))
+
+
+def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[DeviceTensor]) -> None:
+    """Record `plan` into `batch` with the call's `inputs` and `outputs` (in the plan's order): bind its
+    buffers, find (or prepare) its recording for them, and let the batch append it. Barriers: the batch
+    orders dispatches by the same rule the plan's barriers were derived with (plan.barriers), across
+    calls too."""
+    bufs = _bind(plan, batch, inputs, outputs)
+    pipes = batch.device._pipelines
+    key = [b.serial for b in bufs]
+    key.append(id(plan))
+    key = tuple(key)
+    prep = pipes._prepared.get(key)  # atomic under the GIL; entries are added and dropped under the lock
+    if prep is not None:
+        algorithms = pipes._algorithms
+        try:
+            for k in prep.keys:  # in use: keep its Algorithms at the LRU's young end, as a dispatch_op call would
+                algorithms.move_to_end(k)
+        except KeyError:  # destroyed by another thread just now
+            prep = None
+    if prep is None or not prep.live:
+        prep = pipes.prepared(key, lambda: prepare(plan, pipes, bufs))
+    batch.record(prep, bufs)
 
 
 def run_plan(plan: Plan, arrays: Sequence[np.ndarray], device=None, batch=None) -> List[np.ndarray]:

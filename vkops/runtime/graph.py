@@ -13,6 +13,11 @@ Feeds: on a device whose buffers are host-visible (lavapipe) `run(feed=...)` wri
 the input's mapped memory before the submission. Otherwise a pooled staging buffer per fed input is
 copied into it at the start of the graph's command buffer; the sequence with those copies is
 recorded at the first run that feeds that set of inputs and kept.
+
+Fetches work the same way at the other end: `run(fetch=[...])` reads host-visible outputs from their
+mapped memory after the wait; otherwise copies of the fetched outputs into pooled staging buffers
+(after a barrier on them) end the graph's command buffer, recorded at the first run that feeds and
+fetches that combination, so a run with feeds and fetches is one submission and one wait.
 """
 from __future__ import annotations
 
@@ -21,14 +26,15 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..dtypes import pack
+from ..dtypes import pack, words_for
 from ..errors import ValidationError
 from . import _kp as K
 from . import memory as memory_mod
 from .memory import DeviceTensor
 from .submit import Batch, barrier
 
-# None: stage feeds only where buffers are not host-visible; True: always (tests run that path on lavapipe).
+# None: stage feeds and fetches only where buffers are not host-visible; True: always (tests run that
+# path on lavapipe).
 STAGE_FEEDS: Optional[bool] = None
 
 
@@ -47,8 +53,9 @@ class Graph(Batch):
         self._written: set = set()
         self._labels: Dict[int, str] = {}  # serial -> how the captured calls named it, for errors
         self._kept: List = []  # the recorded kp ops, in order
-        self._seqs: Dict[frozenset, tuple] = {}  # fed serials (staged) -> (cap, kp sequence)
+        self._seqs: Dict[tuple, tuple] = {}  # (fed (serial, words), fetched (serial, words)) -> (cap, kp sequence)
         self._stages: Dict[int, object] = {}  # serial -> staging buffer of a staged feed
+        self._fetch_stages: Dict[tuple, object] = {}  # (serial, words) -> staging buffer of a staged fetch
         self._run_lock = threading.Lock()  # one run of this graph at a time: feeds and outputs are shared
         self._closed = False
         self.runs = 0
@@ -96,6 +103,15 @@ class Graph(Batch):
         self._note(bufs, writes)
         super().dispatch(kernel, bufs, writes, groups, push, spec)
 
+    def record(self, prep, bufs):
+        """Batch.record, noting per dispatch which buffers the graph reads before writing."""
+        for _, rd, wr in prep.steps:
+            for s, b in rd.items():
+                if s not in self._written:
+                    self._inputs.setdefault(s, b)
+            self._written.update(wr)
+        super().record(prep, bufs)
+
     def copy(self, src: DeviceTensor, dst: DeviceTensor):
         """Batch.copy, noting src as read and dst as written."""
         self._note([src._buffer, dst._buffer], [1])
@@ -120,15 +136,16 @@ class Graph(Batch):
             raise RuntimeError("a graph downloads nothing: read its output tensors after run()")
         self._kept = [op for _, op in self._ops]
         self._ops = []
+        self._registered = False
         self.device._pending.discard(self)  # its tensors may be read and written between runs
         self._touched.clear()
-        self._seqs[frozenset()] = self._record([])
+        self._seqs[(frozenset(), ())] = self._record([])
 
-    def _record(self, prefix: List):
+    def _record(self, prefix: List, suffix: List = ()):
         dev = self.device
         cap, seq = dev._sequences.acquire(0)
         with dev._lock:
-            for op in prefix + self._kept:
+            for op in prefix + self._kept + list(suffix):
                 seq.record(op)
         return cap, seq
 
@@ -137,13 +154,16 @@ class Graph(Batch):
         """Write `feed` ({input DeviceTensor: array of its dtype and shape}) into the captured inputs
         and run the whole graph as one submission; wait. Outputs are the captured calls' tensors, read
         after this returns. `fetch` (a tensor or a list): read those here, before another thread's run
-        of this graph can overwrite them; returns the array (or a tuple), else None. Inside an open
+        of this graph can overwrite them, in the same submission (staged copies recorded at the end
+        of the graph, or mapped memory); returns the array (or a tuple), else None. Inside an open
         batch, what that batch recorded so far is submitted and waited for first (program order)."""
         if self.capturing:
             raise RuntimeError("Graph.run: the graph is still capturing; leave the `with dev.graph()` block first")
         if self._closed:
             raise RuntimeError("Graph.run: this graph was closed")
         writes = self._feeds(feed)
+        many = isinstance(fetch, (list, tuple))
+        fetched = self._fetches(fetch if many else [fetch]) if fetch is not None else []
         outer = self.device._active_batch()
         if outer is not None:
             if not outer._flushes:
@@ -164,17 +184,28 @@ class Graph(Batch):
                     fed.append((buf, words.size))
                 else:
                     buf.host()[:words.size] = words  # the last run was waited for: nothing reads it now
-            key = frozenset((b.serial, n) for b, n in fed)
+            out = []  # (tensor, host buffer it is read from, words), staged or mapped
+            copied = []  # (buffer, words) copied into staging at the end of the run
+            for t, buf, words in fetched:
+                if staged or (staged is None and not buf.host_visible):
+                    stage = self._fetch_stages.get((buf.serial, words))
+                    if stage is None:
+                        stage = self._fetch_stages[(buf.serial, words)] = self.device._staging.get(words)
+                        self._refs.append(buf)  # the recorded copy reads it: keep it while the graph lives
+                    copied.append((buf, words))
+                    out.append((t, stage, words))
+                else:
+                    out.append((t, buf, words))
+            key = (frozenset((b.serial, n) for b, n in fed), tuple(dict.fromkeys((b.serial, n) for b, n in copied)))
             entry = self._seqs.get(key)
             if entry is None:
-                entry = self._seqs[key] = self._record(self._copies(fed))
+                entry = self._seqs[key] = self._record(self._copies(fed), self._fetch_copies(copied))
             seq = entry[1]
             self.device._sequences.replay(seq)
             self.runs += 1
             if fetch is None:
                 return None
-            many = isinstance(fetch, (list, tuple))
-            res = tuple(t.numpy() for t in (fetch if many else [fetch]))
+            res = tuple(t.from_words(host.host()[:words]) for t, host, words in out)
             return res if many else res[0]
 
     def _copies(self, fed) -> List:
@@ -184,6 +215,35 @@ class Graph(Batch):
         k = K.kp()
         ops = [k.OpBufferCopy(self._stages[b.serial].kp, b.kp, n * 4) for b, n in fed]
         return ops + [barrier([b for b, _ in fed])]
+
+    def _fetch_copies(self, copied) -> List:
+        """After the graph's last op: a barrier on the fetched buffers, their copies into staging, a
+        barrier that makes those copies visible to the host."""
+        if not copied:
+            return []
+        k = K.kp()
+        bufs = list({b.serial: b for b, _ in copied}.values())
+        ops = [barrier(bufs, dst_access=K.TRANSFER_READ, dst_stage=K.STAGE_TRANSFER)]
+        seen = set()
+        stages = []
+        for b, words in copied:
+            if (b.serial, words) in seen:
+                continue
+            seen.add((b.serial, words))
+            stage = self._fetch_stages[(b.serial, words)]
+            ops.append(k.OpBufferCopy(b.kp, stage.kp, words * 4))
+            stages.append(stage)
+        return ops + [barrier(stages, K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST)]
+
+    def _fetches(self, fetch) -> List:
+        """Checked fetch entries as (tensor, buffer, words to read)."""
+        out = []
+        for t in fetch:
+            if not isinstance(t, DeviceTensor) or t.device is not self.device:
+                raise ValidationError(f"Graph.run fetch must be DeviceTensors on {self.device.name!r} (or a list of "
+                                      f"them); got {t!r}")
+            out.append((t, t._buffer, words_for(t.desc.span, t.data_type)))
+        return out
 
     def _feeds(self, feed) -> List:
         """Checked feed entries as (buffer, uint32 words); nothing is written unless all are valid."""
@@ -229,6 +289,7 @@ class Graph(Batch):
             self._seqs.clear()
             self._kept = []
             self._stages.clear()
+            self._fetch_stages.clear()
             dev._pipelines.unpin(self._pins)
             self._pins = []
             self._release()

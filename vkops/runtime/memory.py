@@ -106,6 +106,7 @@ class Allocator:
         # stream of the same calls binds the same buffers every time (however late a holder lets go)
         # and reuses the descriptor sets built for them; LIFO rotated a batch's scratch by one a batch.
         self._idle: Dict[int, List[Tuple[int, _Block]]] = collections.defaultdict(list)
+        self._classes: Dict[int, Tuple[int, int]] = {}  # words asked for -> (the limit then, its class)
         self.idle_bytes = 0
         self.held_bytes = 0  # every block this allocator made and has not freed, in use or idle
         self.created = 0
@@ -113,18 +114,23 @@ class Allocator:
 
     def get(self, words: int) -> _Buffer:
         dev = self.device
-        nbytes = max(words, 1) * 4
-        limit = dev.max_storage_buffer_range
-        if nbytes > limit:
-            raise DeviceLimitError(
-                f"a buffer of {nbytes} bytes exceeds {dev.name}'s maxStorageBufferRange of "
-                f"{limit} bytes; split the tensor")
-        cls = size_class(max(words, 1), limit // 4)
+        limit = dev._limits.max_storage_buffer_range
+        cls = self._classes.get(words)  # the class of a size asked for before under the same limit
+        if cls is None or cls[0] != limit:
+            nbytes = max(words, 1) * 4
+            if nbytes > limit:
+                raise DeviceLimitError(
+                    f"a buffer of {nbytes} bytes exceeds {dev.name}'s maxStorageBufferRange of "
+                    f"{limit} bytes; split the tensor")
+            if len(self._classes) > 4096:
+                self._classes.clear()
+            cls = self._classes[words] = (limit, size_class(max(words, 1), limit // 4))
+        cls = cls[1]
         with dev._lock:
             idle = self._idle.get(cls)
             if idle:
                 block = heapq.heappop(idle)[1]
-                self.idle_bytes -= block.nbytes
+                self.idle_bytes -= block.words * 4
                 self.reused += 1
             else:
                 block = self._create(cls)
@@ -158,12 +164,13 @@ class Allocator:
 
     def put(self, block: _Block) -> None:
         dev = self.device
+        nbytes = block.words * 4
         with dev._lock:
-            if block.nbytes > self.idle_limit:
+            if nbytes > self.idle_limit:
                 self._destroy(block)
                 return
             heapq.heappush(self._idle[block.words], (block.serial, block))
-            self.idle_bytes += block.nbytes
+            self.idle_bytes += nbytes
             while self.idle_bytes > self.idle_limit:
                 self._destroy_largest()
 
@@ -197,12 +204,21 @@ def _view_desc(data_type: DataType, sizes, strides) -> TensorDesc:
     return TensorDesc(data_type, sizes, strides, name="as_strided")
 
 
+@functools.lru_cache(maxsize=1024)
+def _packed_desc(data_type: DataType, sizes) -> TensorDesc:
+    """Packed descriptors of NumPy inputs, built once per dtype and shape (a NumPy call stages its
+    inputs call after call)."""
+    return TensorDesc(data_type, sizes)
+
+
 class DeviceTensor:
     """A tensor resident on a device: a TensorDesc over a buffer of packed uint32 words.
 
     Create one with `vkops.to_device(array)` or `Device.tensor(array)`; read it back with `.numpy()`.
     Operators given device tensors return device tensors and skip the host round trip.
     """
+
+    __slots__ = ("_buffer", "desc", "_device", "_views", "__weakref__")
 
     def __init__(self, buffer: _Buffer, desc: TensorDesc, device):
         self._buffer, self.desc, self._device = buffer, desc, device
@@ -307,7 +323,7 @@ def host_layout(array: np.ndarray) -> Tuple[np.ndarray, TensorDesc]:
     if array.ndim == 0:
         array = array.reshape(1)
     item = array.itemsize
-    desc = TensorDesc(dt, array.shape)
+    desc = _packed_desc(dt, array.shape)
     if not array.flags.c_contiguous and all(s >= 0 and s % item == 0 for s in array.strides):
         sdesc = TensorDesc(dt, array.shape, [s // item for s in array.strides])
         if sdesc.span <= 2 * desc.element_count:

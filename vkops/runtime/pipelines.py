@@ -32,6 +32,8 @@ from ..drivers import cache_base
 from ._kp import kp
 
 ALGORITHM_CACHE_SIZE = 512
+# Prepared recordings (runtime/execute.py) kept per (plan, bound buffers' serials), LRU.
+PREPARED_ENTRIES = 1024
 MAGIC = b"VKOPSPC1"
 
 
@@ -79,6 +81,15 @@ class Pipelines:
         # commands pointing at a freed descriptor set, so the LRU passes over them (key -> graphs).
         self._pinned: Dict[tuple, int] = collections.Counter()
         self.algorithms_created = 0
+        # (bound buffers' serials..., id(plan)) -> execute.Prepared: its kp ops bind Algorithms of this
+        # cache, so the entries binding one go before it is destroyed (LRU, a freed buffer): no entry
+        # ever records a destroyed descriptor set.
+        self._prepared: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
+        self._prepared_by_algorithm: Dict[tuple, set] = collections.defaultdict(set)  # Algorithm key -> entries
+        self.prepared_created = 0
+        # serials of downloaded buffers -> the barrier before their download (submit.Batch._download_ops);
+        # serials are never reused, so an entry of a freed buffer is never found again
+        self._barriers: Dict[tuple, object] = {}
         self.cache_path = cache_file(device.info)
         self.cache_loaded = 0  # bytes of cache data merged at start
         self._saved_at = 0  # compiled count when last saved or loaded
@@ -112,31 +123,86 @@ class Pipelines:
         return self._mgr.compiled_pipelines()
 
     def dispatch_op(self, kernel: str, buffers: Sequence, groups: Tuple[int, int, int], spec: Tuple[int, ...],
-                    push: np.ndarray, pin: Optional[list] = None):
+                    push: np.ndarray, pin: Optional[list] = None, keyed: bool = False):
         """A kp OpAlgoDispatch for these buffers, grid and push constants. Its Algorithm (descriptor set)
         is made once per buffers and grid, its pipeline compiled at most once; the op itself is made once
         per read-only push array (a plan's, which live as long as the plan), so a repeated call records
-        the same op again. `pin` (a graph's list): the Algorithm is kept until `unpin(pin)`."""
+        the same op again. `pin` (a graph's list): the Algorithm is kept until `unpin(pin)`. `keyed`:
+        returns (op, the Algorithm's key)."""
         key = (kernel, spec, groups, push.size, tuple([b.serial for b in buffers]))
         with self.device._lock:  # kp's manager is not thread-safe
             if pin is not None:
                 self._pinned[key] += 1
                 pin.append(key)
-            if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
-                return kp().OpAlgoDispatch(self._algorithm(key, kernel, buffers, groups, spec, push.size), push)
-            ops = self._ops.get(key)
-            if ops is not None:
-                hit = ops.get(id(push))
-                if hit is not None:
-                    self._algorithms.move_to_end(key)
-                    return hit[0]
-            algo = self._algorithm(key, kernel, buffers, groups, spec, push.size)
-            ops = self._ops.setdefault(key, {})
-            if len(ops) >= 16:  # push arrays of plans since dropped: forget them
-                ops.clear()
-            op = kp().OpAlgoDispatch(algo, push)
-            ops[id(push)] = (op, push)  # the array stays referenced, so its id is not reused
-            return op
+            op = self._op(key, kernel, buffers, groups, spec, push)
+        return (op, key) if keyed else op
+
+    def _op(self, key, kernel, buffers, groups, spec, push):
+        if push.flags.writeable:  # its words may change: kp copies them into the op, so make a new one
+            return kp().OpAlgoDispatch(self._algorithm(key, kernel, buffers, groups, spec, push.size), push)
+        ops = self._ops.get(key)
+        if ops is not None:
+            hit = ops.get(id(push))
+            if hit is not None:
+                self._algorithms.move_to_end(key)
+                return hit[0]
+        algo = self._algorithm(key, kernel, buffers, groups, spec, push.size)
+        ops = self._ops.setdefault(key, {})
+        if len(ops) >= 16:  # push arrays of plans since dropped: forget them
+            ops.clear()
+        op = kp().OpAlgoDispatch(algo, push)
+        ops[id(push)] = (op, push)  # the array stays referenced, so its id is not reused
+        return op
+
+    def prepared(self, key: tuple, build):
+        """The prepared recording under `key`, built by `build()` (runtime/execute.py) when missing."""
+        with self.device._lock:
+            prep = self._prepared.get(key)
+            if prep is not None:
+                return prep
+            prep = build()
+            self.prepared_created += 1
+            if all(k in self._algorithms for k in prep.keys):  # none evicted while building
+                self._prepared[key] = prep
+                for k in prep.keys:
+                    self._prepared_by_algorithm[k].add(key)
+                while len(self._prepared) > PREPARED_ENTRIES:
+                    old_key, old = self._prepared.popitem(last=False)
+                    self._unindex(old_key, old)
+                    old.live = False
+                    self.device._sequences.forget_kept([old])
+            else:
+                prep.live = False
+            return prep
+
+    def _unindex(self, key, prep) -> None:
+        for k in prep.keys:
+            keys = self._prepared_by_algorithm.get(k)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._prepared_by_algorithm[k]
+
+    def _drop_prepared(self, algorithm_keys) -> None:
+        """Forget the prepared recordings that bind these Algorithms (about to be destroyed), and the
+        sequences kept recorded with them: no kept or prepared op ever binds a destroyed descriptor set."""
+        dropped = []
+        for k in algorithm_keys:
+            for key in self._prepared_by_algorithm.pop(k, ()):
+                prep = self._prepared.pop(key, None)
+                if prep is not None:
+                    prep.live = False
+                    self._unindex(key, prep)
+                    dropped.append(prep)
+        if dropped:
+            self.device._sequences.forget_kept(dropped)
+
+    def pin(self, keys, pins: list) -> None:
+        """Keep these Algorithms out of the LRU's reach until `unpin(pins)` (a graph records them)."""
+        with self.device._lock:
+            for key in keys:
+                self._pinned[key] += 1
+            pins.extend(keys)
 
     def _algorithm(self, key, kernel, buffers, groups, spec, push_words):
         algo = self._algorithms.get(key)
@@ -152,7 +218,9 @@ class Pipelines:
             self._by_serial[b.serial].add(key)
         over = len(self._algorithms) - len(self._pinned) - ALGORITHM_CACHE_SIZE  # pinned ones take no room
         if over > 0:
-            for old_key in [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]:
+            evict = [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]
+            self._drop_prepared(evict)  # recordings that bind the Algorithms destroyed here
+            for old_key in evict:
                 old = self._algorithms.pop(old_key)
                 self._unlink(old_key)
                 self._ops.pop(old_key, None)
@@ -168,8 +236,14 @@ class Pipelines:
                     del self._pinned[key]
 
     def forget(self, serial: int) -> None:
-        """Drop the Algorithms bound to a buffer that is being freed."""
-        for key in self._by_serial.pop(serial, ()):
+        """Drop the Algorithms bound to a buffer that is being freed (and every prepared recording:
+        some may bind them, and the serial is never seen again)."""
+        keys = self._by_serial.pop(serial, ())
+        if keys:
+            self._drop_prepared(keys)
+        if self._barriers:
+            self._barriers.clear()
+        for key in keys:
             algo = self._algorithms.pop(key, None)
             self._ops.pop(key, None)
             if algo is not None:

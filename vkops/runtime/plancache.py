@@ -19,7 +19,13 @@ def freeze(*values) -> tuple:
     for v in values:
         t = type(v)
         if t in _PLAIN:  # most parameters: no isinstance chain, no hash() probe
-            out.append((t.__name__, v))
+            out.append((t, v))
+        elif t is list or t is tuple:
+            types = tuple(map(type, v))
+            if _PLAIN.issuperset(types):  # windows, shapes: the element types and values, no recursion
+                out.append((t, types, tuple(v)))
+            else:
+                out.append((t.__name__, freeze(*v)))
         elif isinstance(v, (list, tuple)):
             out.append((type(v).__name__, freeze(*v)))
         elif isinstance(v, np.ndarray):
@@ -40,12 +46,14 @@ class PlanCache:
         self.stored = 0
 
     def get(self, key):
-        with self._lock:
-            plan = self._entries.get(key)
-            if plan is not None:
+        plan = self._entries.get(key)  # atomic under the GIL; put() evicts under the lock
+        if plan is not None:
+            try:
                 self._entries.move_to_end(key)
-                self.hits += 1
-            return plan
+            except KeyError:  # evicted by another thread just now: still a valid plan
+                pass
+            self.hits += 1
+        return plan
 
     def clear(self) -> None:
         with self._lock:

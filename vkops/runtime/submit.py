@@ -10,6 +10,7 @@ submission.
 """
 from __future__ import annotations
 
+import collections
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
@@ -37,6 +38,11 @@ FIRST_FLUSH = 2
 FLUSH_DISPATCHES = 4
 
 
+# One-off calls' recordings kept recorded (a kp sequence each: a command pool, buffer and fence), LRU:
+# a repeated eager call re-submits its command buffer instead of recording it again.
+KEPT_SEQUENCES = 32
+
+
 def _pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
@@ -48,8 +54,11 @@ class Sequences:
         self._mgr = manager
         self._lock = lock  # the device's: kp's manager and the queue are not thread-safe
         self._free: Dict[int, list] = {}
+        # execute.Prepared -> (cap, sequence) recorded with exactly its ops, not in use
+        self._kept: "collections.OrderedDict[object, tuple]" = collections.OrderedDict()
         self.created = 0
         self.submissions = 0
+        self.recorded_ops = 0  # ops recorded into sequences (kp `record` calls) by submit()
 
     def acquire(self, timestamps: int = 0):
         cap = _pow2(timestamps) if timestamps else 0
@@ -60,26 +69,64 @@ class Sequences:
             self.created += 1
             return cap, self._mgr.sequence(0, cap)
 
-    def release(self, cap: int, seq) -> None:
-        if seq.is_running():  # released unwaited (an exception, e.g. Ctrl-C, between submit and wait)
+    def release(self, cap: int, seq, reuse=None, waited: bool = False) -> None:
+        """Take a sequence back. `reuse`: the prepared recording (runtime/execute.py) it holds exactly,
+        kept recorded for the next call of it while that recording is live (its Algorithms exist).
+        `waited`: its eval_await returned (no need to ask kp whether it still runs)."""
+        if not waited and seq.is_running():  # released unwaited (e.g. Ctrl-C between submit and wait)
             seq.eval_await()
+        if reuse is not None and reuse.live and not cap:
+            with self._lock:
+                if reuse.live and reuse not in self._kept:
+                    self._kept[reuse] = (cap, seq)
+                    if len(self._kept) <= KEPT_SEQUENCES:
+                        return
+                    reuse, (cap, seq) = self._kept.popitem(last=False)
         seq.clear()  # drops the recorded ops (and the buffers they hold); the command buffer is reset on reuse
         with self._lock:
             self._free.setdefault(cap, []).append(seq)
 
-    def submit(self, ops: List, timestamps: bool = False):
-        """Record `ops` into a reused sequence and submit it without waiting; returns what `wait` takes."""
+    def forget_kept(self, preps=None) -> None:
+        """Clear the kept recordings of these prepared recordings (all when None): Pipelines calls this
+        before it destroys an Algorithm they bind."""
+        with self._lock:
+            if preps is None:
+                kept = list(self._kept.values())
+                self._kept.clear()
+            else:
+                kept = [h for h in (self._kept.pop(p, None) for p in preps) if h is not None]
+        for cap, seq in kept:
+            self.release(cap, seq)
+
+    def submit(self, ops: List, timestamps: bool = False, reuse=None):
+        """Record `ops` into a reused sequence and submit it without waiting; returns what `wait` takes.
+        `reuse`: a prepared recording (runtime/execute.py) whose ops `ops` are exactly; a sequence an
+        earlier call recorded with them is submitted again as it is (no kp `record`)."""
+        if reuse is not None and not timestamps:
+            with self._lock:
+                held = self._kept.pop(reuse, None)
+                if held is not None and reuse.live:
+                    try:
+                        held[1].eval_async()
+                    except BaseException:
+                        self.release(*held)
+                        raise
+                    self.submissions += 1
+                    return held[0], held[1], reuse
+            if held is not None:
+                self.release(*held)
         cap, seq = self.acquire(len(ops) + 1 if timestamps else 0)
         try:
             with self._lock:
                 for op in ops:
                     seq.record(op)
+                self.recorded_ops += len(ops)
                 seq.eval_async()
                 self.submissions += 1
         except BaseException:
             self.release(cap, seq)
             raise
-        return cap, seq
+        return cap, seq, None if timestamps else reuse
 
     def replay(self, seq) -> None:
         """Submit a sequence recorded earlier (a captured graph's) again and wait for it."""
@@ -90,12 +137,14 @@ class Sequences:
 
     def wait(self, pending, timestamps: bool = False) -> List[int]:
         """Wait for a submitted sequence; its timestamps (ticks) when asked; the sequence is reused."""
-        cap, seq = pending
+        cap, seq, reuse = pending
+        waited = False
         try:
             seq.eval_await()
+            waited = True
             return list(seq.get_timestamps()) if timestamps else []
         finally:
-            self.release(cap, seq)
+            self.release(cap, seq, reuse, waited)
 
     def run(self, ops: List, timestamps: bool = False) -> List[int]:
         """Record `ops` into a reused sequence, submit, wait; per-op GPU ticks when `timestamps`."""
@@ -111,10 +160,12 @@ class Batch:
     raises, work already submitted completes and the rest is dropped: the batch's outputs are then
     undefined, every other tensor and the device stay as they were."""
 
-    _pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
+    __slots__ = ("device", "timestamps", "_ops", "_hazards", "_touched", "_refs", "_downloads", "_ran",
+                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "__dict__",
+                 "__weakref__")
     _flushes = True  # a Graph submits nothing while it records
 
-    def __init__(self, device, timestamps: bool = False):
+    def __init__(self, device, timestamps: bool = False, pending: bool = True):
         self.device = device
         self.timestamps = timestamps
         self._ops: List[Tuple[str, object]] = []  # ("dispatch" | "op", kp op)
@@ -128,7 +179,11 @@ class Batch:
         self._pending_dispatches = 0
         self.barriers = 0
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
-        device._pending.add(self)
+        self._pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
+        self._only = None  # the prepared recording the batch began with while it is all the batch holds
+        self._registered = pending
+        if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
+            device._pending.add(self)
 
     def __enter__(self) -> "Batch":
         loc = self.device._local
@@ -208,13 +263,50 @@ class Batch:
         if self._flushes and self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
             self._flush()
 
+    def record(self, prep, bufs: Sequence) -> None:
+        """Append a prepared plan recording (runtime/execute.py) bound to `bufs`: its ops as they are when
+        nothing is tracked since the last barrier and no submission falls inside it, else dispatch by
+        dispatch with the batch's barrier rule and submission cadence, exactly as `dispatch` would."""
+        if self._ran:
+            raise RuntimeError("this batch has already run")
+        h = self._hazards
+        n = self._pending_dispatches + prep.dispatches
+        if self._pins is not None:
+            self.device._pipelines.pin(prep.keys, self._pins)
+        self._refs += bufs
+        self._touched |= prep.serials
+        limit = FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH
+        if not h.written and not h.read and (not self._flushes or n <= limit):  # a flush only after its last
+            if not self._ops and not self._submitted:
+                self._only = prep  # its kept sequence may be submitted as it is (Sequences.submit)
+            self._ops += prep.ops
+            h.written.update(prep.written)
+            h.read.update(prep.read)
+            self.barriers += prep.barriers
+            self._pending_dispatches = n
+            if self._flushes and n >= limit:
+                self._flush()
+            return
+        for op, rd, wr in prep.steps:
+            self._order(rd, wr)
+            self._ops.append(("dispatch", op))
+            self._pending_dispatches += 1
+            if self._flushes and self._pending_dispatches >= (FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH):
+                self._flush()
+
     def _flush(self, extra: Sequence = ()):
         """Submit what is recorded so far (and `extra` ops) without waiting."""
-        ops = [op for _, op in self._ops] + list(extra)
+        ops = [op for _, op in self._ops]
+        if extra:
+            ops += extra
         if not ops:
             return
-        kinds = [kind for kind, _ in self._ops] + ["op"] * len(extra)
-        pending = self.device._sequences.submit(ops, self.timestamps)
+        kinds = [kind for kind, _ in self._ops] + ["op"] * len(extra) if self.timestamps else None
+        only, self._only = self._only, None
+        if only is not None and not extra and len(ops) == len(only.ops):  # nothing but that recording
+            pending = self.device._sequences.submit(ops, self.timestamps, only)
+        else:
+            pending = self.device._sequences.submit(ops, self.timestamps)
         self._inflight.append((pending, kinds))
         self._submitted += 1
         self._ops = []
@@ -261,8 +353,16 @@ class Batch:
         if not self._downloads:
             return []
         k = K.kp()
-        src = list({b.serial: b for b, _, _ in self._downloads}.values())
-        ops = [barrier(src, dst_access=K.TRANSFER_READ | K.HOST_READ, dst_stage=K.STAGE_TRANSFER | K.STAGE_HOST)]
+        src = {b.serial: b for b, _, _ in self._downloads}
+        key = tuple(src)
+        cache = self.device._pipelines._barriers  # the barrier before downloads of these buffers, made once
+        op = cache.get(key)
+        if op is None:
+            op = barrier(src.values(), dst_access=K.TRANSFER_READ | K.HOST_READ, dst_stage=K.STAGE_TRANSFER | K.STAGE_HOST)
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = op
+        ops = [op]
         hosts = []
         for buf, host, words in self._downloads:
             if host is not buf:
@@ -277,8 +377,9 @@ class Batch:
         if self._ran:
             return
         try:
-            self._flush(self._download_ops())
-            self._wait_all()
+            self._flush(self._download_ops() if self._downloads else ())
+            if self._inflight:
+                self._wait_all()
         finally:
             self._ran = True
             self._release(keep_downloads=True)
@@ -296,11 +397,14 @@ class Batch:
     def _release(self, keep_downloads: bool = False):
         """Let go of the batch's buffers (they return to the allocator once no tensor holds them).
         Downloaded host buffers stay until the batch itself goes, so results can still be read."""
-        try:
-            self._wait_all()  # work already submitted must finish before its buffers are reused
-        finally:
-            self._inflight.clear()
-        self.device._pending.discard(self)
+        if self._inflight:
+            try:
+                self._wait_all()  # work already submitted must finish before its buffers are reused
+            finally:
+                self._inflight.clear()
+        if self._registered:
+            self._registered = False
+            self.device._pending.discard(self)
         self._ops.clear()
         self._touched.clear()
         self._refs.clear()
