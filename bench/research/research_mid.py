@@ -9,13 +9,14 @@ docs/tuning/qlmm.md, session 10.
         --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
 A config not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
 """
-import json, os, sys
+import dataclasses, json, os, sys
 import numpy as np
 sys.path.insert(0, os.getcwd())
 import vkops
 from vkops import reference
 from vkops.bench import timing
 from vkops.ops import qlmm_coopmat as QC
+from vkops.ops.qlmm_tuning import DEFAULT
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device(); rng = np.random.default_rng(0)
 BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2", "LARGE_CONFIG": "128x128x64_2x2"}
@@ -24,7 +25,7 @@ opts = {}
 while args and args[0] in ("--now", "--before"):
     opts[args[0]] = json.loads(args[1]); args = args[2:]
 BEFORE = opts.get("--before", BEFORE)
-NOW = {k: getattr(QC, k) for k in BEFORE}
+NOW = {k: getattr(DEFAULT, k) for k in BEFORE}
 NOW.update(opts.get("--now", {}))
 for v in list(NOW.values()) + list(BEFORE.values()):  # a tile not in the table: "TMxTNxTK_WxH"
     if isinstance(v, str) and v[:1].isdigit() and v not in QC.COOPMAT_CONFIGS:
@@ -44,12 +45,10 @@ for (M, K, N) in SHAPES:
         want = reference.quantized_linear_matmul(a[:4], np.float32(0.02), za, b, np.float32(0.02), zb, so, None)
         res = {}
         for side, knobs in (("now", NOW), ("before", BEFORE)):
-            for k, v in knobs.items():
-                setattr(QC, k, v)
-            f = lambda i=0: vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so, None)
+            tun = dataclasses.replace(DEFAULT, **knobs)
+            f = lambda i=0, tun=tun: vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so,
+                                                                   None, tuning=tun)
             r = f().numpy()
             ok = np.abs(r[:4].astype(int) - want.astype(int)).max() <= 1
             res[side] = (round(timing.vk_gpu_ms(f, device=dev, method=M_), 4), bool(ok))
-        for k, v in NOW.items():
-            setattr(QC, k, v)
         print((M, K, N), "zp" if zp else "int8", "now", res["now"], "before", res["before"], flush=True)

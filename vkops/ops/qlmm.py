@@ -9,7 +9,6 @@ may differ from the oracle by 1 where the exact value sits within float32 roundi
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -24,6 +23,7 @@ from . import qlmm_coopmat as cm
 from . import qlmm_dot as qd
 from . import qlmm_gemv as qg
 from . import qlmm_stream as qs
+from .qlmm_tuning import DEFAULT, QlmmTuning
 from .slice1 import lower_packed
 
 MAX_K = (2**31 - 1) // (255 * 255)  # 33025: int32 accumulation stays exact up to here
@@ -33,27 +33,6 @@ QUANT_TYPES = (DataType.INT8, DataType.UINT8)
 # (32 x 64) where a workgroup may have only 128 invocations.
 PORTABLE_BN = 64
 PORTABLE_WG = 256
-# Fold a's batch dimensions into M when b and the parameters are shared (see foldable); False plans one
-# GEMM per batch, as before issue 15 (bench/research/qlmm_nd.py compares them). Part of the plan key.
-FOLD = True
-KNOBS = ("FOLD",)
-_KNOB_MODULES = (sys.modules[__name__], cm, qd, qs, qg)
-_KNOB_SOURCES = tuple((vars(m).__getitem__, m.KNOBS) for m in _KNOB_MODULES)  # (value getter, names)
-
-
-def knob_modules():
-    """The modules whose KNOBS planning reads: this one, qlmm_coopmat, qlmm_dot, qlmm_stream and qlmm_gemv."""
-    return _KNOB_MODULES
-
-
-def knob_key() -> tuple:
-    """Every knob's value, for the face's plan key: a call under other knob values plans again."""
-    key = ()
-    for get, names in _KNOB_SOURCES:  # no generator: this runs on every call
-        key += tuple(map(get, names))
-    return key
-
-
 # Host mirror of the push-constant block in kernels/qlmm_common.glsl.
 QLMM_PUSH = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("flags", "<u4"), ("C", "<u4"),
                       ("a_sb", "<u4"), ("a_sc", "<u4"), ("a_sm", "<u4"),
@@ -208,14 +187,15 @@ def _zero_point_free(zp, signed: bool, known) -> bool:
     return bool(np.all(np.asarray(known).astype(np.int32) == offset))
 
 
-def foldable(desc: QuantizedLinearMatMulDesc, a_st, b_st, lim: Limits) -> int:
+def foldable(desc: QuantizedLinearMatMulDesc, a_st, b_st, lim: Limits, tuning: QlmmTuning = DEFAULT) -> int:
     """How many GEMMs fold into one (1: none). They fold when b is shared by every batch (its batch
     strides are 0: sizes 1 or a broadcast view), a has the output's batch sizes, and a's rows are
     evenly spaced across its batch dimensions (row r of batch z at (z*M + r) * a_sm), so the batches
-    are one {Bo*Co*M, K} matrix. Scales and zero points are never per batch in DML."""
+    are one {Bo*Co*M, K} matrix. Scales and zero points are never per batch in DML. tuning.FOLD False
+    plans one GEMM per batch (bench/research/qlmm_nd.py compares them)."""
     Bo, Co = desc.output.sizes[:2]
     M = desc.m
-    if not FOLD or Bo * Co == 1 or b_st[0] != 0 or b_st[1] != 0 or desc.a.sizes[:2] != (Bo, Co):
+    if not tuning.FOLD or Bo * Co == 1 or b_st[0] != 0 or b_st[1] != 0 or desc.a.sizes[:2] != (Bo, Co):
         return 1
     if (Co > 1 and a_st[1] != M * a_st[2]) or (Bo > 1 and a_st[0] != Co * M * a_st[2]):
         return 1
@@ -238,24 +218,25 @@ _INPUTS = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "outp
 
 def plan(desc: QuantizedLinearMatMulDesc, limits: Limits, *, kernel: str = "auto",
          zero_points: Optional[Tuple] = None, config: Optional[str] = None, group_m: Optional[int] = None,
-         split_k=None) -> Plan:
+         split_k=None, tuning: Optional[QlmmTuning] = None) -> Plan:
     """The dispatch of a validated QUANTIZED_LINEAR_MATRIX_MULTIPLY (pure: no device). Its inputs are the
     descriptor's tensors in order, absent zero points left out. `zero_points` = (a_zp, b_zp) as NumPy
     arrays when the host knows them (lets the cooperative-matrix path skip the row/column sums).
     `config`: a cooperative-matrix tile (qlmm_coopmat.COOPMAT_CONFIGS), or "nr32" / "nr64" with
-    kernel="stream" (the B-streaming kernel's width)."""
+    kernel="stream" (the B-streaming kernel's width). `tuning`: the knobs (None: qlmm_tuning.DEFAULT)."""
     bld = Builder("qlmm", limits)
     ins = [None if getattr(desc, f) is None else bld.input(getattr(desc, f), f) for f in _INPUTS]
     out = bld.output(desc.output, "output")
     bld.notes["kernel"] = lower(bld, desc, *ins, out, kernel=kernel, zero_points=zero_points, config=config,
-                                group_m=group_m, split_k=split_k)
+                                group_m=group_m, split_k=split_k, tuning=tuning)
     return bld.finish()
 
 
 def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale, b_zp, o_scale, o_zp, out,
           kernel: str = "auto", zero_points: Optional[Tuple] = None, config: Optional[str] = None,
-          group_m: Optional[int] = None, split_k=None) -> str:
+          group_m: Optional[int] = None, split_k=None, tuning: Optional[QlmmTuning] = None) -> str:
     """Dispatch the product into packed `out`; returns the kernel used."""
+    t = DEFAULT if tuning is None else tuning
     lim = batch.limits
     M, N, K = desc.m, desc.n, desc.k
     Bo, Co = desc.output.sizes[:2]
@@ -267,13 +248,13 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
 
     # Column-major B (k stride 1: a transposed N x K weight) is read as it is where the direct-B kernel
     # runs; anywhere else it is packed first (below, once the kernel is known).
-    b_cols = cm.COOPMAT_COLS and _column_major(b.desc)
+    b_cols = t.COOPMAT_COLS and _column_major(b.desc)
     a = packed_inner(a)
     b = b if b_cols else packed_inner(b)
     a_st, b_st = _strides(a.desc), _strides(b.desc)
     a_st = a_st[:3] + (1,)
     b_st = b_st[:2] + ((b_st[3], 1) if b_cols else (b_st[2], 1))
-    rows = foldable(desc, a_st, b_st, lim)
+    rows = foldable(desc, a_st, b_st, lim, t)
     if rows > 1:
         # One GEMM of rows*M rows instead of rows GEMMs of M: the packed output {Bo,Co,M,N} is the same
         # memory as {Bo*Co*M, N}. Per-row parameters ({1,1,M,1}) repeat for every folded batch.
@@ -281,7 +262,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         a_st = (0, 0, a_st[2], 1)
         a_scale, a_zp, o_scale, o_zp = (_tile_rows(batch, t, rows) for t in (a_scale, a_zp, o_scale, o_zp))
         batch.notes["folded"] = rows
-    dot, why = qd.rows(lim, M, K, N, b_st, b_cols) if qd.DOT or kernel == "dot" else (None, "vkops.ops.qlmm_dot.DOT is off")
+    dot, why = qd.rows(lim, M, K, N, b_st, b_cols, t) if t.DOT or kernel == "dot" else (None, "QlmmTuning.DOT is False")
     if kernel == "dot" and dot is None:
         raise DeviceLimitError(f"kernel='dot' cannot run this product: {why}")
     za_known, zb_known = zero_points if zero_points is not None else (None, None)
@@ -289,19 +270,19 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     b_free = _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known)  # zb' = 0
     which = "dot" if kernel == "dot" else choose_kernel(lim, desc, a_st, b_st, "auto" if kernel == "gemv" else kernel)
     stream = None  # (MT, NR) where the B-streaming kernel can run
-    if (which == "coopmat" and qs.STREAM) or kernel == "stream":
-        stream, why_stream = qs.why_not(lim, M, N, Bo * Co, not a_free, config if kernel == "stream" else None)
+    if (which == "coopmat" and t.STREAM) or kernel == "stream":
+        stream, why_stream = qs.why_not(lim, M, N, Bo * Co, not a_free, config if kernel == "stream" else None, t)
         if kernel == "stream" and stream is None:
             raise DeviceLimitError(f"kernel='stream' cannot run this product: {why_stream}")
-    if stream is not None and (kernel == "stream" or (kernel == "auto" and qs.preferred(M))):
+    if stream is not None and (kernel == "stream" or (kernel == "auto" and qs.preferred(M, t))):
         which = "stream"
     if which == "coopmat":
-        config, kname = cm.resolve(config or cm.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free,
-                                   desc.b.data_type.is_signed)
+        config, kname = cm.resolve(config or t.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free,
+                                   desc.b.data_type.is_signed, t)
     direct = which == "coopmat" and kname == "qlmm_coopmat_direct"
-    if kernel == "auto" and dot is not None and which != "stream" and qd.preferred(M, b_cols, direct):
+    if kernel == "auto" and dot is not None and which != "stream" and qd.preferred(M, b_cols, direct, t):
         which = "dot"
-    gemv, why_gemv = qg.why_not(lim, M, N, b_st, b_cols) if kernel in ("auto", "gemv") else (None, "")
+    gemv, why_gemv = qg.why_not(lim, M, N, b_st, b_cols, t) if kernel in ("auto", "gemv") else (None, "")
     if kernel == "gemv" and gemv is None:
         raise DeviceLimitError(f"kernel='gemv' cannot run this product: {why_gemv}")
     if gemv is not None:
@@ -321,15 +302,15 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                                    f"{lim.name} allows {lim.max_workgroup_invocations}")
         kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
     elif which == "dot":
-        kname, spec, bm, bn = "qlmm_dot", qd.spec(lim, dot), dot, qd.DOT_COLS
+        kname, spec, bm, bn = "qlmm_dot", qd.spec(lim, dot, t), dot, t.DOT_COLS
     elif which == "stream":
         (bm, bn), kname = stream, qs.kernel(*stream)
-        spec = qs.spec(lim, bm, bn)
+        spec = qs.spec(lim, bm, bn, t)
     elif which == "gemv":
         kname, spec, bm, bn = qg.kernel(gemv), (qg.WG,), gemv, qg.COLS
     else:
         tm, tn, tk, sw, sh = cm.check_config(config)
-        gm = cm.COOPMAT_GROUP_M if group_m is None else int(group_m)
+        gm = t.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
     if b_cols and not (which in ("dot", "stream") or direct):
         b_cols = False
@@ -358,23 +339,23 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     sk = slot = 1
     if which == "coopmat":
         nchunks = -(-K // tk)
-        sk = cm.COOPMAT_SPLIT_K if split_k is None else split_k
+        sk = t.COOPMAT_SPLIT_K if split_k is None else split_k
         if sk == "auto":
             # direct B: more splits (a quarter of the chunks, up to 16) keep more loads in flight
-            sk = min(cm.SPLIT_MAX, max(1, nchunks // 4)) if kname.startswith("qlmm_coopmat_direct") else \
-                cm.auto_split(tiles, nchunks, config)
+            sk = min(t.SPLIT_MAX, max(1, nchunks // 4)) if kname.startswith("qlmm_coopmat_direct") else \
+                cm.auto_split(tiles, nchunks, config, t)
             sk = sk if sk > 1 and lim.coopmat_split_verified else 1
         else:
             sk = max(1, min(int(sk), nchunks))
         slot = tm * tn + tm + tn  # the int32 tile, then its row and column sums
     elif which == "dot":
-        sk, slot = qd.splits(tiles, K, spec[0], split_k), bm * bn
+        sk, slot = qd.splits(tiles, K, spec[0], split_k, t), bm * bn
     elif which == "stream":
-        sk, slot = qs.splits(tiles, K, bn, spec[0], split_k), bm * bn
+        sk, slot = qs.splits(tiles, K, bn, spec[0], split_k, t), bm * bn
         if split_k in (None, "auto") and not lim.coopmat_split_verified:
             sk = 1  # auto splits only where the split-K variants passed their self-check
     elif which == "gemv":
-        sk, slot = qg.splits(tiles, K, bm, split_k), bm * bn
+        sk, slot = qg.splits(tiles, K, bm, split_k, t), bm * bn
     if sk > 1 and which == "gemv":  # splits add into sums after the tiles' counters; the last one requantizes
         kname += "_sk"
         pc["splits"] = sk
