@@ -22,6 +22,8 @@ H100 = Limits(name="h100-like", device_type="discrete", subgroup_size=32, min_su
 LAVAPIPE = Limits(name="lavapipe-like", device_type="cpu", subgroup_size=8, min_subgroup_size=8, max_subgroup_size=8,
                   max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 1024), shared_memory_bytes=32768,
                   max_storage_buffer_range=2**31 - 1, subgroup_operations=0xFF, integer_dot_product=True)
+PAPER_GEMV = Limits(name="256 invocations", max_workgroup_invocations=256, max_workgroup_size=(256, 256, 64),
+                    shared_memory_bytes=32768)  # no subgroup operations, dot products or cooperative matrices
 LIMITS = {"h100": H100, "lavapipe": LAVAPIPE, "minimum": PROFILES["minimum"]}
 MS = tuple(range(1, 21)) + (24, 31, 32, 33, 48, 63, 64, 65, 100, 128, 129, 200, 256, 257, 300)
 KS = (64, 1040, 4096)

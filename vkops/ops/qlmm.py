@@ -152,24 +152,6 @@ def _strides(x_desc: TensorDesc) -> Tuple[int, int, int, int]:
     return tuple(st)
 
 
-def _portable_or_coopmat(lim: Limits, desc: QuantizedLinearMatMulDesc, a_st, b_st, kernel: str = "auto") -> str:
-    aligned = (desc.k % 16 == 0 and desc.n % 16 == 0 and a_st[3] == 1 and b_st[3] == 1
-               and all(s % 16 == 0 for s in a_st[:3]) and all(s % 16 == 0 for s in b_st[:3]))
-    if kernel == "portable":
-        return "portable"
-    if kernel in ("coopmat", "stream"):
-        if not lim.cooperative_matrix:
-            raise DeviceLimitError(f"kernel={kernel!r} needs VK_KHR_cooperative_matrix with shape {cm.COOPMAT_SHAPE} "
-                                   f"and 32-lane subgroups; {lim.name} does not offer them")
-        if not aligned:
-            raise ValidationError(f"kernel={kernel!r} needs K and N multiples of 16 and 16-element aligned strides; "
-                                  f"got K={desc.k}, N={desc.n}, a strides {a_st}, b strides {b_st}")
-        return "coopmat"
-    if kernel != "auto":
-        raise ValidationError(f"kernel must be 'auto', 'portable', 'coopmat', 'stream', 'dot' or 'gemv'; got {kernel!r}")
-    return "coopmat" if aligned and lim.cooperative_matrix and lim.coopmat_verified else "portable"
-
-
 KERNELS = ("auto", "portable", "coopmat", "stream", "dot", "gemv")
 
 
@@ -413,55 +395,32 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     """Dispatch the product into packed `out`; returns the kernel used."""
     t = DEFAULT if tuning is None else tuning
     lim = batch.limits
-    M, N, K = desc.m, desc.n, desc.k
+    N, K = desc.n, desc.k
     Bo, Co = desc.output.sizes[:2]
+    prod, rows = product(desc, lim, zero_points, t)
+    choice = choose_kernel(lim, prod, kernel, config, t)
+    which, M, a_st, b_st, b_cols = choice.kernel, prod.M, prod.a_st, prod.b_st, prod.b_cols
+    a_free, b_free = prod.a_free, prod.b_free
+    dot, stream, gemv = choice.dot, choice.stream, choice.gemv
+    if which == "coopmat":
+        config, kname = choice.config, choice.kname
+    direct = which == "coopmat" and kname == "qlmm_coopmat_direct"
 
-    def packed_inner(t):
-        if t.desc.element_strides[3] == 1 or t.desc.sizes[3] == 1:
-            return t
-        return lower_packed(batch, t)
+    def packed_inner(r):
+        if r.desc.element_strides[3] == 1 or r.desc.sizes[3] == 1:
+            return r
+        return lower_packed(batch, r)
 
     # Column-major B (k stride 1: a transposed N x K weight) is read as it is where the direct-B kernel
     # runs; anywhere else it is packed first (below, once the kernel is known).
-    b_cols = t.COOPMAT_COLS and _column_major(b.desc)
     a = packed_inner(a)
     b = b if b_cols else packed_inner(b)
-    a_st, b_st = _strides(a.desc), _strides(b.desc)
-    a_st = a_st[:3] + (1,)
-    b_st = b_st[:2] + ((b_st[3], 1) if b_cols else (b_st[2], 1))
-    rows = foldable(desc, a_st, b_st, lim, t)
     if rows > 1:
         # One GEMM of rows*M rows instead of rows GEMMs of M: the packed output {Bo,Co,M,N} is the same
         # memory as {Bo*Co*M, N}. Per-row parameters ({1,1,M,1}) repeat for every folded batch.
-        M, Bo, Co = rows * M, 1, 1
-        a_st = (0, 0, a_st[2], 1)
-        a_scale, a_zp, o_scale, o_zp = (_tile_rows(batch, t, rows) for t in (a_scale, a_zp, o_scale, o_zp))
+        Bo, Co = 1, 1
+        a_scale, a_zp, o_scale, o_zp = (_tile_rows(batch, r, rows) for r in (a_scale, a_zp, o_scale, o_zp))
         batch.notes["folded"] = rows
-    dot, why = qd.rows(lim, M, K, N, b_st, b_cols, t) if t.DOT or kernel == "dot" else (None, "QlmmTuning.DOT is False")
-    if kernel == "dot" and dot is None:
-        raise DeviceLimitError(f"kernel='dot' cannot run this product: {why}")
-    za_known, zb_known = zero_points if zero_points is not None else (None, None)
-    a_free = _zero_point_free(desc.a_zero_point, desc.a.data_type.is_signed, za_known)  # za' = 0
-    b_free = _zero_point_free(desc.b_zero_point, desc.b.data_type.is_signed, zb_known)  # zb' = 0
-    which = "dot" if kernel == "dot" else _portable_or_coopmat(lim, desc, a_st, b_st, "auto" if kernel == "gemv" else kernel)
-    stream = None  # (MT, NR) where the B-streaming kernel can run
-    if (which == "coopmat" and t.STREAM) or kernel == "stream":
-        stream, why_stream = qs.why_not(lim, M, N, Bo * Co, not a_free, config if kernel == "stream" else None, t)
-        if kernel == "stream" and stream is None:
-            raise DeviceLimitError(f"kernel='stream' cannot run this product: {why_stream}")
-    if stream is not None and (kernel == "stream" or (kernel == "auto" and qs.preferred(M, t))):
-        which = "stream"
-    if which == "coopmat":
-        config, kname = cm.resolve(config or t.COOPMAT_CONFIG, M, N, K, Bo * Co, a_free and b_free,
-                                   desc.b.data_type.is_signed, t)
-    direct = which == "coopmat" and kname == "qlmm_coopmat_direct"
-    if kernel == "auto" and dot is not None and which != "stream" and qd.preferred(M, b_cols, direct, t):
-        which = "dot"
-    gemv, why_gemv = qg.why_not(lim, M, N, b_st, b_cols, t) if kernel in ("auto", "gemv") else (None, "")
-    if kernel == "gemv" and gemv is None:
-        raise DeviceLimitError(f"kernel='gemv' cannot run this product: {why_gemv}")
-    if gemv is not None:
-        which = "gemv"
 
     def zero(dt):  # a constant buffer (the runtime shares one per device): nothing uploaded per call
         return batch.constant(np.zeros(4, dt.np), f"zero_{dt.value}")
