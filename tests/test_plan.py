@@ -15,8 +15,8 @@ from vkops.plan import Plan, barriers
 from vkops.runtime import Batch
 from vkops.runtime.execute import run_plan as run_json_plan
 from vkops.tensor import TensorDesc
-from vkops.ops import qlmm_coopmat as QC
-from vkops.ops.qlmm_tuning import DEFAULT as TUNING
+from vkops.ops.qlmm import coopmat as QC
+from vkops.ops.qlmm.tuning import DEFAULT as TUNING
 
 ROOT = Path(__file__).resolve().parent.parent
 # A device on paper (lavapipe's figures): planning needs no device.
@@ -148,7 +148,7 @@ def test_plans_with_constants_and_counters_run(dev, rng):
     (got,), _ = run_plan(dev, qlmm.plan(qlmm_desc(M, K, N, zp=False), QC.device_limits(dev)), [a, sa, b, sb, so])
     assert got.tobytes() == vkops.quantized_linear_matmul(a, sa, None, b, sb, None, so, None).tobytes()
     want = reference.quantized_linear_matmul(a, sa, None, b, sb, None, so, None)
-    assert np.abs(got.astype(int) - want).max() <= 1  # float32 scale product at .5 ties (ops/qlmm.py)
+    assert np.abs(got.astype(int) - want).max() <= 1  # float32 scale product at .5 ties (ops/qlmm/desc.py)
     x = rng.integers(0, 5, (2, 40000)).astype(np.float32)
     for _ in range(2):  # the counters are left zero: a second run is right too
         (v, i), _ = run_plan(dev, top_k1.plan(topk_desc((2, 40000), 9), dev.limits, force="filter", chunks=4), [x])

@@ -57,7 +57,7 @@ def test_the_rule_is_its_rows_in_order():
 
 
 def test_rule_row_gemv():
-    from vkops.ops.qlmm_tuning import DEFAULT
+    from vkops.ops.qlmm.tuning import DEFAULT
 
     assert _choose(grid.LAVAPIPE, 1).kernel == _choose(grid.PAPER_GEMV, 1).kernel == "gemv"  # any device
     assert _choose(grid.H100, 2).kernel != "gemv" and _choose(grid.H100, 1, N=4100).kernel != "gemv"
@@ -65,7 +65,7 @@ def test_rule_row_gemv():
 
 
 def test_rule_row_stream():
-    from vkops.ops.qlmm_tuning import DEFAULT
+    from vkops.ops.qlmm.tuning import DEFAULT
 
     c = _choose(grid.H100, 16)
     assert (c.kernel, c.stream) == ("stream", (16, 32)) and "STREAM_MAX_M" in c.why
@@ -78,7 +78,7 @@ def test_rule_row_stream():
 
 
 def test_rule_row_dot():
-    from vkops.ops.qlmm_tuning import DEFAULT
+    from vkops.ops.qlmm.tuning import DEFAULT
 
     c = _choose(grid.LAVAPIPE, 32)
     assert (c.kernel, c.dot) == ("dot", 32) and "integer dot products" in c.why

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 
 import vkops  # noqa: E402
 from vkops.bench.report import table  # noqa: E402
-from vkops.ops.qlmm_tuning import DEFAULT  # noqa: E402
+from vkops.ops.qlmm.tuning import DEFAULT  # noqa: E402
 
 
 def main():

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import vkops  # noqa: E402
 from vkops import reference  # noqa: E402
 from vkops.bench import timing  # noqa: E402
-from vkops.ops.qlmm_tuning import DEFAULT  # noqa: E402
+from vkops.ops.qlmm.tuning import DEFAULT  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--shapes", default="1x4096x4096,1x4096x11008,1x11008x4096,1x4096x32000,1x4096x151936")

@@ -1,4 +1,4 @@
-"""Research A/B (not a benchmark of record): QLinearMatMul's tiles (qlmm_coopmat SMALL_CONFIG, LOW_CONFIG,
+"""Research A/B (not a benchmark of record): QLinearMatMul's tiles (QlmmTuning's SMALL_CONFIG, LOW_CONFIG,
 MID_CONFIG, LARGE_CONFIG) against the ones before them (32 x 64 x 128, 64 x 64 x 64 and 128 x 128 x 64 tiles
 of 2 x 2 subgroups, split toward 256 workgroups), int8 and uint8 with zero points, GPU ms from Vulkan timestamps in
 one process, 4 rows of each output checked against the oracle (within 1: float32 rounding at a .5 tie).
@@ -7,7 +7,7 @@ docs/tuning/qlmm.md, session 10.
     bash bench/gpu.sh python3 bench/research/research_mid.py [MxKxN ...]
     bash bench/gpu.sh python3 bench/research/research_mid.py --now '{"LARGE_CONFIG": "128x128x64_2x2"}' \
         --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
-A config not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
+A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
 """
 import dataclasses, json, os, sys
 import numpy as np
@@ -15,8 +15,8 @@ sys.path.insert(0, os.getcwd())
 import vkops
 from vkops import reference
 from vkops.bench import timing
-from vkops.ops import qlmm_coopmat as QC
-from vkops.ops.qlmm_tuning import DEFAULT
+from vkops.ops.qlmm import coopmat as QC
+from vkops.ops.qlmm.tuning import DEFAULT
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device(); rng = np.random.default_rng(0)
 BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2", "LARGE_CONFIG": "128x128x64_2x2"}

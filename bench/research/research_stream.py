@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import vkops
 from vkops import reference
 from vkops.bench import timing
-from vkops.ops.qlmm_tuning import DEFAULT
+from vkops.ops.qlmm.tuning import DEFAULT
 
 ARGS = set(sys.argv[1:]) or {"check", "time", "floor"}
 M_ = timing.Method(reps=40, warm_s=0.3, round_warm_s=0.1)

@@ -6,7 +6,7 @@ check allows), torch _int_mm (B column-major, A padded to 32 rows) beside it. do
     bash bench/gpu.sh python3 bench/research/research_tiles.py @bench/research/sweep_tiles.json   # -> $OUT/tiles.json
 
 A sweep is [[M, K, N, [[name, config, split_k, DIRECT_MAX_M, "rows" | "cols", kernel], ...]], ...]; a config
-not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run."""
+not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run."""
 import dataclasses
 import json
 import os
@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import vkops
 from vkops import reference
 from vkops.bench import timing
-from vkops.ops import qlmm_coopmat as QC
-from vkops.ops.qlmm_tuning import DEFAULT
+from vkops.ops.qlmm import coopmat as QC
+from vkops.ops.qlmm.tuning import DEFAULT
 
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device()

@@ -283,7 +283,7 @@ class QLinearMatMul:
         """A variant's tuning: the default with the cooperative-matrix tile and split-K (`config`,
         `split_k`) and any other knob (`knobs`: name -> value, e.g. {"DOT_UNROLL": 4}) replaced;
         ValidationError (a ValueError) for a knob QlmmTuning does not have or a bad value."""
-        from ..ops.qlmm_tuning import DEFAULT  # noqa: PLC0415
+        from ..ops.qlmm import DEFAULT  # noqa: PLC0415
 
         if config is None and split_k is None and not knobs:
             return DEFAULT

@@ -1,18 +1,18 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY for decoding-sized M with B streamed into cooperative matrices
-(kernels/qlmm_stream.comp): the knobs, shape rules, tiling and split-K the lowering in ops/qlmm.py reads.
+(kernels/qlmm_stream.comp): the knobs, shape rules, tiling and split-K the kernel rule (rule.py) and the lowering (lowering.py) read.
 A workgroup owns NR columns of B (and all of M's rows) over a K range; its subgroups take that range's
 steps in turn, each through its own shared-memory slabs, without workgroup barriers. Its knobs are a
-QlmmTuning's STREAM_* fields (ops/qlmm_tuning.py), part of every plan key."""
+QlmmTuning's STREAM_* fields (tuning.py), part of every plan key."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..errors import ValidationError
-from ..limits import Limits
-from .qlmm_tuning import DEFAULT, QlmmTuning
+from ...errors import ValidationError
+from ...limits import Limits
+from .tuning import DEFAULT, QlmmTuning
 
 # The knobs (STREAM, STREAM_MAX_M, STREAM_MIN_M, STREAM_NR, STREAM_WAVE, STREAM_WG, STREAM_TARGET_GROUPS,
-# STREAM_SPLIT_MAX) are QlmmTuning's fields (ops/qlmm_tuning.py). Tile widths (variants.py): NR columns with
+# STREAM_SPLIT_MAX) are QlmmTuning's fields (tuning.py). Tile widths (variants.py): NR columns with
 # PF steps in flight, 32 while the column tiles fit about a wave (STREAM_WAVE workgroups) or 64 would need
 # split-K, else 64.
 TILES = {32: 2, 64: 4}
@@ -63,7 +63,7 @@ def why_not(lim: Limits, M: int, N: int, batches: int, col_sums: bool,
             config: Optional[str] = None, tuning: QlmmTuning = DEFAULT) -> Tuple[Optional[Tuple[int, int]], str]:
     """((MT, NR), "") when the kernel can run an M-row product on `lim`, else (None, why not). `config`
     "nr32" / "nr64" forces the width. The shape's own rules (K, N, strides in whole 16-element steps)
-    and the device's cooperative matrices are the cooperative-matrix kernel's (ops/qlmm.py)."""
+    and the device's cooperative matrices are the cooperative-matrix kernel's (rule.py: Product.aligned)."""
     mt = tile_rows(M, col_sums)
     if mt is None or M > tuning.STREAM_MAX_M:
         most = min(tuning.STREAM_MAX_M, TILE_ROWS[-1] - int(col_sums))

@@ -1,5 +1,5 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY's NumPy face: arrays or device tensors in, the call planned once per
-key (ops/qlmm.py) and recorded; its argument normalisation is ops/qlmm_args.py."""
+key (lowering.py) and recorded; its argument normalisation is args.py."""
 from __future__ import annotations
 
 import functools
@@ -7,15 +7,16 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ..dtypes import DataType
-from ..errors import ValidationError
-from ..inputs import is_python
-from ..tensor import TensorDesc
-from . import face_runtime
-from . import qlmm_coopmat as cm
-from .qlmm import QuantizedLinearMatMulDesc, plan
-from .qlmm_args import is_dev, pad4, param, quant_dtype
-from .qlmm_tuning import DEFAULT, QlmmTuning
+from ...dtypes import DataType
+from ...errors import ValidationError
+from ...inputs import is_python
+from ...tensor import TensorDesc
+from .. import face_runtime
+from . import coopmat as cm
+from .desc import QuantizedLinearMatMulDesc
+from .lowering import plan
+from .args import is_dev, pad4, param, quant_dtype
+from .tuning import DEFAULT, QlmmTuning
 
 
 _INT8S = (np.dtype(np.int8), np.dtype(np.uint8))
@@ -47,7 +48,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         integer dot products for up to 32 rows where the device has them; else the portable kernel),
         "portable", "coopmat", "stream", "dot" or "gemv" (up to 4 rows against a row-major B: a
         matrix-vector product, bound by reading B).
-    tuning: the planning knobs (vkops.ops.qlmm_tuning.QlmmTuning; None: its DEFAULT), part of the plan key.
+    tuning: the planning knobs (vkops.ops.qlmm.QlmmTuning; None: its DEFAULT), part of the plan key.
 
     Returns the int8/uint8 result {..., M, N} with the larger operand's rank: a NumPy array for NumPy
     inputs, a DeviceTensor for device tensors. When b and every parameter are shared across a's

@@ -9,19 +9,19 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Tuple, Union
 
-from ..errors import ValidationError
+from ...errors import ValidationError
 
 _DOC = "docs/tuning/qlmm.md"  # the sections named below: #<anchor> of this page
 
 
 @dataclass(frozen=True)
 class QlmmTuning:
-    """The planning knobs of ops/qlmm.py (FOLD), qlmm_coopmat.py (COOPMAT_*, *_CONFIG, SPLIT_*, ...),
-    qlmm_dot.py (DOT*), qlmm_stream.py (STREAM*) and qlmm_gemv.py (GEMV*), named as they were."""
+    """The planning knobs of the lowering (FOLD), coopmat.py (COOPMAT_*, *_CONFIG, SPLIT_*, ...),
+    dot.py (DOT*), stream.py (STREAM*) and gemv.py (GEMV*), named as the module constants they were."""
 
-    # -- ops/qlmm.py
+    # -- lowering.py (folding)
     FOLD: bool = True  # b shared by a's batches: one GEMM of all their rows, 534 -> 271 ms (#which-kernel-runs-where)
-    # -- ops/qlmm_coopmat.py: the cooperative-matrix tiles
+    # -- coopmat.py: the cooperative-matrix tiles
     COOPMAT_CONFIG: str = "auto"  # a tile by shape (below); a name forces one (#which-kernel-runs-where)
     LARGE_CONFIG: str = "128x128x64_4x1"  # 4096^3 0.574 -> 0.493 ms on the H100 (#2026-11-24-session-10-large-tiles-and-the-raster)
     AUTO_MIN_GROUPS: int = 264  # large tiles from about two workgroups an SM (#2026-11-24-session-10-large-tiles-and-the-raster)
@@ -41,7 +41,7 @@ class QlmmTuning:
     DIRECT_CONFIG: str = "16x64x256_4x1"  # 16 x 8192^2 0.054 ms, the staged tile 0.080 (#2026-11-23-decoding-sized-m-b-read-straight-into-cooperative-matrices)
     DIRECT_MAX_M: int = 16  # more rows a B load lost 1.4-25x (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     COOPMAT_COLS: bool = True  # column-major B read in place, not copied first (#2026-11-23-column-major-b-read-in-place)
-    # -- ops/qlmm_dot.py: packed integer dot products
+    # -- dot.py: packed integer dot products
     DOT: bool = True  # decoding-sized M without cooperative matrices (#2026-11-23-session-5-integer-dot-products)
     DOT_MAX_M: int = 32  # lavapipe 32x1024^2 76 ms against the portable 255 (#2026-11-23-session-5-integer-dot-products)
     DOT_MAX_M_COOPMAT: int = 16  # H100 32x4096^2: dot 0.055-0.061 ms, coopmat 0.026-0.036 (#2026-11-23-session-5-integer-dot-products)
@@ -53,7 +53,7 @@ class QlmmTuning:
     DOT_SPLIT_MAX: int = 32  # at most this many splits (#2026-11-23-session-5-integer-dot-products)
     DOT_UNROLL: int = 2  # 16-byte K blocks a thread keeps per split at least (#2026-11-23-session-5-integer-dot-products)
     DOT_A_BYTES: int = 32 << 10  # A staged per chunk at most (#2026-11-23-session-5-integer-dot-products)
-    # -- ops/qlmm_stream.py: B streamed into the tensor cores
+    # -- stream.py: B streamed into the tensor cores
     STREAM: bool = True  # 16 x 4096^2 13.3 us against direct B's 20.6 (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_MAX_M: int = 16  # 17-32 rows lost to the staged tile: 31-36 us against 26 (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_MIN_M: int = 1  # fewer rows go to the integer-dot-product kernel (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
@@ -62,7 +62,7 @@ class QlmmTuning:
     STREAM_WG: int = 256  # 8 subgroups take a K range's steps in turn; 128 slower (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_TARGET_GROUPS: int = 120  # split-K below about one workgroup an H100 SM (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_SPLIT_MAX: int = 16  # at most this many splits (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
-    # -- ops/qlmm_gemv.py: one row of A as a matrix-vector product
+    # -- gemv.py: one row of A as a matrix-vector product
     GEMV: bool = True  # 1x4096x11008 0.0205 ms against the stream kernel's 0.047 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
     GEMV_MAX_M: int = 1  # 2-4 rows lost to the stream kernel: 4x4096^2 0.019 against 0.015 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
     GEMV_TARGET_GROUPS: int = 264  # 0.0205 ms at 264 groups, 0.0244 at 528 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
@@ -89,15 +89,15 @@ class QlmmTuning:
 
     def validate(self) -> "QlmmTuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        from .qlmm_coopmat import COOPMAT_CONFIGS, check_config  # noqa: PLC0415 - the tile table, at check time
-        from .qlmm_stream import TILES  # noqa: PLC0415
+        from .coopmat import COOPMAT_CONFIGS, check_config  # noqa: PLC0415 - the tile table, at check time
+        from .stream import TILES  # noqa: PLC0415
 
         def fail(f, rule, v):
             raise ValidationError(f"QlmmTuning.{f} must be {rule}; got {v!r}")
 
         def config(f, v):
             if not isinstance(v, str) or v not in COOPMAT_CONFIGS:
-                fail(f, f"a cooperative-matrix tile of qlmm_coopmat.COOPMAT_CONFIGS ({', '.join(COOPMAT_CONFIGS)})", v)
+                fail(f, f"a cooperative-matrix tile of vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ({', '.join(COOPMAT_CONFIGS)})", v)
             try:
                 check_config(v)
             except ValidationError as e:

@@ -1,16 +1,16 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY on packed integer dot products (kernels/qlmm_dot.comp): the knobs,
-shape rules, tiling and split-K of the decoding-sized kernel, which the lowering in ops/qlmm.py picks
+shape rules, tiling and split-K of the decoding-sized kernel, which the lowering (lowering.py, by rule.py) picks
 where the device enables VK_KHR_shader_integer_dot_product. Its knobs are a QlmmTuning's DOT_* fields
-(ops/qlmm_tuning.py), part of every plan key."""
+(tuning.py), part of every plan key."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..limits import Limits
-from .qlmm_tuning import DEFAULT, QlmmTuning
+from ...limits import Limits
+from .tuning import DEFAULT, QlmmTuning
 
 # The knobs (DOT, DOT_MAX_M, DOT_MAX_M_COOPMAT, DOT_MAX_ROWS, DOT_COLS, DOT_WG, DOT_TARGET_GROUPS,
-# DOT_COOP_MAX_M, DOT_SPLIT_MAX, DOT_UNROLL, DOT_A_BYTES) are QlmmTuning's fields (ops/qlmm_tuning.py).
+# DOT_COOP_MAX_M, DOT_SPLIT_MAX, DOT_UNROLL, DOT_A_BYTES) are QlmmTuning's fields (tuning.py).
 F_NEED_SA, F_NEED_SB = 1024, 2048  # row sums of a' (zb' may be non-zero) / column sums of b' (za')
 
 

@@ -1,7 +1,7 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY on cooperative matrices: the tile configurations and split-K rules
-the lowering in ops/qlmm.py picks from, which devices qualify, and the self-check (remembered across
+the lowering (lowering.py, by rule.py) picks from, which devices qualify, and the self-check (remembered across
 processes) that must pass before the kernels are trusted. Its knobs (the tiles by shape, split-K, the
-raster, direct B) are a QlmmTuning's fields (ops/qlmm_tuning.py), part of every plan key."""
+raster, direct B) are a QlmmTuning's fields (tuning.py), part of every plan key."""
 from __future__ import annotations
 
 import threading
@@ -9,11 +9,11 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from ..errors import ValidationError
-from ..limits import Limits
-from ..tensor import TensorDesc
-from . import qlmm_dot, qlmm_stream
-from .qlmm_tuning import DEFAULT, QlmmTuning
+from ...errors import ValidationError
+from ...limits import Limits
+from ...tensor import TensorDesc
+from . import dot as qlmm_dot, stream as qlmm_stream
+from .tuning import DEFAULT, QlmmTuning
 
 # Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
 COOPMAT_CONFIGS = {
@@ -49,7 +49,7 @@ COOPMAT_CONFIGS = {
 # The knobs (COOPMAT_CONFIG, LARGE_CONFIG, AUTO_MIN_GROUPS, MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS,
 # BT_CONFIGS, SMALL_CONFIG, LOW_CONFIG, FEW_TILES_CONFIG, COOPMAT_SPLIT_K, SPLIT_TARGET_GROUPS,
 # SPLIT_MIN_CHUNKS, SPLIT_MAX, COOPMAT_GROUP_M, COOPMAT_DIRECT, DIRECT_CONFIG, DIRECT_MAX_M, COOPMAT_COLS)
-# are QlmmTuning's fields (ops/qlmm_tuning.py); their measurements are in docs/tuning/qlmm.md.
+# are QlmmTuning's fields (tuning.py); their measurements are in docs/tuning/qlmm.md.
 
 
 def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAULT) -> int:
@@ -179,10 +179,11 @@ def self_check(dev, split: bool = False) -> bool:
     """Run small problems through both coopmat variants in a batch of their own; compare with the oracle.
     split=True checks the split-K variants instead. It checks the tiles of the default tuning (its verdict
     is kept per device, whatever tuning a call passes)."""
-    from .. import reference  # noqa: PLC0415
-    from .qlmm import QuantizedLinearMatMulDesc, plan  # noqa: PLC0415
-    from ..runtime import Batch  # noqa: PLC0415
-    from ..runtime.execute import execute  # noqa: PLC0415
+    from ... import reference  # noqa: PLC0415
+    from .desc import QuantizedLinearMatMulDesc  # noqa: PLC0415
+    from .lowering import plan  # noqa: PLC0415
+    from ...runtime import Batch  # noqa: PLC0415
+    from ...runtime.execute import execute  # noqa: PLC0415
 
     T = DEFAULT
     rng = np.random.default_rng(1234)
