@@ -1,7 +1,11 @@
 """QLinearMatMul plans over a grid of shapes, types, zero points, B layouts, device limits and forced
 kernels, digested: tests/qlmm_plans.json holds what the planner made when it was written, so a refactor of
 the planner (tests/test_qlmm_rule.py) is checked to leave every plan as it was. Rewrite the file only for
-a change meant to alter plans: `.venv/bin/python tests/qlmm_plan_grid.py --write`."""
+a change meant to alter plans: `.venv/bin/python tests/qlmm_plan_grid.py --write`.
+
+`--dense FILE` writes one line per case of the unforced grid with every M in 1..300 (259200 cases, about
+50 s): run it under two checkouts (PYTHONPATH=<checkout>) and compare the files; issue 35's refactor
+compared its commit with the one before it this way: identical."""
 import hashlib
 import json
 import sys
@@ -118,8 +122,24 @@ def unrun(rs):
     return [k for k, n in rs for _ in range(n)]
 
 
+def dense(path):
+    with open(path, "w") as out:
+        for ln, lim in LIMITS.items():
+            for K in KS:
+                for N in NS:
+                    for adt, bdt in SIGNS:
+                        for zp in ZPS:
+                            for layout in LAYOUTS:
+                                for M in range(1, 301):
+                                    k, js = one(lim, desc(M, K, N, adt, bdt, zp, layout), known(adt, bdt, zp))
+                                    sha = hashlib.sha1(js.encode()).hexdigest()[:12]
+                                    out.write(f"{ln} {K} {N} {adt} {bdt} {zp} {layout} {M} {k[:40]} {sha}\n")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--write"]:
+    if sys.argv[1:2] == ["--dense"]:
+        dense(sys.argv[2])
+    elif sys.argv[1:] == ["--write"]:
         d = digest()
         FILE.write_text("{\n" + ",\n".join(f"{json.dumps(g)}: {json.dumps(d[g])}" for g in sorted(d)) + "\n}\n")
         print(f"wrote {FILE}")
