@@ -13,7 +13,7 @@ packing, `face_runtime`), `vkops.reference` (the self-check's oracle) and `vkops
 and the self-check, at call time). Everything but `face`, `args` and `coopmat`'s self-check is pure: no
 device. A tuning module and a rule function of this shape are the pattern for the other operators.
 """
-from .rule import AUTO_RULE, KERNELS, Choice, Product, choose, choose_kernel, foldable, product
+from .rule import AUTO_RULE, KERNELS, Choice, Facts, Product, choose, choose_kernel, foldable, product
 from .coopmat import device_limits
 from .desc import MAX_K, QUANT_TYPES, QuantizedLinearMatMulDesc
 from .face import quantized_linear_matmul
@@ -21,7 +21,7 @@ from .lowering import (F_A_SIGNED, F_B_COLS, F_B_SIGNED, F_O_SIGNED, F_SA_ROW, F
                     F_ZO_ROW, PORTABLE_BN, PORTABLE_WG, QLMM_PUSH, lower, plan)
 from .tuning import DEFAULT, QlmmTuning
 
-__all__ = ["AUTO_RULE", "KERNELS", "Choice", "Product", "choose", "choose_kernel", "foldable", "product",
+__all__ = ["AUTO_RULE", "KERNELS", "Choice", "Facts", "Product", "choose", "choose_kernel", "foldable", "product",
            "device_limits", "MAX_K", "QUANT_TYPES", "QuantizedLinearMatMulDesc", "quantized_linear_matmul",
            "F_A_SIGNED", "F_B_COLS", "F_B_SIGNED", "F_O_SIGNED", "F_SA_ROW", "F_SB_COL", "F_SO_ROW", "F_ZA_ROW",
            "F_ZB_COL", "F_ZO_ROW", "PORTABLE_BN", "PORTABLE_WG", "QLMM_PUSH", "lower", "plan", "DEFAULT", "QlmmTuning"]

@@ -69,7 +69,8 @@ def plan(desc: QuantizedLinearMatMulDesc, limits: Limits, *, kernel: str = "auto
 def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, b_scale, b_zp, o_scale, o_zp, out,
           kernel: str = "auto", zero_points: Optional[Tuple] = None, config: Optional[str] = None,
           group_m: Optional[int] = None, split_k=None, tuning: Optional[QlmmTuning] = None) -> str:
-    """Dispatch the product into packed `out`; returns the kernel used."""
+    """Dispatch the product into packed `out`; returns the kernel used: the one choose_kernel() picks for
+    the product as product() sees it (the refs a .. o_zp carry desc's tensor descriptors)."""
     t = DEFAULT if tuning is None else tuning
     lim = batch.limits
     N, K = desc.n, desc.k

@@ -4,6 +4,7 @@ forced kernel checked with its refusal naming why (pure: no device)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional, Tuple
 
 import numpy as np
@@ -67,93 +68,85 @@ class Product:
                 and all(s % 16 == 0 for s in self.a_st[:3]) and all(s % 16 == 0 for s in self.b_st[:3]))
 
 
-def _coopmat(lim: Limits) -> bool:
-    return lim.cooperative_matrix and lim.coopmat_verified
+class Facts:
+    """One product on one device under one tuning (`lim`, `p`, `t`), with each kernel's shape rule computed
+    once and only when a rule row (or a forced kernel) asks: `*_why` is (what it found or None, why not)."""
+
+    def __init__(self, lim: Limits, p: Product, t: QlmmTuning, kernel: str = "auto", config: Optional[str] = None):
+        self.lim, self.p, self.t, self.kernel, self.config = lim, p, t, kernel, config
+
+    @property
+    def coopmat(self) -> bool:
+        """Verified cooperative matrices, and the product in whole 16-element steps."""
+        return self.lim.cooperative_matrix and self.lim.coopmat_verified and self.p.aligned
+
+    @cached_property
+    def gemv_why(self) -> Tuple[Optional[int], str]:
+        p = self.p
+        return qg.why_not(self.lim, p.M, p.N, p.b_st, p.b_cols, self.t)
+
+    @cached_property
+    def stream_why(self) -> Tuple[Optional[Tuple[int, int]], str]:
+        p, cfg = self.p, (self.config if self.kernel == "stream" else None)
+        return qs.why_not(self.lim, p.M, p.N, p.batches, not p.a_free, cfg, self.t)
+
+    @cached_property
+    def dot_why(self) -> Tuple[Optional[int], str]:
+        p = self.p
+        if not (self.t.DOT or self.kernel == "dot"):
+            return None, "QlmmTuning.DOT is False"
+        return qd.rows(self.lim, p.M, p.K, p.N, p.b_st, p.b_cols, self.t)
+
+    @cached_property
+    def resolved(self) -> Tuple[str, str]:
+        """(tile config, kernel variant) of the cooperative-matrix kernel."""
+        p = self.p
+        return cm.resolve(self.config or self.t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free and p.b_free,
+                          p.b_signed, self.t)
+
+    @property
+    def direct(self) -> bool:
+        """The cooperative-matrix kernel would run and read B directly."""
+        return self.coopmat and self.resolved[1] == "qlmm_coopmat_direct"
+
+    gemv = property(lambda self: self.gemv_why[0])
+    stream = property(lambda self: self.stream_why[0])
+    dot = property(lambda self: self.dot_why[0])
 
 
-# kernel="auto": the first row whose condition holds runs (its name, the condition, why). The conditions
-# read the kernels' own shape rules (gemv.why_not, stream.why_not, dot.rows/preferred,
+# kernel="auto": the first row whose condition holds runs (its name, the condition on the Facts, why).
+# The conditions read the kernels' own shape rules (gemv.why_not, stream.why_not, dot.rows / preferred,
 # coopmat.resolve) and the tuning; docs/tuning/qlmm.md "Which kernel runs where" is this table.
 AUTO_RULE = (
-    ("gemv", lambda lim, p, t, f: f.gemv() is not None,
+    ("gemv", lambda f: f.gemv is not None,
      "one row of A against row-major B: the matrix-vector kernel reads B once"),
-    ("stream", lambda lim, p, t, f: _coopmat(lim) and p.aligned and t.STREAM and f.stream() is not None
-     and qs.preferred(p.M, t),
+    ("stream", lambda f: f.coopmat and f.t.STREAM and f.stream is not None and qs.preferred(f.p.M, f.t),
      "up to STREAM_MAX_M rows on verified cooperative matrices: B streamed into the tensor cores"),
-    ("dot", lambda lim, p, t, f: f.dot() is not None and qd.preferred(p.M, p.b_cols, f.direct(), t),
+    ("dot", lambda f: f.dot is not None and qd.preferred(f.p.M, f.p.b_cols, f.direct, f.t),
      "decoding-sized M on integer dot products (beside cooperative matrices: column-major B, zero-point "
      "sums or up to DOT_COOP_MAX_M rows, where direct B would not win)"),
-    ("coopmat", lambda lim, p, t, f: _coopmat(lim) and p.aligned,
+    ("coopmat", lambda f: f.coopmat,
      "verified cooperative matrices and K, N, strides in whole 16-element steps: the tiled tensor-core kernel"),
-    ("portable", lambda lim, p, t, f: True, "anything else: the portable tiled kernel"),
+    ("portable", lambda f: True, "anything else: the portable tiled kernel"),
 )
-
-
-class _Facts:
-    """Each kernel's shape rule for one product, computed once and only when a rule row asks."""
-
-    def __init__(self, lim: Limits, p: Product, t: QlmmTuning, kernel: str, config: Optional[str]):
-        self.lim, self.p, self.t, self.kernel, self.config = lim, p, t, kernel, config
-        self._memo = {}
-
-    def _get(self, name, fn):
-        if name not in self._memo:
-            self._memo[name] = fn()
-        return self._memo[name]
-
-    def dot_why(self):
-        p = self.p
-        return self._get("dot", lambda: qd.rows(self.lim, p.M, p.K, p.N, p.b_st, p.b_cols, self.t)
-                         if self.t.DOT or self.kernel == "dot" else (None, "QlmmTuning.DOT is False"))
-
-    def dot(self):
-        return self.dot_why()[0]
-
-    def stream_why(self):
-        p = self.p
-        cfg = self.config if self.kernel == "stream" else None
-        return self._get("stream", lambda: qs.why_not(self.lim, p.M, p.N, p.batches, not p.a_free, cfg, self.t))
-
-    def stream(self):
-        return self.stream_why()[0]
-
-    def gemv_why(self):
-        p = self.p
-        return self._get("gemv", lambda: qg.why_not(self.lim, p.M, p.N, p.b_st, p.b_cols, self.t))
-
-    def gemv(self):
-        return self.gemv_why()[0]
-
-    def resolved(self):
-        """(config, kernel variant) of the cooperative-matrix kernel."""
-        p = self.p
-        return self._get("resolve", lambda: cm.resolve(self.config or self.t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches,
-                                                       p.a_free and p.b_free, p.b_signed, self.t))
-
-    def direct(self) -> bool:
-        """The cooperative-matrix kernel would read B directly (where it would run)."""
-        return _coopmat(self.lim) and self.p.aligned and self.resolved()[1] == "qlmm_coopmat_direct"
 
 
 def choose_kernel(lim: Limits, p: Product, kernel: str = "auto", config: Optional[str] = None,
                   tuning: QlmmTuning = DEFAULT) -> Choice:
     """The kernel for product `p` on `lim`: `kernel` forced (its refusal names why it cannot run), or for
     "auto" the first row of AUTO_RULE that holds; with the facts the lowering needs."""
-    t = tuning
-    f = _Facts(lim, p, t, kernel, config)
+    f = Facts(lim, p, tuning, kernel, config)
 
     def done(name, why):
-        extra = {}
-        if name == "coopmat":
-            extra["config"], extra["kname"] = f.resolved()
-        return Choice(name, why, dot=f.dot() if name == "dot" else None, stream=f.stream() if name == "stream" else None,
-                      gemv=f.gemv() if name == "gemv" else None, **extra)
+        config, kname = f.resolved if name == "coopmat" else (None, None)
+        return Choice(name, why, dot=f.dot if name == "dot" else None, stream=f.stream if name == "stream" else None,
+                      gemv=f.gemv if name == "gemv" else None, config=config, kname=kname)
 
     if kernel not in KERNELS:
         raise ValidationError(f"kernel must be 'auto', 'portable', 'coopmat', 'stream', 'dot' or 'gemv'; got {kernel!r}")
     if kernel == "auto":
         for name, holds, why in AUTO_RULE:
-            if holds(lim, p, t, f):
+            if holds(f):
                 return done(name, why)
     if kernel == "portable":
         return done("portable", "forced")
@@ -166,7 +159,7 @@ def choose_kernel(lim: Limits, p: Product, kernel: str = "auto", config: Optiona
                                   f"got K={p.K}, N={p.N}, a strides {p.a_st}, b strides {p.b_st}")
     for name in ("stream", "dot", "gemv"):
         if kernel == name:
-            found, why = getattr(f, name + "_why")()
+            found, why = getattr(f, name + "_why")
             if found is None:
                 raise DeviceLimitError(f"kernel={name!r} cannot run this product: {why}")
     return done(kernel, "forced")
