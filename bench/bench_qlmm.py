@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import vkops  # noqa: E402
 from vkops.bench import commands, presets, runner, timing  # noqa: E402
-from vkops.ops import qlmm_coopmat as QC  # noqa: E402
+from vkops.ops.qlmm import coopmat as QC  # noqa: E402
 
 # Decoding shapes: what auto ran before the B-streaming kernel (STREAM off: the direct-B, staged and
 # integer-dot-product kernels), the streaming kernel's two widths, and the dot kernel on its own.

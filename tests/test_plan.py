@@ -15,8 +15,8 @@ from vkops.plan import Plan, barriers
 from vkops.runtime import Batch
 from vkops.runtime.execute import run_plan as run_json_plan
 from vkops.tensor import TensorDesc
-from vkops.ops import qlmm_coopmat as QC
-from vkops.ops import qlmm_stream as QS
+from vkops.ops.qlmm import coopmat as QC
+from vkops.ops.qlmm.tuning import DEFAULT as TUNING
 
 ROOT = Path(__file__).resolve().parent.parent
 # A device on paper (lavapipe's figures): planning needs no device.
@@ -154,7 +154,7 @@ def test_plans_with_constants_and_counters_run(dev, rng):
     (got,), _ = run_plan(dev, qlmm.plan(qlmm_desc(M, K, N, zp=False), QC.device_limits(dev)), [a, sa, b, sb, so])
     assert got.tobytes() == vkops.quantized_linear_matmul(a, sa, None, b, sb, None, so, None).tobytes()
     want = reference.quantized_linear_matmul(a, sa, None, b, sb, None, so, None)
-    assert np.abs(got.astype(int) - want).max() <= 1  # float32 scale product at .5 ties (ops/qlmm.py)
+    assert np.abs(got.astype(int) - want).max() <= 1  # float32 scale product at .5 ties (ops/qlmm/desc.py)
     x = rng.integers(0, 5, (2, 40000)).astype(np.float32)
     for _ in range(2):  # the counters are left zero: a second run is right too
         (v, i), _ = run_plan(dev, top_k1.plan(topk_desc((2, 40000), 9), dev.limits, force="filter", chunks=4), [x])
@@ -211,11 +211,11 @@ def test_cli_writes_a_plan(tmp_path):
 
 
 @pytest.mark.host_only
-def test_qlmm_reads_b_directly_for_decoding_sized_m(monkeypatch):
+def test_qlmm_reads_b_directly_for_decoding_sized_m():
     """With the B-streaming kernel off: M <= 16, signed B, no zero-point sums, K in whole chunks: the
     DIRECT_B variant with more split-K; anything else keeps the staged kernel (planned for a device with
     verified cooperative matrices)."""
-    monkeypatch.setattr(QS, "STREAM", False)
+    tun = TUNING.replace(STREAM=False)
     lim = PAPER.replace(device_type="discrete", shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True)
 
@@ -227,11 +227,11 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m(monkeypatch):
             TensorDesc("int8", (1, 1, M, N))).validate()
 
     def kernel(d, **kw):
-        p = qlmm.plan(d, lim, **kw)
+        p = qlmm.plan(d, lim, tuning=tun, **kw)
         return p.dispatches[0].kernel, p.note("config"), p.note("split_k")
 
-    assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 4)
-    assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", QC.DIRECT_CONFIG, 8)
+    assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", TUNING.DIRECT_CONFIG, 4)
+    assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", TUNING.DIRECT_CONFIG, 8)
     assert kernel(desc(17, 4096, 4096))[0] == "qlmm_coopmat_sk"                   # two row tiles
     assert kernel(desc(16, 4096, 4096, b="uint8"))[0] == "qlmm_coopmat_zp_sk"     # B needs the offset flip
     assert kernel(desc(16, 4096, 4096, a="uint8", zp=True))[0] == "qlmm_coopmat_zp_sk"  # row/column sums
@@ -241,11 +241,11 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m(monkeypatch):
 
 
 @pytest.mark.host_only
-def test_qlmm_reads_column_major_b_in_place(monkeypatch):
+def test_qlmm_reads_column_major_b_in_place():
     """b viewed column-major (k stride 1: PyTorch's N x K Linear weight, transposed) goes straight to the
     direct-B kernel (flag F_B_COLS, b_sk = the n stride, no copy) with the B-streaming kernel off;
     wherever another kernel runs it is packed by a SLICE1 first, as before."""
-    monkeypatch.setattr(QS, "STREAM", False)
+    tun = TUNING.replace(STREAM=False)
     lim = PAPER.replace(device_type="discrete", shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True)
 
@@ -256,27 +256,23 @@ def test_qlmm_reads_column_major_b_in_place(monkeypatch):
             TensorDesc("int8", (batch, 1, M, K)), TensorDesc("float32", one), None, b, TensorDesc("float32", one),
             None, TensorDesc("float32", one), None, TensorDesc("int8", (batch, 1, M, N))).validate()
 
-    p = qlmm.plan(desc(16, 4096, 4096), lim)
+    p = qlmm.plan(desc(16, 4096, 4096), lim, tuning=tun)
     (d,) = p.dispatches
     assert d.kernel == "qlmm_coopmat_direct_sk" and p.note("b_layout") == "column-major"
     assert d.push[3] & qlmm.F_B_COLS and d.push[10] == 4096  # flags; b_sk = the n stride
-    padded = qlmm.plan(desc(8, 512, 144, n_stride=528), lim)  # rows of a wider matrix: n stride 528
+    padded = qlmm.plan(desc(8, 512, 144, n_stride=528), lim, tuning=tun)  # rows of a wider matrix: n stride 528
     assert padded.dispatches[0].push[10] == 528 and len(padded.dispatches) == 1
     for other, first in ((desc(17, 4096, 4096), "slice1_b8"),          # two row tiles: staged kernel
                          (desc(16, 4000, 4096), "slice1_b8"),          # K not whole chunks
                          (desc(8, 512, 144, n_stride=520), "slice1_b8")):  # n stride not of 16
-        ks = [x.kernel for x in qlmm.plan(other, lim).dispatches]
-        assert ks[0] == first and ks[-1].startswith("qlmm_coopmat") and not qlmm.plan(other, lim).note("b_layout")
-    assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, kernel="portable").dispatches] == ["slice1_b8", "qlmm"]
-    old = QC.COOPMAT_COLS
-    QC.COOPMAT_COLS = False  # the knob: pack as before
-    try:
-        assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim).dispatches] == ["slice1_b8", "qlmm_coopmat_direct_sk"]
-    finally:
-        QC.COOPMAT_COLS = old
+        ks = [x.kernel for x in qlmm.plan(other, lim, tuning=tun).dispatches]
+        assert ks[0] == first and ks[-1].startswith("qlmm_coopmat") and not qlmm.plan(other, lim, tuning=tun).note("b_layout")
+    assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, kernel="portable", tuning=tun).dispatches] == ["slice1_b8", "qlmm"]
+    packs = tun.replace(COOPMAT_COLS=False)  # the knob: pack as before
+    assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, tuning=packs).dispatches] == ["slice1_b8", "qlmm_coopmat_direct_sk"]
     # the self-check's direct cases (qlmm_coopmat.self_check) plan what they check
     for sk in (1, 3):
-        p = qlmm.plan(desc(13, 512, 144), lim, kernel="coopmat", config=QC.DIRECT_CONFIG, split_k=sk)
+        p = qlmm.plan(desc(13, 512, 144), lim, kernel="coopmat", config=TUNING.DIRECT_CONFIG, split_k=sk, tuning=tun)
         assert p.dispatches[0].kernel == "qlmm_coopmat_direct" + ("_sk" if sk > 1 else "") and len(p.dispatches) == 1
 
 
@@ -345,13 +341,13 @@ def test_qlmm_tiles_by_rows():
         return d.kernel, p.note("config"), p.note("split_k"), d.groups
 
     # (uint8 A: the _zp variants, which shift A into int8)
-    assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
-    assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (128, 1, 1))
-    assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", QC.MID_CONFIG, 1, (64, 2, 1))
-    assert plan(257, 4096, 4096)[1] == QC.FEW_TILES_CONFIG == "64x64x64_2x2" and plan(4096, 4096, 4096)[1] == QC.LARGE_CONFIG
-    assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.LOW_CONFIG, 4, (256, 1, 1))  # 64 tiles, split 4
-    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_sk", QC.LOW_CONFIG, 2, (256, 1, 1))
-    assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_sk", QC.SMALL_CONFIG, 4, (256, 1, 1))
-    for c, rows in ((QC.SMALL_CONFIG, 32), (QC.LOW_CONFIG, 64), (QC.MID_CONFIG, 128)):
+    assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
+    assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (128, 1, 1))
+    assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (64, 2, 1))
+    assert plan(257, 4096, 4096)[1] == TUNING.FEW_TILES_CONFIG == "64x64x64_2x2" and plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
+    assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 4, (256, 1, 1))  # 64 tiles, split 4
+    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 2, (256, 1, 1))
+    assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.SMALL_CONFIG, 4, (256, 1, 1))
+    for c, rows in ((TUNING.SMALL_CONFIG, 32), (TUNING.LOW_CONFIG, 64), (TUNING.MID_CONFIG, 128)):
         tm, tn, tk, sw, sh = QC.check_config(c)
-        assert (tm, tn, tn // sw) == (rows, 64, 16) and c in QC.auto_configs()
+        assert (tm, tn, tn // sw) == (rows, 64, 16) and c in QC.auto_configs(TUNING)

@@ -11,9 +11,10 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.limits import PROFILES, Limits
-from vkops.ops import qlmm, qlmm_stream, slice1, top_k1, top_k1_paths
+from vkops.ops import qlmm, slice1, top_k1, top_k1_paths
+from vkops.ops.qlmm import stream as qlmm_stream
 from vkops.tensor import TensorDesc
-from vkops.ops import qlmm_coopmat as QC
+from vkops.ops.qlmm import coopmat as QC
 
 ROOT = Path(__file__).resolve().parent.parent
 SPV = ROOT / "vkops" / "spv"

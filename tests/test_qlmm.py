@@ -8,10 +8,11 @@ import vkops
 from vkops import reference
 from vkops.ops import qlmm as qmod
 from vkops.tensor import TensorDesc
-from vkops.ops import qlmm_coopmat as QC
-from vkops.ops import qlmm_stream as QS
-from vkops.ops import qlmm_dot as QD
-from vkops.ops import qlmm_gemv as QG
+from vkops.ops.qlmm import coopmat as QC
+from vkops.ops.qlmm import stream as QS
+from vkops.ops.qlmm import dot as QD
+from vkops.ops.qlmm import gemv as QG
+from vkops.ops.qlmm.tuning import DEFAULT as TUNING, QlmmTuning
 
 I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
 COMBOS = [(a, b, o) for a in (I8, U8) for b in (I8, U8) for o in (I8, U8)]
@@ -191,7 +192,7 @@ def test_device_tensors_and_batch(dev, rng):
     close(y2.numpy(), want)
 
 
-def test_kernel_selection(dev, rng, monkeypatch):
+def test_kernel_selection(dev, rng):
     args = problem(rng, I8, I8, I8, 32, 64, 32, "tensor", "none")
     run_both(args, I8, kernel="portable")
     if QC.coopmat_supported(dev):
@@ -203,22 +204,20 @@ def test_kernel_selection(dev, rng, monkeypatch):
         # partial), zero points (the row of ones after 15 rows), column-major B, N not in whole tiles
         for nr in QS.TILES:
             for target in (1, 4000):
-                monkeypatch.setattr(QS, "STREAM_NR", nr)
-                monkeypatch.setattr(QS, "STREAM_TARGET_GROUPS", target)
+                tun = TUNING.replace(STREAM_NR=nr, STREAM_TARGET_GROUPS=target)
                 for M, adt, bdt, zps in ((16, I8, I8, "none"), (15, U8, U8, "axis"), (7, U8, I8, "tensor")):
                     args3 = problem(rng, adt, bdt, I8, M, 4112, 144, "axis", zps)
                     want = reference.quantized_linear_matmul(*args3)
-                    close(vkops.quantized_linear_matmul(*args3, kernel="stream"), want)
+                    close(vkops.quantized_linear_matmul(*args3, kernel="stream", tuning=tun), want)
                     b = args3[3]
                     bcols = dev.tensor(np.ascontiguousarray(b[0, 0].T)).as_strided(b.shape, (0, 0, 1, b.shape[2]))
-                    close(vkops.quantized_linear_matmul(*args3[:3], bcols, *args3[4:], kernel="stream").numpy(), want)
+                    close(vkops.quantized_linear_matmul(*args3[:3], bcols, *args3[4:], kernel="stream", tuning=tun).numpy(), want)
                     p = next(reversed(dev._plans._entries.values()))
                     assert p.dispatches[-1].kernel == QS.kernel(16, nr) + ("_sk" if target > 1 else "")
         for sk in (2, 3):  # split-K, forced: K = 320 in 128-chunks (32x64x128 for M = 24), partial last
-            monkeypatch.setattr(QC, "COOPMAT_SPLIT_K", sk)
             for zps in ("none", "axis"):
                 args2 = problem(rng, U8, I8, I8, 24, 80, 320, "axis", zps)
-                got = vkops.quantized_linear_matmul(*args2, kernel="coopmat")
+                got = vkops.quantized_linear_matmul(*args2, kernel="coopmat", tuning=TUNING.replace(COOPMAT_SPLIT_K=sk))
                 close(got, reference.quantized_linear_matmul(*args2))
     else:
         with pytest.raises(vkops.DeviceLimitError, match="cooperative_matrix"):
@@ -399,7 +398,7 @@ def test_dot_kernel_row_and_column_boundaries(dev, rng, M, N):
     _dot_call(dev, problem(rng, U8, U8, U8, M, 96, N - 2, "axis", "axis"), U8, cols=True)
 
 
-def test_dot_kernel_plan_split_and_chunks(dev, rng, monkeypatch):
+def test_dot_kernel_plan_split_and_chunks(dev, rng):
     """The plan: one qlmm_dot dispatch of ROWS = pow2(M), split-K by DOT_TARGET_GROUPS (slots and a
     last-arriving reduction: qlmm_dot_sk), and a K range longer than the staged A chunk (several chunks
     per workgroup, split or not); K = 2064 is 129 16-byte blocks, so splits and chunks end unevenly."""
@@ -412,31 +411,29 @@ def test_dot_kernel_plan_split_and_chunks(dev, rng, monkeypatch):
     chunk = QD.chunk(lim, 16)
     assert 8 <= chunk < K // 16  # more than one chunk
     for target, sk in ((1, 1), (2, 1), (4 * 2, 4), (10**6, None)):
-        monkeypatch.setattr(QD, "DOT_TARGET_GROUPS", target)
-        p = qmod.plan(d, lim)
+        tun = TUNING.replace(DOT_TARGET_GROUPS=target)
+        p = qmod.plan(d, lim, tuning=tun)
         (g,) = _gemms(p)
         assert g.kernel == ("qlmm_dot" if p.note("split_k") == 1 else "qlmm_dot_sk") and p.note("rows") == 16
         assert g.spec[1:3] == (16, chunk) and g.groups[1] == 1 and g.groups[0] == 2 * p.note("split_k")
         if sk is not None:
             assert p.note("split_k") == sk
         else:  # capped: each thread keeps at least DOT_UNROLL blocks per split
-            assert p.note("split_k") == (K // 16) // ((g.spec[0] // 32) * QD.DOT_UNROLL)
-        got = vkops.quantized_linear_matmul(*args, output_dtype=U8, kernel="dot")
+            assert p.note("split_k") == (K // 16) // ((g.spec[0] // 32) * TUNING.DOT_UNROLL)
+        got = vkops.quantized_linear_matmul(*args, output_dtype=U8, kernel="dot", tuning=tun)
         close(got, reference.quantized_linear_matmul(*args, output_dtype=U8))
     # the same output with the cooperative-matrix / portable kernels: dot is the default for small M
     assert qmod.plan(d, lim).dispatches[-1].kernel.startswith("qlmm_dot")
-    monkeypatch.setattr(QD, "DOT", False)
-    assert not qmod.plan(d, lim).dispatches[-1].kernel.startswith("qlmm_dot")
+    assert not qmod.plan(d, lim, tuning=TUNING.replace(DOT=False)).dispatches[-1].kernel.startswith("qlmm_dot")
 
 
-def test_dot_kernel_rows_32_batches_and_strided_a(dev, rng, monkeypatch):
+def test_dot_kernel_rows_32_batches_and_strided_a(dev, rng):
     """32 rows per workgroup (DOT_MAX_M raised), two M tiles (M = 33), an unfolded batch (b per batch),
     and A rows at a stride that is not a multiple of 4 bytes (read a word pair at a time)."""
     _dot_or_skip(dev)
-    monkeypatch.setattr(QD, "DOT_MAX_M", 64)
-    monkeypatch.setattr(QD, "DOT_MAX_M_COOPMAT", 64)
+    tun = TUNING.replace(DOT_MAX_M=64, DOT_MAX_M_COOPMAT=64)
     for M in (17, 32, 33):
-        _dot_call(dev, problem(rng, U8, I8, I8, M, 64, 132, "axis", "axis"), I8)
+        _dot_call(dev, problem(rng, U8, I8, I8, M, 64, 132, "axis", "axis"), I8, tuning=tun)
     _dot_call(dev, problem(rng, I8, U8, U8, 5, 48, 64, "axis", "axis", a_batch=(2, 1), b_batch=(2, 1)), U8)
     _dot_call(dev, problem(rng, I8, U8, U8, 5, 48, 64, "axis", "axis", a_batch=(1, 3), b_batch=(1, 3)), U8, cols=True)
     M, K, N = 6, 80, 36
@@ -450,10 +447,10 @@ def test_dot_kernel_rows_32_batches_and_strided_a(dev, rng, monkeypatch):
     close(got.numpy(), want)
 
 
-def test_dot_kernel_refusals(dev, rng, monkeypatch):
+def test_dot_kernel_refusals(dev, rng):
     """kernel='dot' names why it cannot run; auto falls back to another kernel for the same shapes."""
     _dot_or_skip(dev)
-    most = QD.DOT_MAX_M_COOPMAT if QC.device_limits(dev).coopmat_verified else QD.DOT_MAX_M
+    most = TUNING.DOT_MAX_M_COOPMAT if QC.device_limits(dev).coopmat_verified else TUNING.DOT_MAX_M
     for (M, K, N), why in (((most + 1, 64, 32), f"M = {most + 1} > {most}"), ((4, 40, 32), "K = 40 is not a multiple of 16"),
                            ((4, 64, 30), "row-major b needs N and its strides multiples of 4")):
         args = problem(rng, I8, I8, I8, M, K, N, "tensor", "none")
@@ -493,26 +490,25 @@ def test_gemv_kernel_dtypes_zero_points(dev, rng, adt, bdt, zps):
 
 @pytest.mark.parametrize("N", [16, 240, 256, 272])
 @pytest.mark.parametrize("K", [QG.STEP - 1, QG.STEP, QG.STEP + 1])
-def test_gemv_kernel_workgroup_boundaries(dev, rng, monkeypatch, K, N):
+def test_gemv_kernel_workgroup_boundaries(dev, rng, K, N):
     """Around the 256-column workgroup (a step less, exact, a step more) and the K step of a workgroup
     (16 lane groups x U rows): one split and forced splits (the last one partial)."""
     _gemv_or_skip(dev)
     for target in (1, 10**6):
-        monkeypatch.setattr(QG, "GEMV_TARGET_GROUPS", target)
-        p = _gemv_call(dev, problem(rng, U8, I8, I8, 1, K, N, "axis", "axis"), I8)
+        tun = TUNING.replace(GEMV_TARGET_GROUPS=target)
+        p = _gemv_call(dev, problem(rng, U8, I8, I8, 1, K, N, "axis", "axis"), I8, tuning=tun)
         assert p.note("split_k") == (1 if target == 1 else -(-K // QG.STEP))
 
 
-def test_gemv_kernel_splits_sums_and_plan(dev, rng, monkeypatch):
+def test_gemv_kernel_splits_sums_and_plan(dev, rng):
     """A K range longer than a workgroup stages (slice_max) forces split-K even when the target asks for
     one workgroup; split sums go through the device's counters, which the kernel leaves zero; several
     products in one batch share them (ordered); the plan of an H100-sized decode GEMM."""
     lim = _gemv_or_skip(dev)
-    monkeypatch.setattr(QG, "GEMV_TARGET_GROUPS", 1)
     K = QG.slice_max(1) + 1
-    p = _gemv_call(dev, problem(rng, I8, U8, I8, 1, K, 32, "tensor", "tensor"), I8)
+    p = _gemv_call(dev, problem(rng, I8, U8, I8, 1, K, 32, "tensor", "tensor"), I8,
+                   tuning=TUNING.replace(GEMV_TARGET_GROUPS=1))
     assert p.note("split_k") == 2 and p.dispatches[-1].kernel == "qlmm_gemv_sk"
-    monkeypatch.undo()
     args = [problem(rng, I8, I8, I8, 1, 1024, 512, "tensor", "axis") for _ in range(3)]
     with dev.batch():
         outs = [vkops.quantized_linear_matmul(*[dev.tensor(x) if isinstance(x, np.ndarray) and x.shape[-1] > 1 and x.shape[-2] > 1
@@ -530,7 +526,7 @@ def test_gemv_kernel_splits_sums_and_plan(dev, rng, monkeypatch):
     tiles = -(-11008 // QG.COLS)
     assert g.kernel == "qlmm_gemv_sk" and g.groups == (tiles * p.note("split_k"), 1, 1)
     # 264 workgroups over 43 tiles ask for 7 splits; ranges of whole 256-row steps (768 rows) cover K in 6
-    assert QG.GEMV_TARGET_GROUPS == 264 and p.note("split_k") == QG.splits(tiles, 4096, 1) == 6
+    assert TUNING.GEMV_TARGET_GROUPS == 264 and p.note("split_k") == QG.splits(tiles, 4096, 1) == 6
 
 
 def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
@@ -562,7 +558,7 @@ def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
 
 
 @pytest.mark.host_only
-def test_auto_kernel_rule_for_small_m(monkeypatch):
+def test_auto_kernel_rule_for_small_m():
     """Pure planning: where cooperative matrices are verified, the B-streaming kernel takes every
     product of up to STREAM_MAX_M rows (any layout of B, zero points or not; 15 when B's column sums take
     a row of A's tile). With it off, the direct-B
@@ -575,20 +571,22 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
                         coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
     t = TensorDesc
 
+    tun = TUNING
+
     def kernel(lim, M, adt=I8, bdt=I8, zp=False, cols=False, K=4096, N=4096):
         b = t(bdt, (1, 1, K, N), (0, 0, 1, K)) if cols else t(bdt, (1, 1, K, N))
         one = (1, 1, 1, 1)
         d = vkops.QuantizedLinearMatMulDesc(t(adt, (1, 1, M, K)), t(np.float32, one), t(adt, one) if zp else None, b,
                                             t(np.float32, one), t(bdt, one) if zp else None, t(np.float32, one), None,
                                             t(adt, (1, 1, M, N))).validate()
-        return _gemms(qmod.plan(d, lim))[-1].kernel
+        return _gemms(qmod.plan(d, lim, tuning=tun))[-1].kernel
 
     # one row against row-major B: the matrix-vector kernel (any signedness, zero points or not); N not in
     # whole 16-column steps, or column-major B, go on to the rules below
     assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk" and kernel(h100, 2) != "qlmm_gemv_sk"
     assert kernel(h100, 1, cols=True).startswith("qlmm_stream") and kernel(h100, 1, N=4100).startswith("qlmm_dot")
     assert kernel(h100.replace(max_workgroup_invocations=128), 1).startswith("qlmm_stream")
-    monkeypatch.setattr(QG, "GEMV", False)
+    tun = TUNING.replace(GEMV=False)
     for k in (kernel(h100, 1), kernel(h100, 16), kernel(h100, 16, cols=True), kernel(h100, 15, U8, I8, zp=True),
               kernel(h100, 15, I8, U8, zp=True), kernel(h100, 16, I8, U8)):  # B's offset: row sums of A only
         assert k.startswith("qlmm_stream"), k
@@ -596,56 +594,76 @@ def test_auto_kernel_rule_for_small_m(monkeypatch):
     assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
     # 65..MID_MAX_M rows take MID_CONFIG, whose plain kernel stages B transposed, with split-K (128 x 4096^2: 64
     # tiles) and without (128 x 8192^2: 128); zero points and the large tile stage B row-major
-    assert QC.MID_CONFIG in QC.BT_CONFIGS and QC.LARGE_CONFIG not in QC.BT_CONFIGS
+    assert TUNING.MID_CONFIG in TUNING.BT_CONFIGS and TUNING.LARGE_CONFIG not in TUNING.BT_CONFIGS
     assert kernel(h100, 128, K=8192, N=8192) == kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat_bt"
     assert kernel(h100, 128) == "qlmm_coopmat_bt_sk" and kernel(h100, 2048) == "qlmm_coopmat"
     assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk"
-    with monkeypatch.context() as mp:
-        mp.setattr(QC, "BT_CONFIGS", ())
-        assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat"
-    monkeypatch.setattr(QS, "STREAM", False)
-    cap = QD.DOT_COOP_MAX_M
+    tun = TUNING.replace(GEMV=False, BT_CONFIGS=())
+    assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat"
+    tun = TUNING.replace(GEMV=False, STREAM=False)
+    cap = TUNING.DOT_COOP_MAX_M
     assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")
     for k in (kernel(h100, cap), kernel(h100, 1), kernel(h100, 16, cols=True), kernel(h100, 16, U8, I8, zp=True),
               kernel(h100, 16, I8, U8, zp=True)):
         assert k.startswith("qlmm_dot"), k
     assert kernel(h100, 17).startswith("qlmm_coopmat") and not kernel(h100, 17).startswith("qlmm_coopmat_direct")
     # research knobs: B read directly for 32 rows with a 32-row, one-subgroup-high tile
-    monkeypatch.setattr(QC, "COOPMAT_CONFIG", "32x64x256_4x1")
+    tun = TUNING.replace(GEMV=False, STREAM=False, COOPMAT_CONFIG="32x64x256_4x1")
     assert not kernel(h100, 32).startswith("qlmm_coopmat_direct")
-    monkeypatch.setattr(QC, "DIRECT_MAX_M", 32)
+    tun = tun.replace(DIRECT_MAX_M=32)
     assert kernel(h100, 32).startswith("qlmm_coopmat_direct") and not kernel(h100, 33).startswith("qlmm_coopmat_direct")
-    monkeypatch.undo()
-    monkeypatch.setattr(QS, "STREAM", False)
-    monkeypatch.setattr(QG, "GEMV", False)
+    tun = TUNING.replace(GEMV=False, STREAM=False)
     assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
     plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
-    assert QD.DOT_MAX_M_COOPMAT == 16 < QD.DOT_MAX_M == 32
+    assert TUNING.DOT_MAX_M_COOPMAT == 16 < TUNING.DOT_MAX_M == 32
     assert kernel(plain, 16).startswith("qlmm_dot") and kernel(plain, 32).startswith("qlmm_dot")
     assert kernel(plain, 33) == "qlmm"
 
 
-def test_every_planning_knob_is_in_the_plan_key(dev, rng, monkeypatch):
-    """The module knobs planning reads (each module's KNOBS) are all in the face's plan key, so a call
-    under another value plans again instead of reusing a stale plan; the bench's variants may set
-    exactly these."""
+def test_the_tuning_is_in_the_plan_key(dev, rng):
+    """A call under another tuning plans again instead of reusing a stale plan; an equal tuning (another
+    object) reuses it; the bench's variants replace exactly QlmmTuning's fields."""
     from vkops.bench.specs import QLinearMatMul as Spec
 
-    base = qmod.knob_key()
-    for m in qmod.knob_modules():
-        for k in m.KNOBS:
-            with monkeypatch.context() as mp:
-                mp.setattr(m, k, object())  # raises if the knob does not exist
-                assert qmod.knob_key() != base, k
     a = dev.tensor(rng.integers(-128, 128, (4, 32), dtype=np.int8))
     b = dev.tensor(rng.integers(-128, 128, (32, 16), dtype=np.int8))
-    call = lambda: vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 1.0, None)  # noqa: E731
+    call = lambda **kw: vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 1.0, None, **kw)  # noqa: E731
     want = call().numpy()
     stored = dev._plans.stored
     call()
-    assert dev._plans.stored == stored  # repeated: the plan is reused
-    monkeypatch.setattr(QC, "SPLIT_TARGET_GROUPS", QC.SPLIT_TARGET_GROUPS + 1)  # not in the key before
-    assert np.array_equal(call().numpy(), want) and dev._plans.stored == stored + 1
-    with pytest.raises(ValueError, match="no QLinearMatMul knob"):
-        with Spec.variant(knobs={"COOPMAT_CONFIGS": {}}):
-            pass
+    call(tuning=QlmmTuning())
+    assert dev._plans.stored == stored  # repeated (the same tuning): the plan is reused
+    other = TUNING.replace(SPLIT_TARGET_GROUPS=TUNING.SPLIT_TARGET_GROUPS + 1)
+    assert np.array_equal(call(tuning=other).numpy(), want) and dev._plans.stored == stored + 1
+    with pytest.raises(ValueError, match="no QLinearMatMul knob 'COOPMAT_CONFIGS'"):
+        Spec.variant(knobs={"COOPMAT_CONFIGS": {}})
+    assert Spec.tuning(config="64x64x64_2x2", split_k=2, knobs={"DOT_UNROLL": 4}) == TUNING.replace(
+        COOPMAT_CONFIG="64x64x64_2x2", COOPMAT_SPLIT_K=2, DOT_UNROLL=4)
+    with pytest.raises(vkops.ValidationError, match="tuning must be a QlmmTuning"):
+        call(tuning={"DOT": False})
+
+
+def test_no_planning_knob_is_left_in_a_module():
+    """Every knob lives in QlmmTuning: none is a module attribute anyone could set."""
+    import importlib
+
+    mods = [qmod] + [importlib.import_module(f"vkops.ops.qlmm.{n}")
+                     for n in ("desc", "rule", "lowering", "coopmat", "dot", "stream", "gemv", "face", "args")]
+    for m in mods:
+        left = [k for k in QlmmTuning.knobs() if hasattr(m, k)] + (["KNOBS"] if hasattr(m, "KNOBS") else [])
+        assert not left, (m.__name__, left)
+
+
+@pytest.mark.parametrize("knob, value, rule", [
+    ("STREAM_NR", 48, "'auto' or one of (32, 64)"), ("LARGE_CONFIG", "128x128", "a cooperative-matrix tile"),
+    ("COOPMAT_CONFIG", "99x1x1_1x1", "a cooperative-matrix tile"), ("BT_CONFIGS", ["128x64x128_4x2"], "a tuple"),
+    ("BT_CONFIGS", ("nope",), "a cooperative-matrix tile"), ("DOT", 1, "True or False"), ("DOT_WG", 0, "an int >= 1"),
+    ("STREAM_MIN_M", -1, "an int >= 0"), ("SPLIT_MAX", 2.0, "an int >= 1"), ("COOPMAT_SPLIT_K", 0, "'auto' or an int"),
+])
+def test_tuning_validates_its_fields(knob, value, rule):
+    """A bad knob is a ValidationError naming the field, the rule and the value."""
+    assert TUNING.validate() is TUNING
+    with pytest.raises(vkops.ValidationError) as e:
+        TUNING.replace(**{knob: value})
+    got = value[0] if value == ("nope",) else value
+    assert str(e.value).startswith(f"QlmmTuning.{knob} must be {rule}") and str(e.value).endswith(f"got {got!r}"), e.value

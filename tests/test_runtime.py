@@ -561,7 +561,7 @@ def test_repeated_calls_reuse_dispatch_ops_and_scalar_constants(dev, rng, monkey
     and its scalar parameters (Python or NumPy) are frozen arrays whose value key and device copy are
     looked up without reading their bytes; an equal scale given another way shares that copy."""
     from vkops.inputs import frozen_key
-    from vkops.ops import qlmm_args
+    from vkops.ops.qlmm import args as qlmm_args
     from vkops.runtime import _kp, pipelines
 
     a = dev.tensor(rng.integers(-128, 128, (16, 32), dtype=np.int8))

@@ -25,7 +25,7 @@ from .dtypes import DataType
 from .errors import DeviceLimitError, DeviceMemoryError, NoDeviceError, ValidationError
 from .limits import Limits
 from .ops.qlmm import QuantizedLinearMatMulDesc
-from .ops.qlmm_face import quantized_linear_matmul
+from .ops.qlmm import quantized_linear_matmul
 from .ops.slice1 import Slice1Desc, slice
 from .ops.top_k1 import AxisDirection, TopK1Desc, top_k
 from .plan import Plan

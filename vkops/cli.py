@@ -36,7 +36,7 @@ def limits_for(args) -> Limits:
 def own_limits(args) -> Limits:
     """The device's limits (with the cooperative-matrix verdicts for qlmm, which need the device itself)."""
     if args.op == "qlmm":
-        from .ops.qlmm_coopmat import device_limits  # noqa: PLC0415
+        from .ops.qlmm import device_limits  # noqa: PLC0415
         from .runtime import Device  # noqa: PLC0415
 
         return device_limits(Device(args.device))

@@ -7,6 +7,7 @@ Usage: python bench/research/qlmm_nd.py [--shape 8,32,256,1024] [--reps 15] [--p
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
@@ -19,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 
 import vkops  # noqa: E402
 from vkops.bench.report import table  # noqa: E402
-from vkops.ops import qlmm  # noqa: E402
+from vkops.ops.qlmm.tuning import DEFAULT  # noqa: E402
 
 
 def main():
@@ -42,12 +43,10 @@ def main():
     assert np.array_equal(nd().reshape(B * M, N), two()), "N-D and 2-D results differ"
     dev = vkops.Device()
 
-    def unfolded():  # as before issue 15: one GEMM per batch (qlmm.FOLD is part of the plan key)
-        qlmm.FOLD = False
-        try:
-            return nd()
-        finally:
-            qlmm.FOLD = True
+    unfold = dataclasses.replace(DEFAULT, FOLD=False)  # the tuning is part of the plan key
+
+    def unfolded():  # as before issue 15: one GEMM per batch
+        return vkops.quantized_linear_matmul(a, *params, tuning=unfold)
 
     assert np.array_equal(unfolded(), nd())
     calls = {f"a {B}x{M}x{K}, one GEMM per batch (before)": unfolded, f"a {B}x{M}x{K}, folded (one GEMM)": nd,

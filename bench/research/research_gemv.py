@@ -6,6 +6,7 @@ oracle. docs/tuning/qlmm.md, 2026-11-25.
     bash bench/gpu.sh python3 bench/research/research_gemv.py [--target 528,1056,2112] [--shapes 1x4096x11008,...]
 """
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -15,11 +16,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import vkops  # noqa: E402
 from vkops import reference  # noqa: E402
 from vkops.bench import timing  # noqa: E402
-from vkops.ops import qlmm_gemv as QG  # noqa: E402
+from vkops.ops.qlmm.tuning import DEFAULT  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--shapes", default="1x4096x4096,1x4096x11008,1x11008x4096,1x4096x32000,1x4096x151936")
-ap.add_argument("--target", default=str(QG.GEMV_TARGET_GROUPS), help="GEMV_TARGET_GROUPS values to sweep")
+ap.add_argument("--target", default=str(DEFAULT.GEMV_TARGET_GROUPS), help="GEMV_TARGET_GROUPS values to sweep")
 args = ap.parse_args()
 M_ = timing.Method(reps=30, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device()
@@ -52,11 +53,10 @@ for shape in args.shapes.split(","):
     variants = [("before (auto without gemv)", "auto", {"GEMV": False})]
     variants += [(f"gemv target {t}", "gemv", {"GEMV_TARGET_GROUPS": int(t)}) for t in args.target.split(",")]
     for name, kern, kw in variants:
-        old = {k: getattr(QG, k) for k in kw}
-        for k, v in kw.items():
-            setattr(QG, k, v)
+        tun = dataclasses.replace(DEFAULT, **kw)
         try:
-            f = lambda i: vkops.quantized_linear_matmul(da, 1.0, None, db, 1.0, None, so, None, out=outs[i], kernel=kern)  # noqa: E731
+            f = lambda i: vkops.quantized_linear_matmul(da, 1.0, None, db, 1.0, None, so, None, out=outs[i], kernel=kern,  # noqa: E731
+                                                        tuning=tun)
             got = f(0).numpy()
             p = next(reversed(dev._plans._entries.values()))
             ok = bool(np.array_equal(got, want))
@@ -66,8 +66,5 @@ for shape in args.shapes.split(","):
                   "notes": {k: v for k, v in p.notes if k in ("rows", "split_k", "kernel")}})
         except Exception as e:  # noqa: BLE001
             emit({"shape": shape, "variant": name, "error": repr(e)[:300]})
-        finally:
-            for k, v in old.items():
-                setattr(QG, k, v)
 with open(os.path.join(OUT, "gemv.json"), "w") as fh:
     json.dump(rows_out, fh, indent=1)

@@ -1,4 +1,4 @@
-"""Research A/B (not a benchmark of record): QLinearMatMul's tiles (qlmm_coopmat SMALL_CONFIG, LOW_CONFIG,
+"""Research A/B (not a benchmark of record): QLinearMatMul's tiles (QlmmTuning's SMALL_CONFIG, LOW_CONFIG,
 MID_CONFIG, LARGE_CONFIG) against the ones before them (32 x 64 x 128, 64 x 64 x 64 and 128 x 128 x 64 tiles
 of 2 x 2 subgroups, split toward 256 workgroups), int8 and uint8 with zero points, GPU ms from Vulkan timestamps in
 one process, 4 rows of each output checked against the oracle (within 1: float32 rounding at a .5 tie).
@@ -7,15 +7,16 @@ docs/tuning/qlmm.md, session 10.
     bash bench/gpu.sh python3 bench/research/research_mid.py [MxKxN ...]
     bash bench/gpu.sh python3 bench/research/research_mid.py --now '{"LARGE_CONFIG": "128x128x64_2x2"}' \
         --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
-A config not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
+A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
 """
-import json, os, sys
+import dataclasses, json, os, sys
 import numpy as np
 sys.path.insert(0, os.getcwd())
 import vkops
 from vkops import reference
 from vkops.bench import timing
-from vkops.ops import qlmm_coopmat as QC
+from vkops.ops.qlmm import coopmat as QC
+from vkops.ops.qlmm.tuning import DEFAULT
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device(); rng = np.random.default_rng(0)
 BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2", "LARGE_CONFIG": "128x128x64_2x2"}
@@ -24,7 +25,7 @@ opts = {}
 while args and args[0] in ("--now", "--before"):
     opts[args[0]] = json.loads(args[1]); args = args[2:]
 BEFORE = opts.get("--before", BEFORE)
-NOW = {k: getattr(QC, k) for k in BEFORE}
+NOW = {k: getattr(DEFAULT, k) for k in BEFORE}
 NOW.update(opts.get("--now", {}))
 for v in list(NOW.values()) + list(BEFORE.values()):  # a tile not in the table: "TMxTNxTK_WxH"
     if isinstance(v, str) and v[:1].isdigit() and v not in QC.COOPMAT_CONFIGS:
@@ -44,12 +45,10 @@ for (M, K, N) in SHAPES:
         want = reference.quantized_linear_matmul(a[:4], np.float32(0.02), za, b, np.float32(0.02), zb, so, None)
         res = {}
         for side, knobs in (("now", NOW), ("before", BEFORE)):
-            for k, v in knobs.items():
-                setattr(QC, k, v)
-            f = lambda i=0: vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so, None)
+            tun = dataclasses.replace(DEFAULT, **knobs)
+            f = lambda i=0, tun=tun: vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so,
+                                                                   None, tuning=tun)
             r = f().numpy()
             ok = np.abs(r[:4].astype(int) - want.astype(int)).max() <= 1
             res[side] = (round(timing.vk_gpu_ms(f, device=dev, method=M_), 4), bool(ok))
-        for k, v in NOW.items():
-            setattr(QC, k, v)
         print((M, K, N), "zp" if zp else "int8", "now", res["now"], "before", res["before"], flush=True)

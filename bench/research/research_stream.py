@@ -11,6 +11,7 @@ Session 9 also measured research variants of the kernel (loads only, no products
 tiles, barrier semantics, 128-invocation workgroups) as extra entries of kernels/variants.py; docs/tuning/qlmm.md
 lists what they showed.
 """
+import dataclasses
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import vkops
 from vkops import reference
 from vkops.bench import timing
-from vkops.ops import qlmm_stream as QS
+from vkops.ops.qlmm.tuning import DEFAULT
 
 ARGS = set(sys.argv[1:]) or {"check", "time", "floor"}
 M_ = timing.Method(reps=40, warm_s=0.3, round_warm_s=0.1)
@@ -29,14 +30,12 @@ dev = vkops.Device()
 rng = np.random.default_rng(0)
 OUT = os.environ.get("OUT", "/tmp")
 rows_out = []
-DEFAULTS = {k: getattr(QS, k) for k in QS.KNOBS}
+TUNING = DEFAULT  # the calls' tuning: the default with knobs() applied
 
 
 def knobs(**kw):
-    for k, v in DEFAULTS.items():
-        setattr(QS, k, v)
-    for k, v in kw.items():
-        setattr(QS, k, v)
+    global TUNING
+    TUNING = dataclasses.replace(DEFAULT, **kw)
     dev._plans.clear()
 
 
@@ -91,7 +90,7 @@ def check():
             assert b_batch == 1
             db = dev.tensor(np.ascontiguousarray(b[0, 0].T)).as_strided((1, 1, K, N), (0, 0, 1, K))
         try:
-            got = vkops.quantized_linear_matmul(dev.tensor(a), sa, za, db, sb, zb, so, zo, kernel="stream").numpy()
+            got = vkops.quantized_linear_matmul(dev.tensor(a), sa, za, db, sb, zb, so, zo, kernel="stream", tuning=TUNING).numpy()
             p = next(reversed(dev._plans._entries.values()))
             mx, eq = close(got, want)
             ok = mx <= 1 and eq >= 0.999
@@ -129,7 +128,7 @@ def time_shapes():
             if kern == "stream" and M > 16:
                 continue
             knobs(**kw)
-            f = lambda i: vkops.quantized_linear_matmul(da, dsa, None, db, dsb, None, so, zo, out=outs[i], kernel=kern)
+            f = lambda i: vkops.quantized_linear_matmul(da, dsa, None, db, dsb, None, so, zo, out=outs[i], kernel=kern, tuning=TUNING)
             try:
                 r = f(0).numpy()[0, 0]
                 p = next(reversed(dev._plans._entries.values()))
@@ -170,7 +169,7 @@ def time_layouts():
                   "batch_wall_ms": timing.torch_batch_wall_ms(lambda: torch._int_mm(ta, tb.t()))})
         for name, kw in (("before (auto, no stream)", {"STREAM": False}), ("auto", {})):
             knobs(**kw)
-            f = lambda i: vkops.quantized_linear_matmul(da, dsa, dza, db, dsb, zb, so, zo, out=outs[i])
+            f = lambda i: vkops.quantized_linear_matmul(da, dsa, dza, db, dsb, zb, so, zo, out=outs[i], tuning=TUNING)
             r = f(0).numpy()
             p = next(reversed(dev._plans._entries.values()))
             mx, eq = close(r, want)

@@ -6,7 +6,8 @@ check allows), torch _int_mm (B column-major, A padded to 32 rows) beside it. do
     bash bench/gpu.sh python3 bench/research/research_tiles.py @bench/research/sweep_tiles.json   # -> $OUT/tiles.json
 
 A sweep is [[M, K, N, [[name, config, split_k, DIRECT_MAX_M, "rows" | "cols", kernel], ...]], ...]; a config
-not in qlmm_coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run."""
+not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run."""
+import dataclasses
 import json
 import os
 import sys
@@ -16,7 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import vkops
 from vkops import reference
 from vkops.bench import timing
-from vkops.ops import qlmm_coopmat as QC
+from vkops.ops.qlmm import coopmat as QC
+from vkops.ops.qlmm.tuning import DEFAULT
 
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device()
@@ -24,7 +26,6 @@ rng = np.random.default_rng(0)
 SWEEP = json.load(open(sys.argv[1][1:])) if sys.argv[1].startswith("@") else json.loads(sys.argv[1])  # [[M, K, N, [[name, config, split, direct_max_m, layout], ...]], ...]
 out = []
 torch = timing.cuda_torch()
-defaults = QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M
 for M, K, N, variants in SWEEP:
     a = rng.integers(-128, 128, (M, K), dtype=np.int8)
     b = rng.integers(-128, 128, (K, N), dtype=np.int8)
@@ -43,10 +44,10 @@ for M, K, N, variants in SWEEP:
         if config != "auto" and config not in QC.COOPMAT_CONFIGS:  # a tile not in the table: "TMxTNxTK_WxH"
             tm, tn, tk = map(int, config.split("_")[0].split("x"))
             QC.COOPMAT_CONFIGS[config] = (tm, tn, tk) + tuple(map(int, config.split("_")[1].split("x")))
-        QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M = config, split, dmax
+        tun = dataclasses.replace(DEFAULT, COOPMAT_CONFIG=config, COOPMAT_SPLIT_K=split, DIRECT_MAX_M=dmax)
         dev._plans.clear()  # the plan of this variant is then the cache's last entry (read below)
         bb = dbc if layout == "cols" else db
-        f = lambda i: vkops.quantized_linear_matmul(da, np.float32(0.02), None, bb, np.float32(0.02), None, so, None, out=outs[i], kernel=(kern or ['auto'])[0])
+        f = lambda i: vkops.quantized_linear_matmul(da, np.float32(0.02), None, bb, np.float32(0.02), None, so, None, out=outs[i], kernel=(kern or ['auto'])[0], tuning=tun)
         try:
             r = f(0).numpy()
             p = list(dev._plans._entries.values())[-1]
@@ -58,5 +59,4 @@ for M, K, N, variants in SWEEP:
         except Exception as e:  # noqa: BLE001
             row = {"shape": [M, K, N], "variant": name, "error": repr(e)[:200]}
         out.append(row); print(row, flush=True)
-    QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K, QC.DIRECT_MAX_M = defaults
 json.dump(out, open(os.path.join(os.environ.get("OUT", "/tmp"), "tiles.json"), "w"), indent=1)

@@ -269,42 +269,32 @@ class QLinearMatMul:
         return [dev.empty(vkops.TensorDesc(case.dtype.split("x")[0], (B, M, N))) for _ in range(n)]
 
     @staticmethod
-    def call(case, dev_inputs, out, kernel="auto", **_):  # config, split_k: see variant()
+    def call(case, dev_inputs, out, kernel="auto", config=None, split_k=None, knobs=None, **_):
         import vkops  # noqa: PLC0415
 
         d = dev_inputs
         return vkops.quantized_linear_matmul(d["a"], d["a_scale"], d["a_zero_point"], d["b"], d["b_scale"],
                                              d["b_zero_point"], d["output_scale"], d["output_zero_point"],
-                                             output_dtype=d["output_dtype"], out=out, kernel=kernel)
+                                             output_dtype=d["output_dtype"], out=out, kernel=kernel,
+                                             tuning=QLinearMatMul.tuning(config, split_k, knobs))
 
     @staticmethod
-    @contextlib.contextmanager
+    def tuning(config=None, split_k=None, knobs=None):
+        """A variant's tuning: the default with the cooperative-matrix tile and split-K (`config`,
+        `split_k`) and any other knob (`knobs`: name -> value, e.g. {"DOT_UNROLL": 4}) replaced;
+        ValidationError (a ValueError) for a knob QlmmTuning does not have or a bad value."""
+        from ..ops.qlmm import DEFAULT  # noqa: PLC0415
+
+        if config is None and split_k is None and not knobs:
+            return DEFAULT
+        return DEFAULT.replace(**{"COOPMAT_CONFIG": config or "auto",
+                                  "COOPMAT_SPLIT_K": "auto" if split_k is None else split_k, **(knobs or {})})
+
+    @staticmethod
     def variant(config=None, split_k=None, knobs=None, **_):
-        """The cooperative-matrix tile and split-K, and any other knob of ops/qlmm.py, qlmm_coopmat.py or
-        qlmm_dot.py (`knobs`: name -> value, e.g. {"DOT_UNROLL": 4}): module knobs, part of every plan
-        key, set for a variant."""
-        from ..ops import qlmm as Q  # noqa: PLC0415
-        from ..ops import qlmm_coopmat as QC  # noqa: PLC0415
-
-        def owner(k):
-            for m in Q.knob_modules():
-                if k in m.KNOBS:
-                    return m
-            raise ValueError(f"no QLinearMatMul knob {k!r}")
-
-        old = QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K
-        mods = {k: owner(k) for k in (knobs or {})}
-        old_knobs = {k: getattr(m, k) for k, m in mods.items()}
-        QC.COOPMAT_CONFIG = config or "auto"
-        QC.COOPMAT_SPLIT_K = "auto" if split_k is None else split_k
-        for k, m in mods.items():
-            setattr(m, k, knobs[k])
-        try:
-            yield
-        finally:
-            QC.COOPMAT_CONFIG, QC.COOPMAT_SPLIT_K = old
-            for k, m in mods.items():
-                setattr(m, k, old_knobs[k])
+        """Checks the variant's tuning before the sweep; the tuning itself travels in call()."""
+        QLinearMatMul.tuning(config, split_k, knobs)
+        return contextlib.nullcontext()
 
     @staticmethod
     def read(out):

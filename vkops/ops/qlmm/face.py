@@ -1,21 +1,22 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY's NumPy face: arrays or device tensors in, the call planned once per
-key (ops/qlmm.py) and recorded; its argument normalisation is ops/qlmm_args.py."""
+key (lowering.py) and recorded; its argument normalisation is args.py."""
 from __future__ import annotations
 
 import functools
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
-from ..dtypes import DataType
-from ..errors import ValidationError
-from ..inputs import is_python
-from ..tensor import TensorDesc
-from . import face_runtime
-from . import qlmm_coopmat as cm
-from . import qlmm
-from .qlmm import QuantizedLinearMatMulDesc, plan
-from .qlmm_args import is_dev, pad4, param, quant_dtype
+from ...dtypes import DataType
+from ...errors import ValidationError
+from ...inputs import is_python
+from ...tensor import TensorDesc
+from .. import face_runtime
+from . import coopmat as cm
+from .desc import QuantizedLinearMatMulDesc
+from .lowering import plan
+from .args import is_dev, pad4, param, quant_dtype
+from .tuning import DEFAULT, QlmmTuning
 
 
 _INT8S = (np.dtype(np.int8), np.dtype(np.uint8))
@@ -28,7 +29,7 @@ def _out_desc(dt: np.dtype, sizes: Tuple[int, ...]) -> TensorDesc:
 
 
 def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
-                            output_dtype=None, *, out=None, kernel: str = "auto"):
+                            output_dtype=None, *, out=None, kernel: str = "auto", tuning: Optional[QlmmTuning] = None):
     """DML QUANTIZED_LINEAR_MATRIX_MULTIPLY (ONNX QLinearMatMul) on NumPy arrays or device tensors:
     out = saturate(round_half_to_even(sum_k (a - a_zero_point)(b - b_zero_point) * a_scale * b_scale
     / output_scale) + output_zero_point), the sum exact in int32.
@@ -47,6 +48,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         integer dot products for up to 32 rows where the device has them; else the portable kernel),
         "portable", "coopmat", "stream", "dot" or "gemv" (up to 4 rows against a row-major B: a
         matrix-vector product, bound by reading B).
+    tuning: the planning knobs (vkops.ops.qlmm.QlmmTuning; None: its DEFAULT), part of the plan key.
 
     Returns the int8/uint8 result {..., M, N} with the larger operand's rank: a NumPy array for NumPy
     inputs, a DeviceTensor for device tensors. When b and every parameter are shared across a's
@@ -57,6 +59,9 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     limits; nothing is dispatched then.
     """
     Call, freeze = face_runtime()
+    tuning = DEFAULT if tuning is None else tuning
+    if type(tuning) is not QlmmTuning:
+        raise ValidationError(f"quantized_linear_matmul: tuning must be a QlmmTuning or None; got {tuning!r:.80}")
     a4, a_nd = pad4(a, "a")
     b4, b_nd = pad4(b, "b")
     M, N = a4.shape[2], b4.shape[3]
@@ -90,7 +95,7 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
                                   f"elements; got {out!r}")
         out = out.reshape(out_desc.sizes) if out.desc.is_packed else out
     key = ("qlmm", output_dtype is None, out_dt.str, freeze(kernel), (za is None, zb is None, zo is None),
-           qlmm.knob_key())
+           tuning)
     if known[0] is not None or known[1] is not None:
         key += freeze(*(k for k in known if k is not None))
     with Call(*present, params=params, key=key, outs=(out,), names=names) as call:
@@ -98,7 +103,8 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
             descs = iter(call.descs)
             d = [None if x is None else next(descs) for x in raw]
             desc = QuantizedLinearMatMulDesc(*d[:8], out_desc).validate()
-            call.plan = plan(desc, cm.device_limits(call.device), kernel=kernel, zero_points=known)
+            call.plan = plan(desc, cm.device_limits(call.device), kernel=kernel, zero_points=known,
+                             tuning=tuning)
     res = call.result()
     shape = (batch_sizes + (M, N))[4 - rank:]
     return res.reshape(shape)

@@ -7,8 +7,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import ValidationError
-from ..inputs import frozen, is_python
+from ...errors import ValidationError
+from ...inputs import frozen, is_python
 
 
 _DEVICE_TENSOR = None
@@ -18,7 +18,7 @@ def is_dev(x) -> bool:
     """Whether `x` is a DeviceTensor (imported lazily, once: this module needs no device)."""
     global _DEVICE_TENSOR
     if _DEVICE_TENSOR is None:
-        from ..runtime import DeviceTensor  # noqa: PLC0415
+        from ...runtime import DeviceTensor  # noqa: PLC0415
 
         _DEVICE_TENSOR = DeviceTensor
     return isinstance(x, _DEVICE_TENSOR)

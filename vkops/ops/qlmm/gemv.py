@@ -1,25 +1,19 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY for a few rows of A against a row-major B (kernels/qlmm/qlmm_gemv.comp): a
 matrix-vector product bound by reading B once (decoding). The knobs, shape rules and split-K the lowering in
-ops/qlmm.py reads; module-level knobs are read at planning time (and are part of the face's plan key)."""
+rule.py and lowering.py read; its knobs are a QlmmTuning's GEMV* fields (tuning.py), part of every plan key."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..limits import Limits
+from ...limits import Limits
+from .tuning import DEFAULT, QlmmTuning
 
-# One row of A (decoding): H100 1x4096x11008 0.0205 ms against the stream kernel's 0.047, 1x4096x151936 0.229 against
-# 0.426 (torch 0.231); 2-4 rows (MR = 4) lost to the stream kernel (4x4096^2 0.019 against 0.015): docs/tuning/qlmm.md.
-GEMV = True
-GEMV_MAX_M = 1
+# The knobs (GEMV, GEMV_MAX_M, GEMV_TARGET_GROUPS) are QlmmTuning's fields (tuning.py).
 ROWS = (1,)              # MR variants shipped (kernels/variants.py)
 WG = 256                 # the kernel's lane layout: 16 lanes across 256 columns x 16 along K
 COLS = 256               # output columns per workgroup
 U = 16                   # B rows in flight per lane (the kernel's U): 16 beat 8 by 0-13% on the H100
 STEP = 16 * U            # B rows per workgroup step
-# Split-K toward this many workgroups (2 per SM of an H100): 1x4096x11008 0.0205 ms at 264 (6 splits),
-# 0.0244 at 528, 0.0281 at 1056; each split adds its tile into L2 sums (docs/tuning/qlmm.md, 2026-11-25).
-GEMV_TARGET_GROUPS = 264
-KNOBS = ("GEMV", "GEMV_MAX_M", "GEMV_TARGET_GROUPS")
 
 
 def rows_variant(M: int) -> Optional[int]:
@@ -36,13 +30,14 @@ def shared_bytes(mr: int, split: bool) -> int:
     return 4 * (mr * slice_max(mr) + mr * COLS + mr + int(split))
 
 
-def why_not(lim: Limits, M: int, N: int, b_st, b_cols: bool) -> Tuple[Optional[int], str]:
+def why_not(lim: Limits, M: int, N: int, b_st, b_cols: bool,
+            tuning: QlmmTuning = DEFAULT) -> Tuple[Optional[int], str]:
     """(MR, "") when the kernel can run this product on `lim`, else (None, why not)."""
     mr = rows_variant(M)
-    if not GEMV:
-        return None, "vkops.ops.qlmm_gemv.GEMV is off"
-    if mr is None or M > GEMV_MAX_M:
-        return None, f"M = {M} is above {min(GEMV_MAX_M, ROWS[-1])} row(s)"
+    if not tuning.GEMV:
+        return None, "QlmmTuning.GEMV is False"
+    if mr is None or M > tuning.GEMV_MAX_M:
+        return None, f"M = {M} is above {min(tuning.GEMV_MAX_M, ROWS[-1])} row(s)"
     if b_cols:
         return None, "B is column-major"
     if N % 16 or any(s % 16 for s in b_st[:3]):
@@ -59,13 +54,13 @@ def kernel(mr: int) -> str:
     return "qlmm_gemv" if mr == 1 else f"qlmm_gemv_m{mr}"
 
 
-def splits(tiles: int, K: int, mr: int, split_k=None) -> int:
+def splits(tiles: int, K: int, mr: int, split_k=None, tuning: QlmmTuning = DEFAULT) -> int:
     """Split-K factor: at least what keeps a workgroup's K range within slice_max(mr), then enough
     workgroups for GEMV_TARGET_GROUPS while each range keeps a whole step (an int split_k instead of the
     target); ranges are whole steps, so the factor is then the fewest that cover K."""
     most = max(1, -(-K // STEP))
     least = -(-K // slice_max(mr))
-    want = -(-GEMV_TARGET_GROUPS // tiles) if split_k in (None, "auto") else int(split_k)
+    want = -(-tuning.GEMV_TARGET_GROUPS // tiles) if split_k in (None, "auto") else int(split_k)
     s = max(least, min(most, want))
     # the kernel rounds each range up to whole steps: fewer splits may then cover K
     sl = -(-(-(-K // s)) // STEP) * STEP

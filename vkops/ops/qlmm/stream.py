@@ -1,35 +1,21 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY for decoding-sized M with B streamed into cooperative matrices
-(kernels/qlmm/qlmm_stream.comp): the knobs, shape rules, tiling and split-K the lowering in ops/qlmm.py reads.
+(kernels/qlmm/qlmm_stream.comp): the knobs, shape rules, tiling and split-K the kernel rule (rule.py) and the lowering (lowering.py) read.
 A workgroup owns NR columns of B (and all of M's rows) over a K range; its subgroups take that range's
-steps in turn, each through its own shared-memory slabs, without workgroup barriers. Module-level knobs
-are read at planning time (and are part of the face's plan key), so benchmarks may set them."""
+steps in turn, each through its own shared-memory slabs, without workgroup barriers. Its knobs are a
+QlmmTuning's STREAM_* fields (tuning.py), part of every plan key."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..errors import ValidationError
-from ..limits import Limits
+from ...errors import ValidationError
+from ...limits import Limits
+from .tuning import DEFAULT, QlmmTuning
 
-# Up to STREAM_MAX_M rows (16: one tile of A; 15 where B's column sums need a row) take this kernel on a
-# device whose cooperative-matrix kernels passed their self-check; STREAM False turns it off. H100 (docs/tuning/qlmm.md, session 9): 16 x 4096^2 13.3
-# us against 20.6 for the direct-B kernel; 17-32 rows lost to the staged kernel (32 x 4096^2 31-36 us
-# against 26), A being read again for every 32 columns.
-STREAM = True
-STREAM_MAX_M = 16
-STREAM_MIN_M = 1        # auto leaves fewer rows to the integer-dot-product kernel
-# Tile widths (variants.py): NR columns with PF steps in flight, 32 while the column tiles fit about a
-# wave (STREAM_WAVE workgroups) or 64 would need split-K, else 64. H100: 4096 columns 128 workgroups of
-# 32 (13.3 us; 64 wide with split-K 2: 32-46); 8192 columns 128 of 64 (52.6 us; 256 of 32: 57.7); 14336
-# columns 224 of 64 (51.9 us; 448 of 32: 63.1).
+# The knobs (STREAM, STREAM_MAX_M, STREAM_MIN_M, STREAM_NR, STREAM_WAVE, STREAM_WG, STREAM_TARGET_GROUPS,
+# STREAM_SPLIT_MAX) are QlmmTuning's fields (tuning.py). Tile widths (variants.py): NR columns with
+# PF steps in flight, 32 while the column tiles fit about a wave (STREAM_WAVE workgroups) or 64 would need
+# split-K, else 64.
 TILES = {32: 2, 64: 4}
-STREAM_NR = "auto"
-STREAM_WAVE = 160
-STREAM_WG = 256         # invocations: 8 subgroups take the steps of a K range in turn (128 measured slower)
-# Split-K when the column tiles leave the GPU with fewer workgroups than this (132 SMs on an H100).
-STREAM_TARGET_GROUPS = 120
-STREAM_SPLIT_MAX = 16
-KNOBS = ("STREAM", "STREAM_MAX_M", "STREAM_MIN_M", "STREAM_NR", "STREAM_WAVE", "STREAM_WG",
-         "STREAM_TARGET_GROUPS", "STREAM_SPLIT_MAX")
 # MT: 16 rows (the row of ones for B's column sums included). The kernel takes 32 too, but 16 rows and
 # the row of ones lost there (H100, uint8 with zero points: 16 x 4096^2 30.7 us against the dot kernel's
 # 24.4; 16 x 8192^2 112 against 68): twice A's traffic and products.
@@ -47,13 +33,11 @@ def tile_rows(M: int, col_sums: bool) -> Optional[int]:
     return mt if mt <= TILE_ROWS[-1] else None
 
 
-def width(N: int, batches: int) -> int:
+def width(N: int, batches: int, tuning: QlmmTuning = DEFAULT) -> int:
     """NR for N columns (and `batches` GEMMs): STREAM_NR, or by the rule above."""
-    if STREAM_NR != "auto":
-        if STREAM_NR not in TILES:
-            raise ValidationError(f"vkops.ops.qlmm_stream.STREAM_NR must be 'auto' or one of {tuple(TILES)}; got {STREAM_NR!r}")
-        return STREAM_NR
-    if -(-N // 32) * batches <= STREAM_WAVE or -(-N // 64) * batches < STREAM_TARGET_GROUPS:
+    if tuning.STREAM_NR != "auto":
+        return tuning.STREAM_NR
+    if -(-N // 32) * batches <= tuning.STREAM_WAVE or -(-N // 64) * batches < tuning.STREAM_TARGET_GROUPS:
         return 32
     return 64
 
@@ -67,27 +51,27 @@ def shared_bytes(wg: int, mt: int, nr: int, split: bool = True) -> int:
     return (wg // 32) * (bslab + mt * sbs) + 4 * (mt * nr + mt + int(split))
 
 
-def workgroup(lim: Limits, mt: int, nr: int) -> int:
+def workgroup(lim: Limits, mt: int, nr: int, tuning: QlmmTuning = DEFAULT) -> int:
     """STREAM_WG invocations (or the device's most), halved while the slabs do not fit shared memory."""
-    wg = lim.workgroup(STREAM_WG)
+    wg = lim.workgroup(tuning.STREAM_WG)
     while wg > 64 and shared_bytes(wg, mt, nr) > lim.shared_memory_bytes:
         wg //= 2
     return wg
 
 
 def why_not(lim: Limits, M: int, N: int, batches: int, col_sums: bool,
-            config: Optional[str] = None) -> Tuple[Optional[Tuple[int, int]], str]:
+            config: Optional[str] = None, tuning: QlmmTuning = DEFAULT) -> Tuple[Optional[Tuple[int, int]], str]:
     """((MT, NR), "") when the kernel can run an M-row product on `lim`, else (None, why not). `config`
     "nr32" / "nr64" forces the width. The shape's own rules (K, N, strides in whole 16-element steps)
-    and the device's cooperative matrices are the cooperative-matrix kernel's (ops/qlmm.py)."""
+    and the device's cooperative matrices are the cooperative-matrix kernel's (rule.py: Product.aligned)."""
     mt = tile_rows(M, col_sums)
-    if mt is None or M > STREAM_MAX_M:
-        most = min(STREAM_MAX_M, TILE_ROWS[-1] - int(col_sums))
+    if mt is None or M > tuning.STREAM_MAX_M:
+        most = min(tuning.STREAM_MAX_M, TILE_ROWS[-1] - int(col_sums))
         return None, f"M = {M} is above {most} rows" + (" (with a row for B's column sums)" if col_sums else "")
     if config is not None and config not in [f"nr{w}" for w in TILES]:
         raise ValidationError(f"the stream kernel's config must be one of {[f'nr{w}' for w in TILES]}; got {config!r}")
-    nr = int(config[2:]) if config is not None else width(N, batches)
-    wg = workgroup(lim, mt, nr)
+    nr = int(config[2:]) if config is not None else width(N, batches, tuning)
+    wg = workgroup(lim, mt, nr, tuning)
     if wg < 64 or wg % lim.subgroup_size:
         return None, f"needs workgroups of two or more 32-lane subgroups; {lim.name} allows {lim.max_workgroup_invocations}"
     if shared_bytes(wg, mt, nr) > lim.shared_memory_bytes:
@@ -95,10 +79,10 @@ def why_not(lim: Limits, M: int, N: int, batches: int, col_sums: bool,
     return (mt, nr), ""
 
 
-def preferred(M: int) -> bool:
+def preferred(M: int, tuning: QlmmTuning = DEFAULT) -> bool:
     """Whether auto takes this kernel where why_not() allows it (over the direct-B, staged and
     integer-dot-product kernels)."""
-    return M >= STREAM_MIN_M
+    return M >= tuning.STREAM_MIN_M
 
 
 def kernel(mt: int, nr: int) -> str:
@@ -106,16 +90,16 @@ def kernel(mt: int, nr: int) -> str:
     return f"qlmm_stream_m{mt}n{nr}p{TILES[nr]}"
 
 
-def spec(lim: Limits, mt: int, nr: int) -> Tuple[int]:
+def spec(lim: Limits, mt: int, nr: int, tuning: QlmmTuning = DEFAULT) -> Tuple[int]:
     """The kernel's specialization constant: the workgroup size."""
-    return (workgroup(lim, mt, nr),)
+    return (workgroup(lim, mt, nr, tuning),)
 
 
-def splits(tiles: int, K: int, nr: int, wg: int, split_k=None) -> int:
+def splits(tiles: int, K: int, nr: int, wg: int, split_k=None, tuning: QlmmTuning = DEFAULT) -> int:
     """Split-K factor: enough workgroups for STREAM_TARGET_GROUPS, each subgroup keeping at least its
     steps in flight (at most STREAM_SPLIT_MAX); an int split_k forces it (at most one split per step)."""
     steps = -(-K // step_k(nr))
     if split_k in (None, "auto"):
-        want = -(-STREAM_TARGET_GROUPS // tiles)
-        return max(1, min(STREAM_SPLIT_MAX, want, steps // ((wg // 32) * TILES[nr])))
+        want = -(-tuning.STREAM_TARGET_GROUPS // tiles)
+        return max(1, min(tuning.STREAM_SPLIT_MAX, want, steps // ((wg // 32) * TILES[nr])))
     return max(1, min(int(split_k), steps))

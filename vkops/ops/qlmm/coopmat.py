@@ -1,7 +1,7 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY on cooperative matrices: the tile configurations and split-K rules
-the lowering in ops/qlmm.py picks from, which devices qualify, and the self-check (remembered across
-processes) that must pass before the kernels are trusted. Module-level knobs are read at planning time,
-so benchmarks may set them."""
+the lowering (lowering.py, by rule.py) picks from, which devices qualify, and the self-check (remembered across
+processes) that must pass before the kernels are trusted. Its knobs (the tiles by shape, split-K, the
+raster, direct B) are a QlmmTuning's fields (tuning.py), part of every plan key."""
 from __future__ import annotations
 
 import threading
@@ -9,10 +9,11 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from ..errors import ValidationError
-from ..limits import Limits
-from ..tensor import TensorDesc
-from . import qlmm_dot, qlmm_stream
+from ...errors import ValidationError
+from ...limits import Limits
+from ...tensor import TensorDesc
+from . import dot as qlmm_dot, stream as qlmm_stream
+from .tuning import DEFAULT, QlmmTuning
 
 # Cooperative-matrix kernel: (TILE_M, TILE_N, TILE_K, SG_W, SG_H); bench/bench_qlmm.py compares several.
 COOPMAT_CONFIGS = {
@@ -45,116 +46,59 @@ COOPMAT_CONFIGS = {
     "64x64x128_4x2": (64, 64, 128, 4, 2),
     "128x64x128_4x2": (128, 64, 128, 4, 2),
 }
-# M <= 16 with signed B and no zero-point sums: the DIRECT_B variants read B straight into cooperative
-# matrices (kernels/qlmm/qlmm_coopmat.comp) with this 16-row tile; COOPMAT_DIRECT False turns them off.
-# H100 (bench_qlmm.py --skinny, one run): 16 x 8192^2 0.054 ms with 16x64x256_4x1 split-K 8 (16x64x128:
-# 0.061; the staged 32x64x128 tile 0.080); 16 x 4096^2 0.020 with split 4 (16x64x128 0.022, staged 0.023).
-# Wider tiles (16x128) and split 32 were slower.
-DIRECT_CONFIG = "16x64x256_4x1"
-COOPMAT_DIRECT = True
-# Up to this many rows the direct-B kernel may run (one row of workgroups, SG_H = 1 tiles): with more
-# than 16 (two to eight A tiles a B load) it lost 1.4-25x on the H100 (docs/tuning/qlmm.md, session 6).
-DIRECT_MAX_M = 16
-# Column-major B (a transposed view, k stride 1) read in place by the direct-B kernel; False packs it
-# to row-major first with a SLICE1 copy, as every other kernel needs.
-COOPMAT_COLS = True
-# Workgroup raster: GROUP_M tile rows of the output walk the N tiles together (kernels/qlmm/qlmm_coopmat.comp),
-# so the B tiles a wave reads are shared by GROUP_M rows of A in L2. H100, 2026-11-24, LARGE_CONFIG, GPU ms
-# for GROUP_M 1 / 2 / 4 / 8 / 16: 8192^3 4.73 / 4.70 / 4.25 / 4.38 / 4.52 (B's 64 MiB exceed the L2); 4096^3
-# 0.494 / 0.493 / 0.491 / 0.497 / 0.532.
-COOPMAT_GROUP_M = 4
-# Split-K for few output tiles (small M, N and batch): "auto" picks a factor so that about
-# SPLIT_TARGET_GROUPS workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks; an int forces it.
-COOPMAT_SPLIT_K = "auto"
-SPLIT_TARGET_GROUPS = 256  # H200, 32x4096x4096: split 4 (256 groups) 37 TOPS, split 8 33, none 23
-SPLIT_MIN_CHUNKS = 4
-SPLIT_MAX = 16
+# The knobs (COOPMAT_CONFIG, LARGE_CONFIG, AUTO_MIN_GROUPS, MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS,
+# BT_CONFIGS, SMALL_CONFIG, LOW_CONFIG, FEW_TILES_CONFIG, COOPMAT_SPLIT_K, SPLIT_TARGET_GROUPS,
+# SPLIT_MIN_CHUNKS, SPLIT_MAX, COOPMAT_GROUP_M, COOPMAT_DIRECT, DIRECT_CONFIG, DIRECT_MAX_M, COOPMAT_COLS)
+# are QlmmTuning's fields (tuning.py); their measurements are in docs/tuning/qlmm.md.
 
 
-def auto_split(tiles: int, nchunks: int, config: str) -> int:
-    if tiles >= AUTO_MIN_GROUPS // 2:
+def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAULT) -> int:
+    """Split-K for few output tiles (small M, N and batch): a factor so that about SPLIT_TARGET_GROUPS
+    (MID_TARGET_GROUPS for MID_CONFIG) workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks."""
+    t = tuning
+    if tiles >= t.AUTO_MIN_GROUPS // 2:
         return 1
-    target = MID_TARGET_GROUPS if config == MID_CONFIG else SPLIT_TARGET_GROUPS
-    s = min(SPLIT_MAX, max(1, target // tiles), max(1, nchunks // SPLIT_MIN_CHUNKS))
+    target = t.MID_TARGET_GROUPS if config == t.MID_CONFIG else t.SPLIT_TARGET_GROUPS
+    s = min(t.SPLIT_MAX, max(1, target // tiles), max(1, nchunks // t.SPLIT_MIN_CHUNKS))
     return s if s >= 2 else 1
 
 
-# "auto": the large tile unless it leaves the GPU with too few workgroups (small M, N or batch).
-COOPMAT_CONFIG = "auto"
-# Large products: 128 x 128 tiles whose 4 subgroups each own all 128 rows and 32 columns (16 accumulators).
-# H100, 2026-11-24 (bench/research/research_tiles.py @bench/research/sweep_large.json, two runs), GPU ms against the 2 x 2
-# subgroups of 64 x 64 before: 4096^3 0.574 -> 0.493 (240 -> 279 TOPS), 8192^3 5.39 -> 4.75 (204 -> 231).
-LARGE_CONFIG = "128x128x64_4x1"
-AUTO_MIN_GROUPS = 264  # about two workgroups per SM on an H100/H200 (132 SMs)
-# 65..MID_MAX_M rows where the large tile leaves too few workgroups: 128 x 64 tiles (each subgroup 64 rows x
-# 16 columns, K steps of 128), split-K toward MID_TARGET_GROUPS (one a SM). H100, 2026-11-24
-# (bench/research/research_tiles.py @bench/research/sweep_m128.json), GPU ms before -> after (64x64x64 tiles, split toward
-# 256): 128 x 4096^2 0.047 -> 0.0385 (split 2; torch _int_mm 0.036), 128 x 8192^2 0.178 -> 0.145, 256 x
-# 4096^2 0.074 -> 0.056, 256 x 8192^2 0.386 -> 0.283; split 4 at 128 x 4096^2 0.047. At 64 rows this
-# tile lost at 8192^2 (0.141 against 0.101), so <= 64 rows take LOW_CONFIG (below).
-MID_CONFIG = "128x64x128_4x2"
-MID_MAX_M = 256
-# Tiles whose plain kernel (no zero-point sums) stages B transposed, n-major (qlmm_coopmat_bt: its MMA loads
-# of B are column-major, the order int8 B takes; row-major int8 B has no transposing shared-memory load).
-# H100, session 15 (`vkops bench --op qlmm`, docs/performance/qlmm.md "B staged transposed"; GPU ms without -> with): MID_CONFIG
-# 96 / 128 / 192 / 256 x 8192^2 0.144 / 0.146 / 0.277 / 0.280 -> 0.126 / 0.131 / 0.233 / 0.238, 256 x 4096^2
-# 0.056 -> 0.048 (bench/research/research_mid.py agreed: 128 x 8192^2 0.1455 -> 0.1282). Not LARGE_CONFIG (4096^3
-# 0.489 -> 0.510-0.514, 8192^3 4.21-4.23 -> 4.20-4.22), nor LOW_CONFIG (both sides without split-K: 64 x
-# 4096^2 0.0427 -> 0.0376 but 64 x 8192^2 0.0982 -> 0.1092). BT with other large tiles, against LARGE_CONFIG
-# without: 256x128x64_2x4 0.486 / 4.11 (vs 0.494 / 4.22), 128x128x64_2x2 0.499 / 4.14, 256x128x64_4x2 0.495 /
-# 4.17, 128x256x64_4x2 0.568 / 4.75, 128x128x128_4x1 0.862 / 9.23: within 3%, so the large products keep
-# their tile. With split-K
-# (qlmm_coopmat_bt_sk), same card, one process each side: 128 x 4096^2 0.0385 -> 0.0357, 96 x 4096^2 0.0513
-# -> 0.0336 (split 2).
-BT_CONFIGS = (MID_CONFIG,)
-MID_TARGET_GROUPS = 128
-# Up to 32 rows (where neither B streaming nor dot products take the call) and 33..64: subgroups of 16
-# columns too, K steps of 128, split toward SPLIT_TARGET_GROUPS as before. Same card and day
-# (bench/research/research_tiles.py @bench/research/sweep_m64.json), GPU ms before (32x64x128 / 64x64x64 tiles of 2x2
-# subgroups) -> after: 32 x 4096^2 0.0253 -> 0.0225 (split 4), 32 x 8192^2 0.0824 -> 0.067 (split 2), 64 x
-# 4096^2 0.0338 -> 0.0288, 64 x 8192^2 0.1005 -> 0.0816, 48 x 4096^2 0.031 -> 0.0272.
-SMALL_CONFIG = "32x64x128_4x1"
-LOW_CONFIG = "64x64x128_4x2"
-# More than MID_MAX_M rows where the large tile leaves too few workgroups.
-FEW_TILES_CONFIG = "64x64x64_2x2"
-# The module knobs planning reads: part of every plan key (ops/qlmm.py knob_key), settable by benches.
-KNOBS = ("COOPMAT_CONFIG", "BT_CONFIGS", "AUTO_MIN_GROUPS", "COOPMAT_SPLIT_K", "SPLIT_TARGET_GROUPS",
-         "MID_CONFIG", "MID_MAX_M", "MID_TARGET_GROUPS", "SMALL_CONFIG", "LOW_CONFIG", "LARGE_CONFIG", "FEW_TILES_CONFIG",
-         "SPLIT_MIN_CHUNKS", "SPLIT_MAX", "COOPMAT_GROUP_M", "COOPMAT_DIRECT", "COOPMAT_COLS", "DIRECT_CONFIG",
-         "DIRECT_MAX_M")
-
-
-def auto_config(M: int, N: int, batch: int) -> str:
+def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT) -> str:
+    """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
+    workgroups; else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG above."""
+    t = tuning
     if M <= 32:
-        return SMALL_CONFIG
-    tm, tn = COOPMAT_CONFIGS[LARGE_CONFIG][:2]
-    if -(-M // tm) * -(-N // tn) * batch >= AUTO_MIN_GROUPS:
-        return LARGE_CONFIG
+        return t.SMALL_CONFIG
+    tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
+    if -(-M // tm) * -(-N // tn) * batch >= t.AUTO_MIN_GROUPS:
+        return t.LARGE_CONFIG
     if M <= 64:
-        return LOW_CONFIG
-    return MID_CONFIG if M <= MID_MAX_M else FEW_TILES_CONFIG
+        return t.LOW_CONFIG
+    return t.MID_CONFIG if M <= t.MID_MAX_M else t.FEW_TILES_CONFIG
 
 
-def auto_configs() -> Tuple[str, ...]:
-    """Every tile auto_config() may pick, with the knobs as they are now (the self-check covers each)."""
-    return LARGE_CONFIG, FEW_TILES_CONFIG, SMALL_CONFIG, LOW_CONFIG, MID_CONFIG
+def auto_configs(tuning: QlmmTuning = DEFAULT) -> Tuple[str, ...]:
+    """Every tile auto_config() may pick under `tuning` (the self-check covers each)."""
+    return tuning.LARGE_CONFIG, tuning.FEW_TILES_CONFIG, tuning.SMALL_CONFIG, tuning.LOW_CONFIG, tuning.MID_CONFIG
 
 
-def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool) -> Tuple[str, str]:
+def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool,
+            tuning: QlmmTuning = DEFAULT) -> Tuple[str, str]:
     """The tile config and kernel for a product ("auto" picks by shape). B is read straight into
     cooperative matrices (DIRECT_B, no shared staging) for one 16-row tile with signed B (no offset
     flip), no zero-point sums and whole K chunks."""
-    direct_ok = COOPMAT_DIRECT and M <= DIRECT_MAX_M and free and b_signed
+    t = tuning
+    direct_ok = t.COOPMAT_DIRECT and M <= t.DIRECT_MAX_M and free and b_signed
     if config == "auto":
-        config = auto_config(M, N, batches)
-        if direct_ok and K % COOPMAT_CONFIGS[DIRECT_CONFIG][2] == 0:
-            config = DIRECT_CONFIG
+        config = auto_config(M, N, batches, t)
+        if direct_ok and K % COOPMAT_CONFIGS[t.DIRECT_CONFIG][2] == 0:
+            config = t.DIRECT_CONFIG
     tm, _, tk, _, _ = check_config(config)
     if direct_ok and COOPMAT_CONFIGS[config][4] == 1 and K % tk == 0:
         return config, "qlmm_coopmat_direct"
     if not free:
         return config, "qlmm_coopmat_zp"
-    return config, "qlmm_coopmat_bt" if config in BT_CONFIGS else "qlmm_coopmat"
+    return config, "qlmm_coopmat_bt" if config in t.BT_CONFIGS else "qlmm_coopmat"
 
 
 def check_config(name: str) -> Tuple[int, int, int, int, int]:
@@ -233,21 +177,24 @@ def device_limits(dev, verified: bool = True) -> Limits:
 
 def self_check(dev, split: bool = False) -> bool:
     """Run small problems through both coopmat variants in a batch of their own; compare with the oracle.
-    split=True checks the split-K variants instead."""
-    from .. import reference  # noqa: PLC0415
-    from .qlmm import QuantizedLinearMatMulDesc, plan  # noqa: PLC0415
-    from ..runtime import Batch  # noqa: PLC0415
-    from ..runtime.execute import execute  # noqa: PLC0415
+    split=True checks the split-K variants instead. It checks the tiles of the default tuning (its verdict
+    is kept per device, whatever tuning a call passes)."""
+    from ... import reference  # noqa: PLC0415
+    from .desc import QuantizedLinearMatMulDesc  # noqa: PLC0415
+    from .lowering import plan  # noqa: PLC0415
+    from ...runtime import Batch  # noqa: PLC0415
+    from ...runtime.execute import execute  # noqa: PLC0415
 
+    T = DEFAULT
     rng = np.random.default_rng(1234)
     ok = True
-    cases = [(np.uint8, np.int8, True, c) for c in auto_configs()] + [(np.int8, np.int8, False, LARGE_CONFIG),
-                                                                       (np.uint8, np.uint8, True, LARGE_CONFIG)]
-    cases += [(np.int8, np.int8, False, c) for c in BT_CONFIGS]  # B staged transposed
-    if COOPMAT_CONFIG != "auto":
-        cases.append((np.int8, np.uint8, True, COOPMAT_CONFIG))
+    cases = [(np.uint8, np.int8, True, c) for c in auto_configs(T)] + [(np.int8, np.int8, False, T.LARGE_CONFIG),
+                                                                       (np.uint8, np.uint8, True, T.LARGE_CONFIG)]
+    cases += [(np.int8, np.int8, False, c) for c in T.BT_CONFIGS]  # B staged transposed
+    if T.COOPMAT_CONFIG != "auto":
+        cases.append((np.int8, np.uint8, True, T.COOPMAT_CONFIG))
     # B read directly, row-major and column-major (a transposed view)
-    direct = [(np.int8, np.int8, False, DIRECT_CONFIG, sk, cols) for sk in ((3,) if split else (1,))
+    direct = [(np.int8, np.int8, False, T.DIRECT_CONFIG, sk, cols) for sk in ((3,) if split else (1,))
               for cols in (False, True)]
     # B streamed (kernel "stream", config "nr<NR>"): every tile shape of kernels/variants.py, signed
     # without sums (13 rows) and unsigned with zero points from a column-major view (15 rows and the row
@@ -256,16 +203,16 @@ def self_check(dev, split: bool = False) -> bool:
               for a, b, zp, cols in ((np.int8, np.int8, False, False), (np.uint8, np.uint8, True, True))]
     cases = [c + (1, False) for c in cases] + direct + stream
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
-        cases = [(np.uint8, np.int8, True, SMALL_CONFIG, 2, False), (np.int8, np.int8, False, SMALL_CONFIG, 3, False),
-                 (np.uint8, np.uint8, True, FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, MID_CONFIG, 2, False),
-                 (np.uint8, np.int8, True, LOW_CONFIG, 3, False)] + direct + stream
-        cases += [(np.int8, np.int8, False, c, 2, False) for c in BT_CONFIGS]  # B staged transposed
+        cases = [(np.uint8, np.int8, True, T.SMALL_CONFIG, 2, False), (np.int8, np.int8, False, T.SMALL_CONFIG, 3, False),
+                 (np.uint8, np.uint8, True, T.FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, T.MID_CONFIG, 2, False),
+                 (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False)] + direct + stream
+        cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         batches = 2
-        if config == DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
+        if config == T.DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
             # TILE_K; N a multiple of 16, not of TILE_N
-            M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[DIRECT_CONFIG][2], 1
+            M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[T.DIRECT_CONFIG][2], 1
         if config.startswith("nr"):  # N not a multiple of NR, K not of the steps
             M, N, K, batches = 15 if zps else 13, 144, 1040, 1
         a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (batches, 1, M, K)).astype(a_dt)
@@ -286,7 +233,7 @@ def self_check(dev, split: bool = False) -> bool:
         batch = Batch(dev)
         kind = "stream" if config.startswith("nr") else "coopmat"
         p = plan(desc, device_limits(dev, verified=False), kernel=kind, config=config, split_k=sk)
-        if config == DIRECT_CONFIG or kind == "stream":  # the case runs what it checks
+        if config == T.DIRECT_CONFIG or kind == "stream":  # the case runs what it checks
             assert p.dispatches[-1].kernel.startswith("qlmm_coopmat_direct" if kind == "coopmat" else
                                                       "qlmm_stream_m16n" + config[2:])
             assert cols == (p.note("b_layout") == "column-major") and len(p.dispatches) == 1

@@ -1,0 +1,128 @@
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY's tuning as data: every knob planning reads, in one frozen,
+validated, hashable value. A plan depends on its tuning, so the tuning is part of every plan key; pass
+another with `tuning=dataclasses.replace(DEFAULT, ...)` (or `DEFAULT.replace(...)`) to `plan()`, the
+NumPy face or a benchmark's variant. Each default says why in one line; the measurements behind it are
+in docs/tuning/qlmm.md (pure: imports only errors, and the kernels' tile tables when validating)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Tuple, Union
+
+from ...errors import ValidationError
+
+_DOC = "docs/tuning/qlmm.md"  # the sections named below: #<anchor> of this page
+
+
+@dataclass(frozen=True)
+class QlmmTuning:
+    """The planning knobs of the lowering (FOLD), coopmat.py (COOPMAT_*, *_CONFIG, SPLIT_*, ...),
+    dot.py (DOT*), stream.py (STREAM*) and gemv.py (GEMV*), named as the module constants they were."""
+
+    # -- lowering.py (folding)
+    FOLD: bool = True  # b shared by a's batches: one GEMM of all their rows, 534 -> 271 ms (#which-kernel-runs-where)
+    # -- coopmat.py: the cooperative-matrix tiles
+    COOPMAT_CONFIG: str = "auto"  # a tile by shape (below); a name forces one (#which-kernel-runs-where)
+    LARGE_CONFIG: str = "128x128x64_4x1"  # 4096^3 0.574 -> 0.493 ms on the H100 (#2026-11-24-session-10-large-tiles-and-the-raster)
+    AUTO_MIN_GROUPS: int = 264  # large tiles from about two workgroups an SM (#2026-11-24-session-10-large-tiles-and-the-raster)
+    MID_CONFIG: str = "128x64x128_4x2"  # 65-256 rows: 128 x 4096^2 0.047 -> 0.0385 ms (#2026-11-24-session-10-tiles-by-row-count)
+    MID_MAX_M: int = 256  # MID_CONFIG up to here, FEW_TILES_CONFIG above (#2026-11-24-session-10-tiles-by-row-count)
+    MID_TARGET_GROUPS: int = 128  # MID_CONFIG's split-K toward one workgroup an SM (#2026-11-24-session-10-tiles-by-row-count)
+    BT_CONFIGS: Tuple[str, ...] = ("128x64x128_4x2",)  # MID_CONFIG stages B transposed: 0.146 -> 0.131 ms (#2026-11-25-session-15-b-staged-transposed)
+    SMALL_CONFIG: str = "32x64x128_4x1"  # up to 32 rows: 32 x 4096^2 0.0253 -> 0.0225 ms (#2026-11-24-session-10-tiles-by-row-count)
+    LOW_CONFIG: str = "64x64x128_4x2"  # 33-64 rows: 64 x 8192^2 0.1005 -> 0.0816 ms (#2026-11-24-session-10-tiles-by-row-count)
+    FEW_TILES_CONFIG: str = "64x64x64_2x2"  # > MID_MAX_M rows with too few large tiles (#which-kernel-runs-where)
+    COOPMAT_SPLIT_K: Union[str, int] = "auto"  # split-K by tiles and chunks; an int forces it (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
+    SPLIT_TARGET_GROUPS: int = 256  # H200 32x4096^2: split 4 (256 groups) 37 TOPS, 8: 33, none: 23 (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
+    SPLIT_MIN_CHUNKS: int = 4  # each split keeps at least this many K chunks (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
+    SPLIT_MAX: int = 16  # more splits lost (split 32 slower) (#2026-11-23-decoding-sized-m-b-read-straight-into-cooperative-matrices)
+    COOPMAT_GROUP_M: int = 4  # raster: 8192^3 4.73 -> 4.25 ms with 4 tile rows (#2026-11-24-session-10-large-tiles-and-the-raster)
+    COOPMAT_DIRECT: bool = True  # B read straight into cooperative matrices for <= 16 rows (#2026-11-23-decoding-sized-m-b-read-straight-into-cooperative-matrices)
+    DIRECT_CONFIG: str = "16x64x256_4x1"  # 16 x 8192^2 0.054 ms, the staged tile 0.080 (#2026-11-23-decoding-sized-m-b-read-straight-into-cooperative-matrices)
+    DIRECT_MAX_M: int = 16  # more rows a B load lost 1.4-25x (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
+    COOPMAT_COLS: bool = True  # column-major B read in place, not copied first (#2026-11-23-column-major-b-read-in-place)
+    # -- dot.py: packed integer dot products
+    DOT: bool = True  # decoding-sized M without cooperative matrices (#2026-11-23-session-5-integer-dot-products)
+    DOT_MAX_M: int = 32  # lavapipe 32x1024^2 76 ms against the portable 255 (#2026-11-23-session-5-integer-dot-products)
+    DOT_MAX_M_COOPMAT: int = 16  # H100 32x4096^2: dot 0.055-0.061 ms, coopmat 0.026-0.036 (#2026-11-23-session-5-integer-dot-products)
+    DOT_MAX_ROWS: int = 32  # rows a workgroup; more M takes several row tiles (#2026-11-23-session-5-integer-dot-products)
+    DOT_COLS: int = 128  # columns of B a workgroup streams (the kernel's width) (#2026-11-23-session-5-integer-dot-products)
+    DOT_WG: int = 256  # invocations a workgroup (#2026-11-23-session-5-integer-dot-products)
+    DOT_TARGET_GROUPS: int = 132  # one an H100 SM: faster than 264 and 528 (#2026-11-23-session-5-integer-dot-products)
+    DOT_COOP_MAX_M: int = 4  # beside direct B, dot only up to this many rows (#2026-11-23-session-5-integer-dot-products)
+    DOT_SPLIT_MAX: int = 32  # at most this many splits (#2026-11-23-session-5-integer-dot-products)
+    DOT_UNROLL: int = 2  # 16-byte K blocks a thread keeps per split at least (#2026-11-23-session-5-integer-dot-products)
+    DOT_A_BYTES: int = 32 << 10  # A staged per chunk at most (#2026-11-23-session-5-integer-dot-products)
+    # -- stream.py: B streamed into the tensor cores
+    STREAM: bool = True  # 16 x 4096^2 13.3 us against direct B's 20.6 (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    STREAM_MAX_M: int = 16  # 17-32 rows lost to the staged tile: 31-36 us against 26 (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    STREAM_MIN_M: int = 1  # fewer rows go to the integer-dot-product kernel (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    STREAM_NR: Union[str, int] = "auto"  # 32 columns while they fill a wave, else 64; an int forces (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    STREAM_WAVE: int = 160  # 4096 columns: 128 groups of 32 13.3 us, 64 wide 32-46 (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    STREAM_WG: int = 256  # 8 subgroups take a K range's steps in turn; 128 slower (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    STREAM_TARGET_GROUPS: int = 120  # split-K below about one workgroup an H100 SM (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    STREAM_SPLIT_MAX: int = 16  # at most this many splits (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
+    # -- gemv.py: one row of A as a matrix-vector product
+    GEMV: bool = True  # 1x4096x11008 0.0205 ms against the stream kernel's 0.047 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
+    GEMV_MAX_M: int = 1  # 2-4 rows lost to the stream kernel: 4x4096^2 0.019 against 0.015 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
+    GEMV_TARGET_GROUPS: int = 264  # 0.0205 ms at 264 groups, 0.0244 at 528 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
+
+    def __post_init__(self):
+        if _READY:  # DEFAULT is built while the kernel modules whose tables validate() reads still import
+            self.validate()
+        object.__setattr__(self, "_hash", hash(dataclasses.astuple(self)))
+
+    def __hash__(self) -> int:  # a plan key holds it: hashed on every call, so once
+        return self._hash
+
+    @classmethod
+    def knobs(cls) -> Tuple[str, ...]:
+        """Every knob's name."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **knobs) -> "QlmmTuning":
+        """This tuning with `knobs` changed (validated; an unknown name is a ValidationError)."""
+        bad = sorted(set(knobs) - set(self.knobs()))
+        if bad:
+            raise ValidationError(f"no QLinearMatMul knob {bad[0]!r}: QlmmTuning's fields are {', '.join(self.knobs())}")
+        return dataclasses.replace(self, **knobs)
+
+    def validate(self) -> "QlmmTuning":
+        """Raise ValidationError naming the field, the rule and the value; returns self."""
+        from .coopmat import COOPMAT_CONFIGS, check_config  # noqa: PLC0415 - the tile table, at check time
+        from .stream import TILES  # noqa: PLC0415
+
+        def fail(f, rule, v):
+            raise ValidationError(f"QlmmTuning.{f} must be {rule}; got {v!r}")
+
+        def config(f, v):
+            if not isinstance(v, str) or v not in COOPMAT_CONFIGS:
+                fail(f, f"a cooperative-matrix tile of vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ({', '.join(COOPMAT_CONFIGS)})", v)
+            try:
+                check_config(v)
+            except ValidationError as e:
+                fail(f, f"a tile that tiles evenly ({e})", v)
+
+        for f in dataclasses.fields(self):
+            v, kind = getattr(self, f.name), f.type
+            if kind == "bool" and not isinstance(v, bool):
+                fail(f.name, "True or False", v)
+            if kind == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < (0 if f.name.endswith("_M") else 1)):
+                fail(f.name, "an int >= " + ("0" if f.name.endswith("_M") else "1"), v)
+            if f.name.endswith("_CONFIG") and not (f.name == "COOPMAT_CONFIG" and v == "auto"):
+                config(f.name, v)
+        if not isinstance(self.BT_CONFIGS, tuple):
+            fail("BT_CONFIGS", "a tuple of tile names", self.BT_CONFIGS)
+        for c in self.BT_CONFIGS:
+            config("BT_CONFIGS", c)
+        sk = self.COOPMAT_SPLIT_K
+        if sk != "auto" and (not isinstance(sk, int) or isinstance(sk, bool) or sk < 1):
+            fail("COOPMAT_SPLIT_K", "'auto' or an int >= 1", sk)
+        if self.STREAM_NR != "auto" and (isinstance(self.STREAM_NR, bool) or self.STREAM_NR not in TILES):
+            fail("STREAM_NR", f"'auto' or one of {tuple(TILES)}", self.STREAM_NR)
+        return self
+
+
+_READY = False
+DEFAULT = QlmmTuning()  # tests/test_qlmm.py validates it
+_READY = True
