@@ -41,10 +41,10 @@ class Call:
     """
 
     __slots__ = ("device", "numpy_in", "_params", "_raw", "_outer", "batch", "_inputs", "_outputs", "_host",
-                 "_key", "_op", "_user_outs", "plan", "replayed")
+                 "_key", "_op", "_user_outs", "plan", "replayed", "_known_key")
 
     def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None,
-                 outs: Sequence = (), names: Sequence[str] = ()):
+                 outs: Sequence = (), names: Sequence[str] = (), input_key: Optional[tuple] = None):
         dev = device
         numpy_in = True
         every = True  # every input is a device tensor: nothing to convert
@@ -79,18 +79,27 @@ class Call:
         self._user_outs = outs  # the `out=` tensors, in the order the operator makes its outputs
         self.plan: Optional[Plan] = None
         self.replayed = False  # True when the plan came from an earlier call
+        # The complete key (`input_key` after an earlier call) when the operator knows that _input_key()
+        # would compute it for these inputs (an index of its own earlier calls' keys, e.g. qlmm/face.py).
+        self._known_key = input_key
 
     def __enter__(self) -> "Call":
         """With a `key` (the operator's name and parameters), a call whose key, input descriptors and
         `out=` tensors' descriptors match an earlier one's takes that call's plan."""
         if self._key is not None:
             try:
-                self._key = self._input_key()
+                self._key = self._input_key() if self._known_key is None else self._known_key
                 self.plan = self.device._plans.get(self._key)
             except TypeError:  # an unhashable parameter: this call's plan is not kept
                 self._key = None
             self.replayed = self.plan is not None
         return self
+
+    @property
+    def input_key(self) -> Optional[tuple]:
+        """After `with`: the complete plan key (operator key, input and `out=` descriptors), or None
+        when a parameter was unhashable (the plan is not kept)."""
+        return self._key
 
     def _input_key(self) -> tuple:
         """The operator's key, then each input's and `out=` tensor's descriptor (a device tensor's, with

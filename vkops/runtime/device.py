@@ -86,6 +86,9 @@ class Device:
         self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
         self._owned: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()  # counters and constants
         self._plans = PlanCache(self._lock)
+        # Operators' indexes from a repeated call's arguments to what its first call normalised them
+        # to and its plan key (qlmm/face.py): dict by operator; each entry only leads to the plan cache.
+        self._faces: dict = {}
         self._set_limits(os.environ.get("VKOPS_DEVICE_LIMITS") or "device")
         self._local = threading.local()
         # Bytes vkops may hold on this device (device and staging buffers together, idle ones too);
