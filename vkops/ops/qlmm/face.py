@@ -61,6 +61,8 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
     """
     Call, freeze = face_runtime()
     fast = None
+    if _args._DEVICE_TENSOR is None:
+        is_dev(a)  # imports DeviceTensor (once)
     if a.__class__ is _args._DEVICE_TENSOR and kernel.__class__ is str and \
             (tuning is None or tuning.__class__ is QlmmTuning):
         fast = _fast_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point, out,
