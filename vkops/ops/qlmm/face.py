@@ -1,5 +1,7 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY's NumPy face: arrays or device tensors in, the call planned once per
-key (lowering.py) and recorded; its argument normalisation is args.py."""
+key (lowering.py) and recorded; its argument normalisation is args.py. A repeated call on device tensors
+(scalars, device tensors or None for the parameters) skips the normalisation through a per-device index of
+what its first call normalised (see _remember)."""
 from __future__ import annotations
 
 import functools
@@ -165,7 +167,10 @@ def _remember(dev, fast, n, call, res, hit, args8, out) -> None:
     index = dev._faces.get("qlmm")
     if index is None or len(index) >= _FAST_ENTRIES:
         index = dev._faces["qlmm"] = {}
-    index[fast] = entry
+    try:
+        index[fast] = entry
+    except TypeError:  # an unhashable argument the normalisation accepted: normalised every call
+        pass
 
 
 def _normalise(freeze, a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
