@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import vkops  # noqa: E402
 from vkops.bench import cases, commands, presets, runner, timing  # noqa: E402
-from vkops.ops import top_k1_paths  # noqa: E402
+from vkops.ops.top_k1 import paths as top_k1_paths  # noqa: E402
 
 
 # Many short rows (ROWS, one subgroup per row, and RSORT, one workgroup's radix sort per row, against SEG and

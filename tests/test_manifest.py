@@ -11,7 +11,7 @@ import pytest
 from vkops.ops.qlmm import QLMM_PUSH
 from vkops.ops.slice1 import SLICE_PUSH
 from vkops.ops import top_k1
-from vkops.ops import top_k1_paths
+from vkops.ops.top_k1 import paths as top_k1_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 SPV = ROOT / "vkops" / "spv"

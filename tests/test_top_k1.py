@@ -8,7 +8,7 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.ops import top_k1 as tk
-from vkops.ops import top_k1_paths as paths
+from vkops.ops.top_k1 import paths
 
 DTYPES = ["float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8"]
 DIRS = ["decreasing", "increasing"]
@@ -266,7 +266,7 @@ def test_merge_of_sorted_runs(dev, rng, direction):
 
 @pytest.mark.parametrize("direction", DIRS)
 def test_two_level_merge(dev, rng, direction):
-    """Many chunks of a row merge in two levels (top_k1_paths.merge_group): the last chunk of each group
+    """Many chunks of a row merge in two levels (top_k1.paths.merge_group): the last chunk of each group
     merges the group's runs in place of its first, the last group merges the groups' runs. Group counts
     that do not divide the chunks, a last group of a single run (13 chunks in groups of 3), a last chunk
     shorter than the others, ties across chunks and groups, two rows sharing the counters buffer."""

@@ -21,7 +21,8 @@ sys.path.insert(0, os.getcwd())
 import vkops  # noqa: E402
 from vkops import reference  # noqa: E402
 from vkops.bench import timing  # noqa: E402
-from vkops.ops import top_k1, top_k1_paths as TP  # noqa: E402
+from vkops.ops import top_k1  # noqa: E402
+from vkops.ops.top_k1 import paths as TP  # noqa: E402
 
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 

@@ -1,5 +1,5 @@
-"""DML_TOP_K1: descriptor (pure), lowering to the top_k1 kernels, and the NumPy face. Which path a call
-takes is decided by the rules in top_k1_paths.py (pure); each path runs kernels/top_k1/<algorithm>.comp,
+"""TOP_K1's lowering (pure): `plan()` and `lower()`, the push-constant mirrors `PUSH`. Which path a call
+takes is decided by the rules in paths.py (pure); each path runs kernels/top_k1/<algorithm>.comp,
 module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
   rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic + shuffle:
           one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
@@ -24,98 +24,23 @@ module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
 """
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 import numpy as np
 
-from ..dtypes import DataType
-from ..errors import DeviceLimitError, ValidationError
-from ..tensor import TensorDesc, check_like_input, merge_dims, validate_fields
-from ..limits import Limits
-from ..plan import Builder, Plan, Ref
-from . import face_runtime
-from .slice1 import lower_packed
-from .top_k1_paths import Path, device_path, tune_bits
+from ...dtypes import DataType
+from ...errors import DeviceLimitError
+from ...limits import Limits
+from ...plan import Builder, Plan, Ref
+from ...tensor import TensorDesc, merge_dims
+from ..slice1 import lower_packed
+from .desc import AxisDirection, TopK1Desc
+from .paths import Path, device_path, tune_bits
 
-MAX_AXIS_LENGTH = 2**31 - 1
 SENT_IDX = 0xFFFFFFFF
 
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
-
-
-class AxisDirection(enum.IntEnum):
-    """DML_AXIS_DIRECTION (values as in directml.h)."""
-
-    INCREASING = 0
-    DECREASING = 1
-
-    @classmethod
-    def of(cls, d, field: str = "axis_direction") -> "AxisDirection":
-        """An AxisDirection from itself or its name ("decreasing", "increasing", any case); raises
-        ValidationError naming `field` otherwise."""
-        if isinstance(d, AxisDirection):
-            return d
-        if isinstance(d, str) and d.strip().upper() in cls.__members__:
-            return cls[d.strip().upper()]
-        raise ValidationError(f"{field} must be 'decreasing', 'increasing' or an AxisDirection; got {d!r}")
-
-
-@dataclass(frozen=True)
-class TopK1Desc:
-    """DML_TOP_K1_OPERATOR_DESC: input (1-8 dimensions, any DML data type), output_value (input's type
-    and sizes with K on `axis`, packed), output_index (UINT32, same sizes, packed), axis, k and
-    axis_direction (an AxisDirection)."""
-
-    input: TensorDesc
-    output_value: TensorDesc
-    output_index: TensorDesc
-    axis: int
-    k: int
-    axis_direction: AxisDirection = AxisDirection.DECREASING
-
-    def validate(self) -> "TopK1Desc":
-        """Check every rule of DML_TOP_K1_OPERATOR_DESC without a device (output_value like input with K on
-        `axis`, output_index UINT32, 0 <= axis < DimensionCount, 1 <= k <= input.sizes[axis]); returns
-        self, or raises ValidationError naming the field, the rule and the values."""
-        name = "TopK1Desc"
-        validate_fields(self, ("input", "output_value", "output_index"))
-        inp, val, idx = self.input, self.output_value, self.output_index
-        for f in ("axis", "k"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise ValidationError(f"{name}.{f} must be an integer; got {v!r}")
-        if not isinstance(self.axis_direction, AxisDirection):
-            raise ValidationError(f"{name}.axis_direction must be an AxisDirection (INCREASING or DECREASING); "
-                                  f"got {self.axis_direction!r}")
-        n = inp.rank
-        check_like_input(self, "output_value")
-        check_like_input(self, "output_index", same_type=False)
-        if idx.data_type != DataType.UINT32:
-            raise ValidationError(f"{name}.output_index.data_type must be UINT32; got {idx.data_type.name}")
-        if not 0 <= self.axis < n:
-            raise ValidationError(f"{name}.axis must be < DimensionCount {n} (and >= 0); got axis={self.axis} "
-                                  f"for sizes {inp.sizes}")
-        a = int(self.axis)
-        length = inp.sizes[a]
-        if self.k < 1:
-            raise ValidationError(f"{name}.k must be >= 1; got k={self.k}")
-        if self.k > length:
-            raise ValidationError(f"{name}.k must be <= size along axis {a}; got k={self.k} for sizes {inp.sizes}")
-        if length > MAX_AXIS_LENGTH:
-            raise ValidationError(f"{name}.input.sizes[axis] must be <= {MAX_AXIS_LENGTH}; got {length} "
-                                  f"along axis {a}")
-        want = tuple(int(self.k) if i == a else s for i, s in enumerate(inp.sizes))
-        for f, t in (("output_value", val), ("output_index", idx)):
-            if t.sizes != want:
-                raise ValidationError(f"{name}.{f}.sizes must equal input sizes with K on axis {a}, {want}; "
-                                      f"got {t.sizes}")
-            if not t.is_packed:
-                raise ValidationError(f"{name}.{f}.strides must be packed (None); got {t.strides} "
-                                      f"for sizes {t.sizes}")
-        return self
 
 
 # Host mirrors of each kernels/top_k1/<algorithm>.comp's push-constant block, one meaning a field
@@ -254,82 +179,3 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
                      size=size)
             size *= 2
     return p
-
-
-def output_descs(input_desc: TensorDesc, axis: int, k: int) -> Tuple[TensorDesc, TensorDesc]:
-    sizes = tuple(k if i == axis else s for i, s in enumerate(input_desc.sizes))
-    return (TensorDesc(input_desc.data_type, sizes, name="TopK1Desc.output_value"),
-            TensorDesc(DataType.UINT32, sizes, name="TopK1Desc.output_index"))
-
-
-def top_k(x, k: int, axis: int = -1, direction=None, *, largest: Optional[bool] = None, sorted: bool = True,
-          out=None):
-    """DML TOP_K1: the K largest or smallest elements of every sequence along `axis`, and their indices.
-
-    x: a NumPy array or DeviceTensor of 1 to 8 dimensions and any DML data type (float32, float16,
-        int32, int16, int8, uint32, uint16, uint8), or a Python list (floats -> float32, ints -> int32).
-        Strided views are read in place.
-    k: 1 <= k <= x.shape[axis] (k equal to the length is a full stable sort).
-    axis: the dimension to search; negative counts from the end.
-    direction: "decreasing" (the K largest, sorted descending; the default) or "increasing" (the K
-        smallest, sorted ascending), or an AxisDirection.
-    largest: torch's alias: True is "decreasing", False "increasing". Giving both `largest` and a
-        `direction` that disagrees raises ValidationError.
-    sorted: torch's alias, accepted for compatibility: results are always sorted (True or False).
-    out: optional (values, indices) packed DeviceTensors to write into (device-tensor calls).
-
-    Returns (values, indices): values have x's dtype, indices are UINT32 positions within the sequence;
-    both have x's shape with K on `axis`. Equal values keep ascending indices in both directions,
-    NaN ranks above +inf and -0.0 ties with +0.0. NumPy (or list) in -> NumPy out; DeviceTensor in ->
-    DeviceTensors out.
-
-    Raises ValidationError (a ValueError) naming the field for a bad k, axis, direction or input, and
-    DeviceLimitError when the call exceeds the device's limits; nothing is dispatched then.
-    """
-    return _top_k(x, k, axis, _direction(direction, largest, sorted), out=out)
-
-
-def _direction(direction, largest, sorted_) -> AxisDirection:
-    """The AxisDirection of `direction` and torch's `largest` (None: not given)."""
-    if not isinstance(sorted_, (bool, np.bool_)):
-        raise ValidationError(f"top_k sorted must be True or False (results are always sorted); got {sorted_!r}")
-    d = None if direction is None else AxisDirection.of(direction, "top_k direction")
-    if largest is None:
-        return AxisDirection.DECREASING if d is None else d
-    if not isinstance(largest, (bool, np.bool_)):
-        raise ValidationError(f"top_k largest must be True or False; got {largest!r}")
-    want = AxisDirection.DECREASING if largest else AxisDirection.INCREASING
-    if d is not None and d != want:
-        raise ValidationError(f"top_k direction={direction!r} and largest={largest!r} disagree: largest=True is "
-                              f"'decreasing', largest=False 'increasing'; pass one of them")
-    return want
-
-
-def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[str] = None,
-           chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None):
-    """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort",
-    "rows" or "rsort"), `chunks` (workgroups per row on the filter path; ROWS' candidate cap), `shuffle`
-    (the top_k1_*_sg_* modules or not) and `tune` (the TUNE_* bits of top_k1_paths) override the choice of
-    device_path() and tune_bits()."""
-    Call, freeze = face_runtime()
-
-    key = ("top_k",) + freeze(k, axis, direction, force, chunks, shuffle, tune)
-    outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
-    with Call(x, key=key, outs=outs, names=("x",)) as call:
-        if call.plan is None:
-            (xd,) = call.descs
-            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-                raise ValidationError(f"top_k axis must be an integer; got {axis!r}")
-            if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-                raise ValidationError(f"TopK1Desc.k must be an integer; got {k!r}")
-            ax = int(axis) + xd.rank if axis < 0 else int(axis)
-            if not 0 <= ax < xd.rank:
-                raise ValidationError(f"TopK1Desc.axis must be < DimensionCount {xd.rank} (negative counts from "
-                                      f"the end); got axis={axis} for sizes {xd.sizes}")
-            kk = int(k)
-            osz = tuple(max(kk, 1) if i == ax else s for i, s in enumerate(xd.sizes))
-            vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
-            idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
-            desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
-            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks, shuffle=shuffle, tune=tune)
-    return call.result()

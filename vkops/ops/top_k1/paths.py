@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from ..errors import DeviceLimitError, ValidationError
-from ..limits import Limits
+from ...errors import DeviceLimitError, ValidationError
+from ...limits import Limits
 
 # Wanted workgroup size; Limits.workgroup() gives what the device allows (128 at Vulkan's minimum). On an
 # H200 the filter path ran 10-20% faster with 512 than with 256, and 1024 was slower.
