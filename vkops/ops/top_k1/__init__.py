@@ -1,6 +1,7 @@
 """DML_TOP_K1: one job a module.
 
 - `desc`: the descriptor and its rules (`TopK1Desc.validate()`, `AxisDirection`, `MAX_AXIS_LENGTH`, `output_descs`)
+- `tuning`: every planning knob as data (`TopK1Tuning`, `DEFAULT`), part of each plan key
 - `paths`: the path rule (which path a call takes on a device, with its buffer, workgroup and chunks) and
   the shared-memory budgets of each kernel
 - `lowering`: `plan()` and `lower()`, the push-constant mirrors `PUSH` (one per kernels/top_k1/*.comp)
@@ -15,6 +16,8 @@ from .desc import MAX_AXIS_LENGTH, AxisDirection, TopK1Desc, output_descs
 from .face import _direction, _top_k, top_k
 from .lowering import MAX_OTHER_DIMS, PUSH, SENT_IDX, algorithm, lower, plan
 from .paths import Path
+from .tuning import DEFAULT, TopK1Tuning
 
 __all__ = ["paths", "MAX_AXIS_LENGTH", "AxisDirection", "TopK1Desc", "output_descs", "top_k", "MAX_OTHER_DIMS",
-           "PUSH", "SENT_IDX", "algorithm", "lower", "plan", "Path"]
+           "PUSH", "SENT_IDX", "algorithm", "lower", "plan", "Path", "DEFAULT",
+           "TopK1Tuning"]

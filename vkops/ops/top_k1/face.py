@@ -12,10 +12,11 @@ from ...tensor import TensorDesc
 from .. import face_runtime
 from .desc import AxisDirection, TopK1Desc
 from .lowering import plan
+from .tuning import DEFAULT, TopK1Tuning
 
 
 def top_k(x, k: int, axis: int = -1, direction=None, *, largest: Optional[bool] = None, sorted: bool = True,
-          out=None):
+          out=None, tuning: Optional[TopK1Tuning] = None):
     """DML TOP_K1: the K largest or smallest elements of every sequence along `axis`, and their indices.
 
     x: a NumPy array or DeviceTensor of 1 to 8 dimensions and any DML data type (float32, float16,
@@ -29,6 +30,7 @@ def top_k(x, k: int, axis: int = -1, direction=None, *, largest: Optional[bool] 
         `direction` that disagrees raises ValidationError.
     sorted: torch's alias, accepted for compatibility: results are always sorted (True or False).
     out: optional (values, indices) packed DeviceTensors to write into (device-tensor calls).
+    tuning: the path rule's knobs (a TopK1Tuning; None: vkops.ops.top_k1.DEFAULT), part of the plan key.
 
     Returns (values, indices): values have x's dtype, indices are UINT32 positions within the sequence;
     both have x's shape with K on `axis`. Equal values keep ascending indices in both directions,
@@ -38,7 +40,7 @@ def top_k(x, k: int, axis: int = -1, direction=None, *, largest: Optional[bool] 
     Raises ValidationError (a ValueError) naming the field for a bad k, axis, direction or input, and
     DeviceLimitError when the call exceeds the device's limits; nothing is dispatched then.
     """
-    return _top_k(x, k, axis, _direction(direction, largest, sorted), out=out)
+    return _top_k(x, k, axis, _direction(direction, largest, sorted), out=out, tuning=tuning)
 
 
 def _direction(direction, largest, sorted_) -> AxisDirection:
@@ -58,14 +60,18 @@ def _direction(direction, largest, sorted_) -> AxisDirection:
 
 
 def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[str] = None,
-           chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None):
+           chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None,
+           tuning: Optional[TopK1Tuning] = None):
     """top_k() with the path switches tests and benchmarks use: `force` ("seg", "filter", "radix", "sort",
     "rows" or "rsort"), `chunks` (workgroups per row on the filter path; ROWS' candidate cap), `shuffle`
     (the top_k1_*_sg_* modules or not) and `tune` (the TUNE_* bits of paths.py) override the choice of
-    device_path() and tune_bits()."""
+    device_path() and tune_bits(); `tuning` (a TopK1Tuning) replaces the rule's knobs."""
     Call, freeze = face_runtime()
-
-    key = ("top_k",) + freeze(k, axis, direction, force, chunks, shuffle, tune)
+    if tuning is None:
+        tuning = DEFAULT
+    elif not isinstance(tuning, TopK1Tuning):
+        raise ValidationError(f"top_k tuning must be a TopK1Tuning (vkops.ops.top_k1.DEFAULT.replace(...)); got {tuning!r}")
+    key = ("top_k", tuning) + freeze(k, axis, direction, force, chunks, shuffle, tune)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
     with Call(x, key=key, outs=outs, names=("x",)) as call:
         if call.plan is None:
@@ -83,5 +89,6 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
             vdesc = TensorDesc(xd.data_type, osz, name="TopK1Desc.output_value")
             idesc = TensorDesc(DataType.UINT32, osz, name="TopK1Desc.output_index")
             desc = TopK1Desc(xd, vdesc, idesc, ax, kk, AxisDirection.of(direction, "top_k direction")).validate()
-            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks, shuffle=shuffle, tune=tune)
+            call.plan = plan(desc, call.device.limits, force=force, chunks=chunks, shuffle=shuffle, tune=tune,
+                             tuning=tuning)
     return call.result()

@@ -36,6 +36,7 @@ from ...tensor import TensorDesc, merge_dims
 from ..slice1 import lower_packed
 from .desc import AxisDirection, TopK1Desc
 from .paths import Path, device_path, tune_bits
+from .tuning import DEFAULT, TopK1Tuning
 
 SENT_IDX = 0xFFFFFFFF
 
@@ -78,20 +79,22 @@ def algorithm(kernel: str) -> str:
 MAX_OTHER_DIMS = 6
 
 def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None,
-         shuffle: Optional[bool] = None, tune: Optional[int] = None) -> Plan:
-    """The dispatches of a validated TOP_K1 (pure: no device). `force` / `chunks` / `shuffle` / `tune` pick
-    a path for tests."""
+         shuffle: Optional[bool] = None, tune: Optional[int] = None, tuning: Optional[TopK1Tuning] = None) -> Plan:
+    """The dispatches of a validated TOP_K1 (pure: no device) under `tuning` (DEFAULT when None). `force` /
+    `chunks` / `shuffle` / `tune` pick a path for tests."""
     b = Builder("top_k1", limits)
     x = b.input(desc.input, "input")
     v, i = b.output(desc.output_value, "output_value"), b.output(desc.output_index, "output_index")
-    p = lower(b, desc, x, v, i, force=force, chunks=chunks, shuffle=shuffle, tune=tune)
+    p = lower(b, desc, x, v, i, force=force, chunks=chunks, shuffle=shuffle, tune=tune, tuning=tuning)
     b.notes.update(path="radix" if p.radix else p.path, chunks=p.chunks, shuffle=p.shuf)
     return b.finish()
 
 
 def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, force: Optional[str] = None,
-          chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None) -> Path:
-    """Dispatch TOP_K1 of `x` into packed `values` and `indices`."""
+          chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None,
+          tuning: Optional[TopK1Tuning] = None) -> Path:
+    """Dispatch TOP_K1 of `x` into packed `values` and `indices` under `tuning` (DEFAULT when None)."""
+    t = DEFAULT if tuning is None else tuning
     lim = b.limits
     inp = desc.input
     axis, K = int(desc.axis), int(desc.k)
@@ -112,7 +115,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     n_seq = inp.element_count // L
     inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
     bits = inp.data_type.bits
-    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks, shuffle=shuffle, key_bits=bits)
+    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks, shuffle=shuffle, key_bits=bits, tuning=t)
     tname = _KERNELS[inp.data_type]
     ev = 128 // bits
     flip = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
@@ -143,7 +146,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     elif p.path == "filter":
         alg = "radix" if p.radix else "filter"
         fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
-                      tune=tune_bits(p, n_seq, bits) if tune is None else tune)
+                      tune=tune_bits(p, n_seq, bits, t) if tune is None else tune)
         ctr = b.counters(1)  # bound but unused unless several chunks share a row
         if p.chunks == 1:
             dispatch(alg, [x, values, indices, ctr, ctr], [1, 2], n_seq, spec, p.shuf, chunks=1, **fields)
