@@ -83,3 +83,104 @@ def test_the_tuning_is_part_of_the_plan_key(dev, rng):
     vkops.top_k(x, 40, tuning=top_k1.DEFAULT.replace())  # an equal tuning finds the default's plan
     assert dev._plans.stored == n + 1
     assert np.array_equal(v0, v1) and np.array_equal(i0, i1)
+
+
+# ---- the path rule: one test per row of AUTO_RULE (tried in order), and the forced paths ----------------
+def _choose(lim, n, L, k, **kw):
+    from vkops.ops.top_k1 import paths
+
+    return paths.choose(lim, n, L, k, **kw)
+
+
+def test_the_rule_is_its_rows_in_order():
+    from vkops.ops.top_k1 import paths
+
+    assert [r[0] for r in paths.AUTO_RULE] == ["rsort", "rows", "seg", "radix", "filter", "sort"]
+    assert sorted(paths.PATHS) == sorted(r[0] for r in paths.AUTO_RULE)  # force= names, one a path
+    # 4096 rows of 1024 at K = 64 on the H100-like device: ROWS's condition holds, so SEG's (which holds too) never runs
+    c = _choose(grid.H100, 4096, 1024, 64)
+    assert c.path == "rows" and "one subgroup a row" in c.why
+    assert _choose(grid.H100, 4096, 1024, 64, chunks=1).path == "seg"  # chunks given: the subgroup rows are skipped
+
+
+def test_rule_row_rsort():
+    from vkops.ops.top_k1 import DEFAULT
+
+    c = _choose(grid.H100, 64, 2048, 1024)
+    assert (c.path, c.plan.path, c.plan.workgroup) == ("rsort", "rsort", 256) and "RSORT_MIN_SEQ" in c.why
+    assert _choose(grid.H100, 63, 2048, 1024).path != "rsort"  # RSORT_MIN_SEQ
+    assert _choose(grid.H100, 64, 2049, 1024).path != "rsort" and _choose(grid.H100, 64, 512, 300).path != "rsort"
+    assert _choose(grid.H100, 64, 2048, 256).path != "rsort"  # pow2(K) <= ROWS_MAX_KP: ROWS' region
+    assert _choose(grid.LIMITS["minimum"], 64, 2048, 1024).path != "rsort"  # no subgroup ballot
+    assert _choose(grid.H100, 64, 2048, 1024, tuning=DEFAULT.replace(RSORT_MIN_SEQ=65)).path != "rsort"
+
+
+def test_rule_row_rows():
+    from vkops.ops.top_k1 import DEFAULT
+
+    c = _choose(grid.H100, 512, 4096, 256, key_bits=8)
+    assert (c.path, c.plan.path) == ("rows", "rows")
+    assert _choose(grid.H100, 511, 1024, 64).path != "rows" and _choose(grid.H100, 512, 4097, 64).path != "rows"
+    assert _choose(grid.H100, 1024, 1601, 64).path == "radix"  # many rows longer than ROWS_RADIX_MIN_L, wide keys
+    assert _choose(grid.H100, 1024, 1601, 64, key_bits=8).path == "rows"
+    assert _choose(grid.H100, 1024, 1601, 1).path == "rows"  # K below SHORT_ROW_RADIX_MIN_K
+    assert _choose(grid.H100, 1024, 1601, 64, tuning=DEFAULT.replace(ROWS_RADIX_MIN_L=4096)).path == "rows"
+
+
+def test_rule_row_seg():
+    c = _choose(grid.H100, 3, 100, 7)
+    assert (c.path, c.plan.path, c.plan.B, c.plan.P, c.plan.G) == ("seg", "seg", 2048, 128, 3) and "pow2(L) <= B" in c.why
+    assert _choose(grid.H100, 3, 2048, 1).path == "seg"  # K = 1: no short radix row
+    assert _choose(grid.H100, 3, 2048, 2).path == "radix"  # B/2 < pow2(L), K >= SHORT_ROW_RADIX_MIN_K
+    assert _choose(grid.H100, 3, 1024, 2).path == "seg"  # rows of <= B/2 stay in SEG
+
+
+def test_rule_row_radix():
+    from vkops.ops.top_k1 import DEFAULT
+
+    c = _choose(grid.H100, 2, 300000, 128)
+    assert (c.path, c.plan.path, c.plan.radix) == ("radix", "filter", True) and "RADIX_MIN_KP" in c.why
+    assert _choose(grid.H100, 64, 1 << 20, 64).path == "filter"  # chunks of 2^18 at pow2(K) = 64: the filter stays
+    assert _choose(grid.H100, 4096, 32768, 64).path == "radix"  # one chunk <= RADIX_SHORT_CHUNK_B * B
+    assert _choose(grid.H100, 64, 151936, 50).path == "radix"  # a wave of vocabulary rows
+    assert _choose(grid.H100, 64, 1 << 20, 128).path == "radix"
+    assert _choose(grid.H100, 64, 1 << 20, 128, tuning=DEFAULT.replace(RADIX_MIN_KP=256)).path == "filter"
+    one = _choose(grid.H100, 4096, 32768, 64).plan  # one long chunk a row on many rows, 32-bit keys
+    assert (one.chunks, one.B, one.workgroup) == (1, 512, 128)
+    assert _choose(grid.H100, 4096, 32768, 64, key_bits=16).plan.workgroup == 256
+
+
+def test_rule_row_filter():
+    c = _choose(grid.H100, 2, 300000, 9)
+    assert (c.path, c.plan.path, c.plan.radix) == ("filter", "filter", False) and "threshold" in c.why
+    assert c.plan.chunks > 1 and _choose(grid.LAVAPIPE, 2, 300000, 9).plan.chunks < c.plan.chunks  # CPU: long chunks
+
+
+def test_rule_row_sort():
+    c = _choose(grid.H100, 2, 5000, 3000)
+    assert (c.path, c.plan.path, c.plan.P) == ("sort", "sort", 8192) and "pow2(K) > B/2" in c.why
+
+
+def test_forced_paths_map_one_to_one_and_name_why_they_cannot_run():
+    import dataclasses
+
+    import pytest
+
+    from vkops.errors import ValidationError
+
+    for force in ("seg", "filter", "radix", "sort", "rows", "rsort"):
+        c = _choose(grid.H100, 600, 1000, 300 if force == "rsort" else 8, force=force)
+        assert c.path == force and c.why == f"forced: force={force!r}"
+    r, f = _choose(grid.H100, 2, 40000, 8, force="radix"), _choose(grid.H100, 2, 40000, 8, force="filter")
+    assert r.plan.radix and not f.plan.radix and dataclasses.replace(r.plan, radix=False) == f.plan
+    assert _choose(grid.H100, 2, 40000, 8, force="radix", chunks=3).plan.chunks == 3
+    for lim, kw, why in (
+            (grid.H100, {"force": "seg", "L": 3000}, "seg path needs pow2"),
+            (grid.LAVAPIPE, {"force": "radix", "k": 3000}, "filter path needs pow2"),
+            (grid.LIMITS["minimum"], {"force": "rows"}, "rows path needs subgroup ballot"),
+            (grid.LIMITS["minimum"], {"force": "rsort"}, "rsort path needs subgroup ballot"),
+            (grid.H100, {"force": "bitonic"}, "TOP_K1 force must be None or one of 'rsort', 'rows'"),
+            (grid.LIMITS["minimum"], {"shuffle": True}, "shuffle=True needs subgroup shuffles")):
+        kw = dict({"L": 4000, "k": 8}, **kw)
+        with pytest.raises(ValidationError, match=why):
+            _choose(lim, 4, kw.pop("L"), kw.pop("k"), **kw)

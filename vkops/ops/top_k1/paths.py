@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 from ...errors import DeviceLimitError, ValidationError
@@ -111,33 +112,63 @@ def buffer_entries(shared: int, workgroup: int = DEFAULT.WORKGROUP, t: TopK1Tuni
     return b
 
 
-def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: int = 1024,
-                force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = DEFAULT.WORKGROUP,
-                short_chunks: bool = False, key_bits: int = 32, tuning: TopK1Tuning = DEFAULT) -> Path:
-    """Pick the lowering. `force` / `chunks` exist for tests (exercise every path on small data); `key_bits`
-    (the element width) sets the buffer and workgroup of one radix chunk a row on many rows."""
-    t = tuning
-    WG = workgroup
-    B = buffer_entries(shared, WG, t)
-    Kp = _pow2(k)
-    P = _pow2(length)
-    # Short rows (B/2 < L <= 4B, one chunk each) go to radix select from K = 2: it reads the row a few
-    # times but sorts about K entries (docs/tuning/top_k1.md#short_row_radix_min_k). Rows of <= B/2 stay
-    # in SEG, several per workgroup (it won there).
-    short_radix = B // 2 < P and length <= 4 * B and t.SHORT_ROW_RADIX_MIN_K <= k and Kp <= B // 2
-    path = force or ("seg" if P <= B and not short_radix else "filter" if Kp <= B // 2 else "sort")
-    # Large K: a threshold filter compacts its buffer again and again; a radix select reads the
-    # chunk a few times and sorts once.
-    radix = path == "radix" or (force is None and path == "filter" and (Kp >= t.RADIX_MIN_KP or short_radix))
-    if path == "radix":
-        path = "filter"
-    if path == "seg":
-        if P > B:
-            raise ValidationError(f"seg path needs pow2(L) <= {B}; got L={length}")
-        return Path("seg", B, Kp, G=max(1, min(B // P, WG, n_seq)), P=P, workgroup=WG)
-    if path == "filter":
-        if Kp > B // 2:
-            raise ValidationError(f"filter path needs pow2(K) <= {B // 2}; got K={k}")
+class Facts:
+    """One call's shape on one device under one tuning, with what the path rule reads: Kp, P, the buffer B,
+    each path's sizing, computed once and only when a rule row (or a forced path) asks. `limits` None: no
+    subgroup paths (choose_path: a bare shared-memory size)."""
+
+    def __init__(self, n_seq: int, length: int, k: int, *, shared: int, target_groups: int, short_chunks: bool,
+                 workgroup: int, key_bits: int = 32, chunks: Optional[int] = None, t: TopK1Tuning = DEFAULT,
+                 limits: Optional[Limits] = None):
+        self.n_seq, self.length, self.k, self.shared = n_seq, length, k, shared
+        self.target_groups, self.short_chunks, self.WG = target_groups, short_chunks, workgroup
+        self.key_bits, self.chunks, self.t, self.limits = key_bits, chunks, t, limits
+        self.Kp, self.P = _pow2(k), _pow2(length)
+
+    @cached_property
+    def B(self) -> int:
+        """Shared buffer entries (DeviceLimitError where not even MIN_B fit)."""
+        return buffer_entries(self.shared, self.WG, self.t)
+
+    @cached_property
+    def short_radix(self) -> bool:
+        """Short rows (B/2 < L <= 4B, one chunk each) go to radix select from K = SHORT_ROW_RADIX_MIN_K: it reads
+        the row a few times but sorts about K entries (docs/tuning/top_k1.md#short_row_radix_min_k). Rows of
+        <= B/2 stay in SEG, several per workgroup (it won there)."""
+        B, Kp = self.B, self.Kp
+        return B // 2 < self.P and self.length <= 4 * B and self.t.SHORT_ROW_RADIX_MIN_K <= self.k and Kp <= B // 2
+
+    @cached_property
+    def rsort(self) -> Optional[Path]:
+        return None if self.limits is None else rsort_path(self.limits, self.n_seq, self.length, self.k, t=self.t)
+
+    @cached_property
+    def rows(self) -> Optional[Path]:
+        return (None if self.limits is None else
+                rows_path(self.limits, self.n_seq, self.length, self.k, key_bits=self.key_bits, t=self.t))
+
+    @cached_property
+    def chunked(self) -> Path:
+        """The filter's chunks as the rule sizes them (radix select where the rule's thresholds say)."""
+        return self.filter(radix=self.Kp >= self.t.RADIX_MIN_KP or self.short_radix, auto=True)
+
+    @property
+    def fits_filter(self) -> bool:
+        return self.Kp <= self.B // 2
+
+    def seg(self) -> Path:
+        B, P = self.B, self.P
+        return Path("seg", B, self.Kp, G=max(1, min(B // P, self.WG, self.n_seq)), P=P, workgroup=self.WG)
+
+    def sort(self) -> Path:
+        return Path("sort", self.B, self.Kp, P=max(self.P, 2 * self.B), workgroup=self.WG)
+
+    def filter(self, radix: bool, auto: bool) -> Path:
+        """Chunks a row streamed by the threshold filter or (radix) radix select; `auto`: the rule's own
+        choice (radix select on short chunks, smaller buffers and workgroups for one chunk a row), not a forced path."""
+        t, n_seq, length, k, Kp = self.t, self.n_seq, self.length, self.k, self.Kp
+        WG, B, chunks = self.WG, self.B, self.chunks
+        target_groups, short_chunks, key_bits = self.target_groups, self.short_chunks, self.key_bits
         step = WG * EPI
         wave = False
         if chunks is None:
@@ -169,9 +200,9 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         chunk_len = -(-length // chunks)
         chunk_len = -(-chunk_len // step) * step
         chunks = -(-length // chunk_len)
-        if force is None and Kp >= t.RADIX_SHORT_MIN_KP and (chunk_len <= t.RADIX_SHORT_CHUNK_B * B or wave):
+        if auto and Kp >= t.RADIX_SHORT_MIN_KP and (chunk_len <= t.RADIX_SHORT_CHUNK_B * B or wave):
             radix = True
-        one_chunk = radix and force is None and chunks == 1
+        one_chunk = radix and auto and chunks == 1
         many = Kp <= t.RADIX_ONE_CHUNK_WG_MAX_KP and n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ
         if one_chunk and chunk_len <= 4 * B and length >= t.RADIX_SHORT_ROWS_MIN_L and many:
             # Many short rows, each read a few times: at most max(Kp, 512) keys collected, so a small
@@ -193,9 +224,102 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
         cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
         return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix, workgroup=WG,
                     merge_group=merge_group(chunks, B, Kp, t))
-    if path == "sort":
-        return Path("sort", B, Kp, P=max(P, 2 * B), workgroup=WG)
-    raise ValueError(force)
+
+
+# force= names, one a path: each runs its own kernels/top_k1/<name>.comp (radix: radix.comp's chunks; the
+# Path keeps path "filter" with radix=True, the chunk layout both share).
+PATHS = ("rsort", "rows", "seg", "radix", "filter", "sort")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The path a call takes (a name of PATHS), why, and the numbers it picked (the Path: buffer, workgroup,
+    chunks, cap, shuffles)."""
+
+    path: str
+    why: str
+    plan: Path
+
+
+# force=None: the first row whose condition holds runs (its name, the condition on the Facts, why). The
+# conditions read the paths' own sizing (rsort_path, rows_path, Facts.filter) and the tuning;
+# docs/tuning/top_k1.md "Which path runs where" is this table. `chunks` given (tests, sweeps) skips the
+# subgroup paths.
+AUTO_RULE = (
+    ("rsort", lambda f: f.chunks is None and f.rsort is not None,
+     "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L with pow2(K) > ROWS_MAX_KP and subgroup ballot + "
+     "arithmetic + shuffle: one workgroup radix-sorts a row"),
+    ("rows", lambda f: f.chunks is None and f.rows is not None,
+     "ROWS: >= ROWS_MIN_SEQ rows of <= ROWS_MAX_L with pow2(K) <= ROWS_MAX_KP and subgroup ballot + arithmetic + "
+     "shuffle (not the many rows longer than ROWS_RADIX_MIN_L with wide keys): one subgroup a row"),
+    ("seg", lambda f: f.P <= f.B and not f.short_radix,
+     "SEG: the padded row fits the buffer (pow2(L) <= B) and is no short radix row: rows bitonic-sorted in "
+     "shared memory, several a workgroup"),
+    ("radix", lambda f: f.fits_filter and f.chunked.radix,
+     "radix select: pow2(K) <= B/2, and pow2(K) >= RADIX_MIN_KP, a short row (B/2 < L <= 4B, K >= "
+     "SHORT_ROW_RADIX_MIN_K), or pow2(K) >= RADIX_SHORT_MIN_KP on chunks <= RADIX_SHORT_CHUNK_B * B or in a wave"),
+    ("filter", lambda f: f.fits_filter,
+     "threshold filter: pow2(K) <= B/2, chunks streamed once through a running K-th best"),
+    ("sort", lambda f: True,
+     "global bitonic sort: pow2(K) > B/2"),
+)
+
+
+def _auto(f: Facts, name: str) -> Path:
+    return {"rsort": lambda: f.rsort, "rows": lambda: f.rows, "seg": f.seg, "radix": lambda: f.chunked,
+            "filter": lambda: f.chunked, "sort": f.sort}[name]()
+
+
+def _forced(f: Facts, force: str) -> Path:
+    """The forced path, or ValidationError naming why it cannot run."""
+    lim, length, k = f.limits, f.length, f.k
+    if force == "rsort" and lim is not None:
+        p = rsort_path(lim, f.n_seq, length, k, force=True, t=f.t)
+        if p is None:
+            raise ValidationError(f"rsort path needs subgroup ballot + arithmetic + shuffle, rows of <= {RSORT_MAX_E} "
+                                  f"elements an invocation and its counters in shared memory (128 words a "
+                                  f"subgroup); got L={length} on {lim.name} (subgroups of "
+                                  f"{lim.min_subgroup_size}-{lim.max_subgroup_size}, "
+                                  f"{lim.shared_memory_bytes} bytes of shared memory)")
+        return p
+    if force == "rows" and lim is not None:
+        p = rows_path(lim, f.n_seq, length, k, force=True, cap=f.chunks, key_bits=f.key_bits, t=f.t)
+        if p is None:
+            raise ValidationError(f"rows path needs subgroup ballot + arithmetic + shuffle and pow2(K) <= "
+                                  f"{f.t.ROWS_MAX_KP}; got K={k} on {lim.name}")
+        return p
+    if force == "seg":
+        if f.P > f.B:
+            raise ValidationError(f"seg path needs pow2(L) <= {f.B}; got L={length}")
+        return f.seg()
+    if force in ("filter", "radix"):
+        if not f.fits_filter:
+            raise ValidationError(f"filter path needs pow2(K) <= {f.B // 2}; got K={k}")
+        return f.filter(radix=force == "radix", auto=False)
+    if force == "sort":
+        return f.sort()
+    raise ValidationError(f"TOP_K1 force must be None or one of {', '.join(map(repr, PATHS))}; got {force!r}")
+
+
+def decide(f: Facts, force: Optional[str] = None) -> Choice:
+    """The path rule: AUTO_RULE's rows in order (the first that holds runs), or the forced path."""
+    if force is not None:
+        return Choice(force, f"forced: force={force!r}", _forced(f, force))
+    for name, cond, why in AUTO_RULE:
+        if (name not in ("rsort", "rows") or f.limits is not None) and cond(f):
+            return Choice(name, why, _auto(f, name))
+    raise AssertionError("the last row always holds")
+
+
+def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: int = 1024,
+                force: Optional[str] = None, chunks: Optional[int] = None, workgroup: int = DEFAULT.WORKGROUP,
+                short_chunks: bool = False, key_bits: int = 32, tuning: TopK1Tuning = DEFAULT) -> Path:
+    """The rule without subgroup paths on a bare shared-memory size (tests: an H100-sized device anywhere).
+    `force` / `chunks` exist for tests (exercise every path on small data); `key_bits` (the element width)
+    sets the buffer and workgroup of one radix chunk a row on many rows."""
+    f = Facts(n_seq, length, k, shared=shared, target_groups=target_groups, short_chunks=short_chunks,
+              workgroup=workgroup, key_bits=key_bits, chunks=chunks, t=tuning)
+    return decide(f, force).plan
 
 
 def tune_bits(p: Path, n_seq: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
@@ -277,37 +401,29 @@ def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fa
     return None
 
 
-def device_path(limits: Limits, n_seq: int, length: int, k: int, *, tuning: TopK1Tuning = DEFAULT, **kw) -> Path:
-    """choose_path() with the device's shared memory and workgroup target (a CPU device gets far fewer
-    chunks); ROWS where it applies. `force="rows"` takes ROWS wherever the device can run it, and then
-    `chunks`, if given, is its candidate cap (a knob for bench sweeps)."""
+def choose(limits: Limits, n_seq: int, length: int, k: int, *, key_bits: int = 32, force: Optional[str] = None,
+           chunks: Optional[int] = None, shuffle: Optional[bool] = None, tuning: TopK1Tuning = DEFAULT) -> Choice:
+    """The path a call takes on a device, why, and the numbers it picked: the device's shared memory and
+    workgroup target (a CPU device gets far fewer chunks), AUTO_RULE in order or the forced path.
+    `force="rows"` takes ROWS wherever the device can run it, and then `chunks`, if given, is its candidate
+    cap (a knob for bench sweeps). `shuffle` None: the _sg modules from pow2(K) = SHUF_MIN_KP where the device
+    has subgroup shuffles; True / False: tests and sweeps."""
     t = tuning
-    shuf = kw.pop("shuffle", None)  # None: the rule below; True / False: tests and sweeps
-    if shuf and not limits.has_subgroup(*SHUF_SUBGROUP_OPS):
+    if shuffle and not limits.has_subgroup(*SHUF_SUBGROUP_OPS):
         raise ValidationError(f"shuffle=True needs subgroup shuffles, which {limits.name} lacks")
-    force, chunks = kw.get("force"), kw.get("chunks")
-    if force == "rsort" or (force is None and chunks is None):
-        p = rsort_path(limits, n_seq, length, k, force=force == "rsort", t=t)
-        if p is not None:
-            return p
-        if force == "rsort":
-            raise ValidationError(f"rsort path needs subgroup ballot + arithmetic + shuffle, rows of <= {RSORT_MAX_E} "
-                                  f"elements an invocation and its counters in shared memory (128 words a "
-                                  f"subgroup); got L={length} on {limits.name} (subgroups of "
-                                  f"{limits.min_subgroup_size}-{limits.max_subgroup_size}, "
-                                  f"{limits.shared_memory_bytes} bytes of shared memory)")
-    if force == "rows" or (force is None and chunks is None):
-        p = rows_path(limits, n_seq, length, k, force=force == "rows", cap=chunks if force == "rows" else None,
-                      key_bits=kw.get("key_bits", 32), t=t)
-        if p is not None:
-            return p
-        if force == "rows":
-            raise ValidationError(f"rows path needs subgroup ballot + arithmetic + shuffle and pow2(K) <= {t.ROWS_MAX_KP}; "
-                                  f"got K={k} on {limits.name}")
-    p = choose_path(n_seq, length, k, limits.shared_memory_bytes,
-                    target_groups=t.TARGET_GROUPS if limits.device_type != "cpu" else t.CPU_TARGET_GROUPS,
-                    short_chunks=limits.device_type != "cpu",
-                    workgroup=limits.workgroup(t.WORKGROUP), tuning=t, **kw)
+    cpu = limits.device_type == "cpu"
+    f = Facts(n_seq, length, k, shared=limits.shared_memory_bytes,
+              target_groups=t.CPU_TARGET_GROUPS if cpu else t.TARGET_GROUPS, short_chunks=not cpu,
+              workgroup=limits.workgroup(t.WORKGROUP), key_bits=key_bits, chunks=chunks, t=t, limits=limits)
+    c = decide(f, force)
+    if c.path in ("rows", "rsort"):
+        return c
+    shuf = shuffle
     if shuf is None:
-        shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and p.Kp >= t.SHUF_MIN_KP
-    return dataclasses.replace(p, shuf=bool(shuf) and p.path in ("seg", "filter"))
+        shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and c.plan.Kp >= t.SHUF_MIN_KP
+    return dataclasses.replace(c, plan=dataclasses.replace(c.plan, shuf=bool(shuf) and c.plan.path in ("seg", "filter")))
+
+
+def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:
+    """choose()'s Path."""
+    return choose(limits, n_seq, length, k, **kw).plan
