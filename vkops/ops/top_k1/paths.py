@@ -33,8 +33,6 @@ def _pow2(x: int) -> int:
     return 1 << max(0, int(x) - 1).bit_length()
 
 
-
-
 def merge_loads(runs: int, per_load: int) -> int:
     """Loads (one bitonic merge each) in which merge_cand reduces `runs` sorted runs, `per_load` a load
     (the first load takes that many, each next one per_load - 1 new runs beside the result)."""
@@ -59,7 +57,10 @@ def merge_group(chunks: int, B: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
 
 @dataclass(frozen=True)
 class Path:
-    path: str            # "seg", "filter", "sort" or "rows"
+    """The numbers a path runs with: its kernel family (radix select's chunks are path "filter" with
+    radix=True: the chunk layout both share; Choice.path names it "radix"), buffer, workgroup, chunks."""
+
+    path: str            # "seg", "filter", "sort", "rows" or "rsort"
     B: int               # shared buffer entries
     Kp: int
     G: int = 1           # seg, rows: rows per workgroup
