@@ -6,7 +6,8 @@
 
     python bench/bench_top_k1.py --grid rows   # many short rows: ROWS and RSORT against the workgroup paths (forced)
 
-Research flags, kept here: --workgroup N (TOP_K1's wanted workgroup size, read at planning time),
+Research flags, kept here: --workgroup N (TOP_K1's wanted workgroup size: the tuning's WORKGROUP of every
+vkops row but the default one, and one more vkops row with it alone),
 --sweep-chunks 2,4,8,16 [--force filter|radix|seg|sort|rows|rsort] (one more vkops row per forced chunk count;
 with rows: per candidate cap),
 --only 1x151936,8x32000, --dtypes float16 and --k 256,1024 (subsets of the grid). Every row is checked against
@@ -23,7 +24,6 @@ sys.path.insert(0, str(HERE.parent))
 
 import vkops  # noqa: E402
 from vkops.bench import cases, commands, presets, runner, timing  # noqa: E402
-from vkops.ops import top_k1_paths  # noqa: E402
 
 
 # Many short rows (ROWS, one subgroup per row, and RSORT, one workgroup's radix sort per row, against SEG and
@@ -54,8 +54,6 @@ def main():
     ap.add_argument("--sweep-chunks", default=None, help="e.g. 2,4,8,16: a vkops row per forced chunk count")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    if args.workgroup:
-        top_k1_paths.WORKGROUP = args.workgroup  # this process plans every call with it
     small = args.small or vkops.Device().device_type == "cpu"
     preset = "small" if small else ("llm" if args.grid == "llm" else "paper")
     grid = ROWS_GRID if args.grid == "rows" else presets.top_k(preset)
@@ -67,6 +65,10 @@ def main():
         variants = {f: {"force": f} for f in ("rows", "rsort", "radix", "seg")}
     for c in map(int, (args.sweep_chunks or "").split(",") if args.sweep_chunks else []):
         variants[f"chunks={c}" + (f" {args.force}" if args.force else "")] = {"chunks": c, "force": args.force}
+    if args.workgroup:  # a tuning, part of each plan's key: the default row stays beside as the baseline
+        knobs = {"WORKGROUP": args.workgroup}
+        variants = {f"{n} wg={args.workgroup}": dict(v, knobs=knobs) for n, v in variants.items()}
+        variants[f"wg={args.workgroup}"] = {"knobs": knobs}
     cfg = runner.Config(cases=cases, against=[a for a in args.against.split(",") if a and a != "none"],
                         out=Path(args.out or commands.default_out(HERE / "results")), variants=variants, preset=preset,
                         method=timing.Method(reps=args.reps), command=["python"] + sys.argv)

@@ -11,7 +11,7 @@ import pytest
 from vkops.ops.qlmm import QLMM_PUSH
 from vkops.ops.slice1 import SLICE_PUSH
 from vkops.ops import top_k1
-from vkops.ops import top_k1_paths
+from vkops.ops.top_k1 import paths as top_k1_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 SPV = ROOT / "vkops" / "spv"
@@ -27,7 +27,7 @@ sys.path.pop(0)
 
 # module-name prefix -> (host mirror of its push block, buffers the operator binds)
 HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLMM_PUSH, 9)}
-# TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1.py lower)
+# TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1/lowering.py lower)
 TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3}
 
 

@@ -11,7 +11,8 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.limits import PROFILES, Limits
-from vkops.ops import qlmm, slice1, top_k1, top_k1_paths
+from vkops.ops import qlmm, slice1, top_k1
+from vkops.ops.top_k1 import paths as top_k1_paths
 from vkops.ops.qlmm import stream as qlmm_stream
 from vkops.tensor import TensorDesc
 from vkops.ops.qlmm import coopmat as QC

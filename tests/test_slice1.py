@@ -71,8 +71,8 @@ def test_odd_byte_counts_and_size_one_dims(rng, dtype):
 
 # One workgroup covers WORKGROUP * WORDS_PER_THREAD output words; rows of WORKGROUP words switch to
 # row mode and rows of 4 * WORKGROUP words to 16-byte vectors.
-GROUP_WORDS = slice_mod.WORKGROUP * slice_mod.WORDS_PER_THREAD
-WG = slice_mod.WORKGROUP
+GROUP_WORDS = slice_mod.DEFAULT.WORKGROUP * slice_mod.DEFAULT.WORDS_PER_THREAD
+WG = slice_mod.DEFAULT.WORKGROUP
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "float32"])
@@ -211,3 +211,22 @@ def test_validation_runs_without_a_device():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "rejected: Slice1Desc.output.sizes" in r.stdout
+
+
+def test_tuning_is_data_in_the_plan():
+    """Slice1Tuning (WORKGROUP, WORDS_PER_THREAD) steers the plan through tuning=, validated naming the field."""
+    from vkops.errors import ValidationError
+    from vkops.limits import PROFILES
+    from vkops.tensor import TensorDesc
+
+    d = slice_mod.Slice1Desc(TensorDesc("float32", (64, 4096)), TensorDesc("float32", (64, 4096)), (0, 0),
+                             (64, 4096), (1, 1)).validate()
+    lim = PROFILES["minimum"]
+    base = slice_mod.plan(d, lim)
+    assert base == slice_mod.plan(d, lim, tuning=slice_mod.DEFAULT) and base.dispatches[0].spec == (128, 4)
+    assert slice_mod.plan(d, lim, tuning=slice_mod.DEFAULT.replace(WORKGROUP=64, WORDS_PER_THREAD=2)).dispatches[0].spec == (64, 2)
+    for kw, msg in (({"WORKGROUP": 96}, "Slice1Tuning.WORKGROUP must be a power of two; got 96"),
+                    ({"WORDS_PER_THREAD": 0}, "Slice1Tuning.WORDS_PER_THREAD must be an int >= 1; got 0"),
+                    ({"VEC": 1}, "no SLICE1 knob 'VEC'")):
+        with pytest.raises(ValidationError, match=msg):
+            slice_mod.DEFAULT.replace(**kw)

@@ -8,7 +8,8 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.ops import top_k1 as tk
-from vkops.ops import top_k1_paths as paths
+from vkops.ops.top_k1 import paths
+from vkops.ops.top_k1.tuning import DEFAULT as TUN
 
 DTYPES = ["float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8"]
 DIRS = ["decreasing", "increasing"]
@@ -25,7 +26,7 @@ def check(x, k, axis=-1, direction="decreasing", **kw):
 
 
 def shared_b(dev):
-    return paths.buffer_entries(dev.shared_memory_bytes, dev.limits.workgroup(paths.WORKGROUP))
+    return paths.buffer_entries(dev.shared_memory_bytes, dev.limits.workgroup(TUN.WORKGROUP))
 
 
 def big_k(dev, want=1000):
@@ -35,7 +36,7 @@ def big_k(dev, want=1000):
 
 def gpu_path(n_seq, length, k, key_bits=32):
     """The path an H100-sized device plans (48 KiB of shared memory, its workgroup target, short chunks)."""
-    return paths.choose_path(n_seq, length, k, 48 * 1024, target_groups=paths.TARGET_GROUPS, short_chunks=True,
+    return paths.choose_path(n_seq, length, k, 48 * 1024, target_groups=TUN.TARGET_GROUPS, short_chunks=True,
                              key_bits=key_bits)
 
 
@@ -177,7 +178,7 @@ def test_long_rows_radix_rule():
         for k, radix in ks.items():
             p = gpu_path(n_seq, n, k)
             assert (p.path, p.radix) == ("filter", radix), (n_seq, n, k, p)
-            assert radix == (p.Kp >= paths.RADIX_MIN_KP or (p.Kp >= 64 and p.chunk_len <= paths.RADIX_SHORT_CHUNK_B * B)), p
+            assert radix == (p.Kp >= TUN.RADIX_MIN_KP or (p.Kp >= 64 and p.chunk_len <= TUN.RADIX_SHORT_CHUNK_B * B)), p
         assert not paths.choose_path(n_seq, n, 64, 48 * 1024, force="filter").radix  # tests force the filter
 
 
@@ -243,7 +244,7 @@ def test_multi_chunk_merge(dev, rng, direction):
     check(x.astype(np.uint8), 64, 1, direction, force="filter", chunks=3)   # scalar (unaligned) path
     check(random(rng, "float16", (2, 4096)), 100, 1, direction, force="filter", chunks=5)
     # a last chunk of 3 entries under K=50: its threshold seed has fewer entries than K
-    check(rng.integers(0, 9, size=(2, 2 * paths.WORKGROUP * paths.EPI + 3)).astype(np.int16), 50, 1, direction,
+    check(rng.integers(0, 9, size=(2, 2 * TUN.WORKGROUP * paths.EPI + 3)).astype(np.int16), 50, 1, direction,
           force="filter", chunks=2)
 
 
@@ -253,7 +254,7 @@ def test_merge_of_sorted_runs(dev, rng, direction):
     """The last chunk of a row merges the chunks' sorted candidate runs, B/pow2(K) at a time: more runs
     than one load holds (several loads, counts not powers of two), a last chunk shorter than K (a run
     padded with sentinels), and ties across chunk boundaries (equal keys order by index)."""
-    B, step = shared_b(dev), dev.limits.workgroup(paths.WORKGROUP) * paths.EPI
+    B, step = shared_b(dev), dev.limits.workgroup(TUN.WORKGROUP) * paths.EPI
     k = big_k(dev)  # pow2(K) = B/2: two runs a load, so 8 chunks take 7 loads
     n = 7 * step + 5  # each value about 4 times: the top K spread over every chunk, ties across them
     x = rng.integers(0, n // 4, size=(2, n)).astype(np.float32)
@@ -266,11 +267,11 @@ def test_merge_of_sorted_runs(dev, rng, direction):
 
 @pytest.mark.parametrize("direction", DIRS)
 def test_two_level_merge(dev, rng, direction):
-    """Many chunks of a row merge in two levels (top_k1_paths.merge_group): the last chunk of each group
+    """Many chunks of a row merge in two levels (top_k1.paths.merge_group): the last chunk of each group
     merges the group's runs in place of its first, the last group merges the groups' runs. Group counts
     that do not divide the chunks, a last group of a single run (13 chunks in groups of 3), a last chunk
     shorter than the others, ties across chunks and groups, two rows sharing the counters buffer."""
-    B, step = shared_b(dev), dev.limits.workgroup(paths.WORKGROUP) * paths.EPI
+    B, step = shared_b(dev), dev.limits.workgroup(TUN.WORKGROUP) * paths.EPI
     k = big_k(dev)  # pow2(K) = B/2: two runs a load, so one level takes chunks - 1 loads
     # chunk counts whose last group holds one run (already in place: no merge, no write)
     single = next(c for c in range(10, 40) if c % max(paths.merge_group(c, B, B // 2), 2) == 1)
@@ -299,7 +300,7 @@ def test_shuffle_networks(dev, rng, direction):
         with pytest.raises(vkops.ValidationError, match="shuffle=True needs subgroup shuffles"):
             tk._top_k(np.zeros((1, 64), np.float32), 2, shuffle=True)
         return
-    B, step = shared_b(dev), lim.workgroup(paths.WORKGROUP) * paths.EPI
+    B, step = shared_b(dev), lim.workgroup(TUN.WORKGROUP) * paths.EPI
     k_big = big_k(dev)
     seg = rng.integers(0, 40, size=(9, B // 2 - 3)).astype(np.float32)
     for k in (2, 3, 17, 100, B // 4 + 1):
@@ -312,8 +313,8 @@ def test_shuffle_networks(dev, rng, direction):
         check(long, k, 1, direction, force="radix", chunks=chunks, shuffle=True)
         check(long, k, 1, direction, force="radix", chunks=chunks, shuffle=False)
     # the rule: shuffles where the device has them and pow2(K) >= SHUF_MIN_KP, on SEG and filter paths
-    assert paths.device_path(lim, 2, 100000, paths.SHUF_MIN_KP).shuf
-    assert not paths.device_path(lim, 2, 100000, paths.SHUF_MIN_KP // 2).shuf
+    assert paths.device_path(lim, 2, 100000, TUN.SHUF_MIN_KP).shuf
+    assert not paths.device_path(lim, 2, 100000, TUN.SHUF_MIN_KP // 2).shuf
     assert not paths.device_path(lim.within("minimum"), 2, 100000, 1024).shuf
 
 
@@ -327,7 +328,7 @@ def test_small_k_filter_path(dev, rng, dtype):
     loads, a row of positive values only (a seed that counted the zeros loaded past a row's end
     would rank them first, increasing), rows of a step - 1, a step (16-byte loads) and a step + 1
     (element loads) and a step - 64 16-byte loads, several chunks, a strided axis."""
-    wg = dev.limits.workgroup(paths.WORKGROUP)
+    wg = dev.limits.workgroup(TUN.WORKGROUP)
     step, ev = wg * paths.EPI, 16 // np.dtype(dtype).itemsize
     info = None if np.dtype(dtype).kind == "f" else np.iinfo(np.dtype(dtype))
     hi, lo = (np.inf, -np.inf) if info is None else (info.max, info.min)
@@ -365,7 +366,7 @@ def test_compaction_around_rank_bound(dev, rng, dtype):
     strided axis) of n <= WG entries: the seed compaction holds exactly n (one entry a thread). n on both
     sides of the bound and of the 8-key unroll, few distinct values (ties by index), or rising values (the
     best entries last in the buffer), both directions."""
-    wg = dev.limits.workgroup(paths.WORKGROUP)
+    wg = dev.limits.workgroup(TUN.WORKGROUP)
     bound = min(wg, 256)
     for n in (bound - 9, bound - 1, bound, bound + 1):
         if n > wg:
@@ -441,7 +442,7 @@ def test_radix_sampled_threshold_on_long_chunks(dev, rng, dtype, kind):
 def guess_too_high_row(dev, rng, n):
     """A row of n tied losers (-1) but one distinct winner at element 4t of each thread t's first sampled
     strip: the sampled guess then collects only about its rank r of keys."""
-    wg = dev.limits.workgroup(paths.WORKGROUP)
+    wg = dev.limits.workgroup(TUN.WORKGROUP)
     x = np.full((1, n), -1.0, np.float32)
     x[0, 4 * np.arange(wg)] = 1000.0 + rng.permutation(wg)
     return x
@@ -461,7 +462,7 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
     x = guess_too_high_row(dev, rng, 1 << 15)
     if direction == "increasing":
         x = -x
-    wg = dev.limits.workgroup(paths.WORKGROUP)
+    wg = dev.limits.workgroup(TUN.WORKGROUP)
     assert big_k(dev) > wg  # the last K is past the winners on every profile
     for k in (64, min(256, big_k(dev)), big_k(dev)):
         check(x, k, -1, direction, force="radix", chunks=1)
@@ -475,11 +476,11 @@ def test_radix_sampled_guess_too_high(dev, rng, direction):
 
 
 @pytest.mark.subgroup_free
-def test_short_rows_small_buffer(dev, rng, monkeypatch):
+def test_short_rows_small_buffer(dev, rng):
     """Many short rows by radix select (one chunk of at most 4 B, longer than ROWS_RADIX_MIN_L) plan a buffer of
     RADIX_SHORT_ROWS_B entries and workgroups of RADIX_SHORT_ROWS_WG up to pow2(K) = 256, any key width;
     exact on random rows and rows of ties (the K-th key's ties fill the buffer: the position select).
-    The runs take that plan on 24 rows (the rule's row count lowered; the plan checked equal to the one for
+    The runs take that plan on 24 rows (a tuning with the rule's row count lowered; the plan checked equal to the one for
     RADIX_ONE_CHUNK_WG_MIN_SEQ rows): a workgroup a row, so 1024 rows only repeated the same work (lavapipe,
     minimum limits: 107 s in the suite, 77 s with 24 rows, most of it compiling the three variants)."""
     assert [(gpu_path(2048, 8192, k, b).B, gpu_path(2048, 8192, k, b).workgroup) for k in (8, 256) for b in (32, 8)] \
@@ -492,17 +493,16 @@ def test_short_rows_small_buffer(dev, rng, monkeypatch):
     B = shared_b(dev)
     n = min(4 * B, 8192)
     rows = 24
-    plans = {k: paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k) for k in (8, 256)}
-    monkeypatch.setattr(paths, "RADIX_ONE_CHUNK_WG_MIN_SEQ", rows)
-    dev._plans.clear()  # no plan of these shapes made under the real rule is replayed
+    plans = {k: paths.device_path(dev.limits, TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k) for k in (8, 256)}
+    low = TUN.replace(RADIX_ONE_CHUNK_WG_MIN_SEQ=rows)  # part of the plan key: no plan made under DEFAULT is replayed
     for k, p in plans.items():
         assert (p.path, p.radix, p.chunks) == ("filter", True, 1)
-        assert p.B == max(min(B, paths.RADIX_SHORT_ROWS_B), 2 * paths._pow2(k), p.workgroup) < B
-        assert p.workgroup == min(dev.limits.workgroup(paths.WORKGROUP), paths.RADIX_SHORT_ROWS_WG)
-        assert paths.device_path(dev.limits, rows, n, k) == p  # what the runs below plan
+        assert p.B == max(min(B, TUN.RADIX_SHORT_ROWS_B), 2 * paths._pow2(k), p.workgroup) < B
+        assert p.workgroup == min(dev.limits.workgroup(TUN.WORKGROUP), TUN.RADIX_SHORT_ROWS_WG)
+        assert paths.device_path(dev.limits, rows, n, k, tuning=low) == p  # what the runs below plan
+        assert paths.device_path(dev.limits, rows, n, k) != p  # DEFAULT plans 24 rows otherwise
         for dtype, kind in (("float32", "ties"), ("float16", "random"), ("uint8", "ties")):
-            check(radix_data(rng, dtype, (rows, n), kind), k, -1, "decreasing")
-    dev._plans.clear()  # and none made under the lowered rule outlives it
+            check(radix_data(rng, dtype, (rows, n), kind), k, -1, "decreasing", tuning=low)
 
 
 def test_rows_of_2k_4k_take_radix_select(dev, rng):
@@ -510,7 +510,7 @@ def test_rows_of_2k_4k_take_radix_select(dev, rng):
     with the short rows' buffer and workgroups of 128 where the device has ROWS; K=1, 8-bit keys, rows of
     <= ROWS_RADIX_MIN_L and fewer rows keep ROWS. Exact on rows around one step of a 128 workgroup (128 x 16
     elements), with ties at the K-th key."""
-    lim, n = dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ
+    lim, n = dev.limits, TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ
     if lim.has_subgroup(*paths.ROWS_SUBGROUP_OPS):
         for L, k, bits in ((2048, 64, 32), (4096, 256, 16), (1601, 2, 32), (3000, 8, 16)):
             p = paths.device_path(lim, n, L, k, key_bits=bits)
@@ -522,7 +522,7 @@ def test_rows_of_2k_4k_take_radix_select(dev, rng):
     for L, k, direction in ((step - 1, 100, "decreasing"), (step, 2, "increasing"), (step + 1, 256, "decreasing")):
         p = paths.device_path(lim, n, L, k)
         assert (p.path, p.radix, p.chunks) == ("filter", True, 1)
-        assert p.workgroup == min(lim.workgroup(paths.WORKGROUP), paths.RADIX_SHORT_ROWS_WG)
+        assert p.workgroup == min(lim.workgroup(TUN.WORKGROUP), TUN.RADIX_SHORT_ROWS_WG)
         check(radix_data(rng, "float32", (n, L), "ties"), k, -1, direction)
 
 
@@ -540,19 +540,19 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
         p = paths.device_path(dev.limits, 1, n, k)
         if not (p.path == "filter" and p.radix and p.chunks == 1):
             continue  # this device plans the row otherwise (e.g. many chunks)
-        assert p.B == max(min(B, 4 * Kp), paths.RADIX_ONE_CHUNK_MIN_B) <= B
-        assert p.workgroup == dev.limits.workgroup(paths.WORKGROUP)  # one row: the usual workgroup
-        narrow = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k, key_bits=16)
+        assert p.B == max(min(B, 4 * Kp), TUN.RADIX_ONE_CHUNK_MIN_B) <= B
+        assert p.workgroup == dev.limits.workgroup(TUN.WORKGROUP)  # one row: the usual workgroup
+        narrow = paths.device_path(dev.limits, TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k, key_bits=16)
         assert (narrow.chunks, narrow.radix, narrow.B) == (1, True, p.B)
-        assert narrow.workgroup == min(p.workgroup, paths.RADIX_ONE_CHUNK_WG)
+        assert narrow.workgroup == min(p.workgroup, TUN.RADIX_ONE_CHUNK_WG)
         # 32-bit keys: a smaller buffer, and for pow2(K) <= 128 a smaller workgroup still
-        many = paths.device_path(dev.limits, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k, key_bits=32)
+        many = paths.device_path(dev.limits, TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ, n, k, key_bits=32)
         wg = narrow.workgroup
-        if Kp <= paths.RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP:
-            wg = min(wg, paths.RADIX_ONE_CHUNK_WIDE_SMALL_WG)
+        if Kp <= TUN.RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP:
+            wg = min(wg, TUN.RADIX_ONE_CHUNK_WIDE_SMALL_WG)
         assert (many.chunks, many.radix, many.workgroup) == (1, True, wg)
-        assert many.B == max(min(p.B, max(2 * Kp, paths.RADIX_ONE_CHUNK_WIDE_B)), wg) < p.B
-        x = radix_data(rng, "float32", (paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, n), "ties")
+        assert many.B == max(min(p.B, max(2 * Kp, TUN.RADIX_ONE_CHUNK_WIDE_B)), wg) < p.B
+        x = radix_data(rng, "float32", (TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ, n), "ties")
         check(x, k, -1, "decreasing")  # the smaller workgroup and buffer, a thousand rows of ties
         for kind in ("random", "ties"):
             check(radix_data(rng, "float32", (2, n), kind), k, -1, "decreasing")
@@ -564,9 +564,9 @@ def test_one_long_chunk_smaller_buffer(dev, rng):
     assert [(gpu_path(4096, 32768, k).B, gpu_path(4096, 32768, k).workgroup) for k in (64, 128, 256)] == \
         [(512, 128), (512, 128), (512, 256)]  # 32-bit keys
     assert gpu_path(4096, 32768, 1024).B == 2048
-    assert [gpu_path(4096, 32768, k, 16).workgroup for k in (8, 64, 256, 1024)] == [paths.WORKGROUP, 256, 256, paths.WORKGROUP]
-    assert gpu_path(64, 1 << 20, 256).workgroup == paths.WORKGROUP  # several chunks a row: 512
-    assert gpu_path(256, 151936, 256).workgroup == gpu_path(1, 32000, 50).workgroup == paths.WORKGROUP  # LLM rows
+    assert [gpu_path(4096, 32768, k, 16).workgroup for k in (8, 64, 256, 1024)] == [TUN.WORKGROUP, 256, 256, TUN.WORKGROUP]
+    assert gpu_path(64, 1 << 20, 256).workgroup == TUN.WORKGROUP  # several chunks a row: 512
+    assert gpu_path(256, 151936, 256).workgroup == gpu_path(1, 32000, 50).workgroup == TUN.WORKGROUP  # LLM rows
     assert gpu_path(1, 151936, 256).B == 2048
 
 
@@ -584,7 +584,7 @@ def test_tune_select_and_guess(dev, rng):
     the workgroup (WG - 1, WG, WG + 1), ties and special values, ties of the K-th key beyond pow2(K)
     (select_front gives up for the full reduction), 16- and 8-bit keys. The rule sets them for one long
     radix chunk a row on many rows only."""
-    wg = dev.limits.workgroup(paths.WORKGROUP)
+    wg = dev.limits.workgroup(TUN.WORKGROUP)
     B = shared_b(dev)
     both = paths.TUNE_GUESS | paths.TUNE_SELECT
     n_long = max(1 << 15, 4 * B + 1)  # sampled; 4 B + 1: one long chunk, exact select (below 2^15)
@@ -752,10 +752,10 @@ def test_rows_path(dev, rng, dtype, kind):
                 check(x, k, -1, direction, force="rows")
     check(radix_data(rng, dtype, (300, 5), kind), 3, 0, "increasing", force="rows")  # strided axis
     # K close to L, up to ROWS' largest
-    x = radix_data(rng, dtype, (p.G + 1, paths.ROWS_MAX_KP + 3), kind)
-    for k in (paths.ROWS_MAX_KP - 1, paths.ROWS_MAX_KP):
+    x = radix_data(rng, dtype, (p.G + 1, TUN.ROWS_MAX_KP + 3), kind)
+    for k in (TUN.ROWS_MAX_KP - 1, TUN.ROWS_MAX_KP):
         check(x, k, -1, "decreasing", force="rows")
-    check(x[:, :paths.ROWS_MAX_KP], paths.ROWS_MAX_KP, -1, "increasing", force="rows")
+    check(x[:, :TUN.ROWS_MAX_KP], TUN.ROWS_MAX_KP, -1, "increasing", force="rows")
 
 
 def test_rows_forced_ties_pick_lowest_indices(dev, rng):
@@ -779,16 +779,16 @@ def test_rows_choice(dev):
     never within the Vulkan 1.1 minimum (which guarantees only basic subgroup operations)."""
     lim = dev.limits
     if lim.has_subgroup(*paths.ROWS_SUBGROUP_OPS):
-        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, 1024, 64).path == "rows"
-        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, paths.ROWS_MAX_L, 256).path == "rows"
-        assert paths.device_path(lim, paths.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
-        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, paths.ROWS_MAX_L + 1, 64).path != "rows"
-        assert paths.device_path(lim, paths.ROWS_MIN_SEQ, 1024, 257).path != "rows"
+        assert paths.device_path(lim, TUN.ROWS_MIN_SEQ, 1024, 64).path == "rows"
+        assert paths.device_path(lim, TUN.ROWS_MIN_SEQ, TUN.ROWS_MAX_L, 256).path == "rows"
+        assert paths.device_path(lim, TUN.ROWS_MIN_SEQ - 1, 1024, 64).path != "rows"
+        assert paths.device_path(lim, TUN.ROWS_MIN_SEQ, TUN.ROWS_MAX_L + 1, 64).path != "rows"
+        assert paths.device_path(lim, TUN.ROWS_MIN_SEQ, 1024, 257).path != "rows"
         # many rows longer than ROWS_RADIX_MIN_L with keys wider than 8 bits: radix select
-        assert paths.device_path(lim, paths.RADIX_ONE_CHUNK_WG_MIN_SEQ, paths.ROWS_MAX_L, 64).path != "rows"
+        assert paths.device_path(lim, TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ, TUN.ROWS_MAX_L, 64).path != "rows"
     minimum = lim.within("minimum")
     assert not minimum.has_subgroup("ballot")
-    assert paths.device_path(minimum, paths.ROWS_MIN_SEQ, 1024, 64).path != "rows"
+    assert paths.device_path(minimum, TUN.ROWS_MIN_SEQ, 1024, 64).path != "rows"
     with pytest.raises(vkops.ValidationError, match="rows path needs subgroup ballot"):
         paths.device_path(minimum, 8, 1024, 64, force="rows")
 
@@ -820,7 +820,7 @@ def test_rsort_long_rows(dev, rng, dtype):
     """The longest rows RSORT takes (RSORT_MAX_L, workgroups of 256) and, where shared memory holds their
     counters (an H100; not lavapipe), rows of 4096 when forced (workgroups of 512): indices past 2047 in
     the exchanged words' 12 index bits; ties."""
-    for L in (paths.RSORT_MAX_L - 1, paths.RSORT_MAX_L, 4096):
+    for L in (TUN.RSORT_MAX_L - 1, TUN.RSORT_MAX_L, 4096):
         p = paths.rsort_path(dev.limits, 2, L, L, force=True)
         if p is None:  # counters that do not fit this device's shared memory (small subgroups)
             assert L > 1024 or not dev.limits.has_subgroup(*paths.ROWS_SUBGROUP_OPS)
@@ -858,18 +858,18 @@ def test_rsort_choice(dev):
     the device has the ROWS modules' subgroup operations (one dispatch of an rsort module);
     another path outside those, and within the Vulkan 1.1 minimum."""
     lim = dev.limits
-    n, L = paths.RSORT_MIN_SEQ, paths.RSORT_MAX_L
+    n, L = TUN.RSORT_MIN_SEQ, TUN.RSORT_MAX_L
     if lim.has_subgroup(*paths.ROWS_SUBGROUP_OPS):
         # the longest rows whose counters fit (lavapipe's 4-lane subgroups: rows of 1024, not 2048)
-        L = next((L for L in (paths.RSORT_MAX_L, 1024) if paths.rsort_path(lim, n, L, 1024)), paths.RSORT_MAX_L)
+        L = next((L for L in (TUN.RSORT_MAX_L, 1024) if paths.rsort_path(lim, n, L, 1024)), TUN.RSORT_MAX_L)
         p = paths.rsort_path(lim, n, L, 1024)
         if p is not None:
             assert paths.device_path(lim, n, L, 1024).path == "rsort"
-            assert paths.device_path(lim, n, paths.RSORT_MIN_L, 257).path == "rsort"
+            assert paths.device_path(lim, n, TUN.RSORT_MIN_L, 257).path == "rsort"
             assert paths.device_path(lim, n, L, 256).path != "rsort"
-            assert paths.device_path(lim, n, paths.RSORT_MAX_L + 1, 1024).path != "rsort"
+            assert paths.device_path(lim, n, TUN.RSORT_MAX_L + 1, 1024).path != "rsort"
             assert paths.device_path(lim, n - 1, L, 1024).path != "rsort"
-            assert paths.device_path(lim, n, paths.RSORT_MIN_L - 1, 512).path != "rsort"
+            assert paths.device_path(lim, n, TUN.RSORT_MIN_L - 1, 512).path != "rsort"
             x = vkops.TensorDesc(vkops.DataType.FLOAT32, (n, L))
             vd, idd = tk.output_descs(x, 1, 1024)
             plan = tk.plan(tk.TopK1Desc(x, vd, idd, 1, 1024).validate(), lim)

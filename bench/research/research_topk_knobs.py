@@ -1,14 +1,15 @@
-"""Research A/B (not a benchmark of record): TOP_K1's path rules (module constants of vkops.ops.top_k1_paths)
+"""Research A/B (not a benchmark of record): TOP_K1's path-rule knobs (fields of vkops.ops.top_k1.TopK1Tuning)
 and _top_k's switches, several configurations side by side in one process, every output checked against the
 oracle, torch beside. GPU ms from Vulkan timestamps; each configuration is timed twice, interleaved (A B A B),
 so a drift of the card's clock shows as a spread.
 
     bash bench/gpu.sh python3 bench/research/research_topk_knobs.py \
-        --configs '{"old": {"paths": {"ROWS_RADIX_MIN_L": 4096, "RADIX_SHORT_ROWS_MIN_L": 4097}}, "new": {}}' \
+        --configs '{"old": {"knobs": {"ROWS_RADIX_MIN_L": 4096, "RADIX_SHORT_ROWS_MIN_L": 4097}}, "new": {}}' \
         --case 4096x4096:float32:8,64,256 --case 16384x2048:float32:1024
 
-A configuration is {"paths": {KNOB: value, ...}, "kw": {force/chunks/shuffle/tune: value}}; plans are
-cleared between configurations (a plan's key does not hold the module's knobs).
+A configuration is {"knobs": {KNOB: value, ...}, "kw": {force/chunks/shuffle/tune: value}} ("paths" is the old
+spelling of "knobs", as in docs/tuning/top_k1.md's log): each configuration plans with its own TopK1Tuning,
+which is part of the plan key, so configurations never share a plan.
 """
 import argparse
 import json
@@ -21,7 +22,8 @@ sys.path.insert(0, os.getcwd())
 import vkops  # noqa: E402
 from vkops import reference  # noqa: E402
 from vkops.bench import timing  # noqa: E402
-from vkops.ops import top_k1, top_k1_paths as TP  # noqa: E402
+from vkops.ops import top_k1  # noqa: E402
+from vkops.ops.top_k1 import paths as TP  # noqa: E402
 
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 
@@ -40,11 +42,7 @@ def main():
     ap.add_argument("--passes", type=int, default=2)
     args = ap.parse_args()
     configs = json.loads(args.configs)
-    base = {k: getattr(TP, k) for c in configs.values() for k in c.get("paths", {})}
-
-    def set_knobs(cfg):  # every knob any configuration names: its own value, else the module's
-        for kn, v in {**base, **cfg.get("paths", {})}.items():
-            setattr(TP, kn, v)
+    tunings = {name: top_k1.DEFAULT.replace(**cfg.get("knobs", cfg.get("paths", {}))) for name, cfg in configs.items()}
 
     dev = vkops.Device()
     rng = np.random.default_rng(0)
@@ -65,20 +63,17 @@ def main():
             notes = {}
             for _ in range(args.passes):
                 for name, cfg in configs.items():
-                    set_knobs(cfg)
-                    dev._plans.clear()
-                    kw = cfg.get("kw", {})
-                    f = lambda i=0: top_k1._top_k(xt, k, out=outs[i], **kw)  # noqa: E731
+                    kw, tun = cfg.get("kw", {}), tunings[name]
+                    f = lambda i=0: top_k1._top_k(xt, k, out=outs[i], tuning=tun, **kw)  # noqa: E731
                     if name not in notes:
                         v, i = (t.numpy() for t in f())
                         ok = np.array_equal(v[rows], full_v[:, :k]) and np.array_equal(i[rows], full_i[:, :k])
                         p = TP.device_path(dev.limits, int(np.prod(shape[:-1])), shape[-1], k,
-                                           key_bits=np.dtype(dtype).itemsize * 8,
+                                           key_bits=np.dtype(dtype).itemsize * 8, tuning=tun,
                                            **{a: b for a, b in kw.items() if a in ("force", "chunks", "shuffle")})
                         notes[name] = (f"{p.path}{' radix' if p.radix else ''} B={p.B} WG={p.workgroup} "
                                        f"chunks={p.chunks}{' shuf' if p.shuf else ''}", ok)
                     res[name].append(timing.vk_gpu_ms(f, device=dev, method=M_))
-            set_knobs({})
             tms = ""
             if tx is not None:
                 tg, _ = timing.torch_ms(lambda: torch.topk(tx, k, dim=-1, sorted=True), method=M_)

@@ -81,16 +81,27 @@ class TopK(OneInput):
                 for _ in range(n)]
 
     @staticmethod
-    def call(case, dev_inputs, out, **variant):
+    def call(case, dev_inputs, out, knobs=None, **variant):
         import vkops  # noqa: PLC0415
         from vkops.ops import top_k1  # noqa: PLC0415
 
-        if variant:  # research knobs: top_k1._top_k(force=, chunks=)
-            return top_k1._top_k(dev_inputs["x"], case.params["k"], out=out, **variant)
-        return vkops.top_k(dev_inputs["x"], case.params["k"], out=out)
+        tuning = TopK.tuning(knobs)
+        if variant:  # research switches: top_k1._top_k(force=, chunks=, shuffle=, tune=)
+            return top_k1._top_k(dev_inputs["x"], case.params["k"], out=out, tuning=tuning, **variant)
+        return vkops.top_k(dev_inputs["x"], case.params["k"], out=out, tuning=tuning)
 
     @staticmethod
-    def variant(**kw):  # top_k's research knobs (chunks, force) are call arguments
+    def tuning(knobs=None):
+        """A variant's tuning: the default with `knobs` (name -> value, e.g. {"WORKGROUP": 256}) replaced;
+        ValidationError (a ValueError) for a knob TopK1Tuning does not have or a bad value."""
+        from ..ops.top_k1 import DEFAULT  # noqa: PLC0415
+
+        return DEFAULT.replace(**knobs) if knobs else DEFAULT
+
+    @staticmethod
+    def variant(knobs=None, **_):  # top_k's research switches (chunks, force) are call arguments
+        """Checks the variant's tuning before the sweep; the tuning itself travels in call()."""
+        TopK.tuning(knobs)
         return contextlib.nullcontext()
 
     @staticmethod

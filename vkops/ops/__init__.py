@@ -1,5 +1,5 @@
-"""One module per DML operator (QUANTIZED_LINEAR_MATRIX_MULTIPLY: the package qlmm/, one job a module): its
-descriptor and shape rules, its tuning and kernel rule, its lowering, its NumPy face.
+"""One package per DML operator (qlmm/, top_k1/, slice1/; one job a module): its descriptor and shape
+rules, its tuning and kernel or path rule, its lowering, its NumPy face.
 
 May import: the pure modules (errors, dtypes, tensor, limits, plan, inputs), `vkops.reference` (the
 cooperative-matrix self-check's oracle) and `vkops.runtime` (the NumPy faces and self-checks, at call

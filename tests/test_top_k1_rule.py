@@ -1,0 +1,186 @@
+"""TOP_K1's planner against the plans it made before (tests/top_k1_plans.json, tests/top_k1_plan_grid.py):
+every row count, length, K, data type, direction, limits and forced-path case of the grid plans exactly
+as before."""
+import json
+
+import top_k1_plan_grid as grid
+
+
+def test_every_plan_of_the_grid_is_unchanged():
+    want = json.loads(grid.FILE.read_text())
+    got = grid.digest()
+    assert sorted(got) == sorted(want)
+    bad = []
+    for g in sorted(got):
+        if got[g] != want[g]:
+            names = [c[0] for c in dict(grid.groups())[g]]
+            diff = [(m, w, n) for m, w, n in zip(names, grid.unrun(want[g]["paths"]), grid.unrun(got[g]["paths"])) if w != n]
+            bad.append(f"{g}: {diff[:3] or 'same paths, other plans'}")
+    assert not bad, f"{len(bad)} groups changed:\n" + "\n".join(bad[:20])
+
+
+# ---- the tuning: TopK1Tuning, every knob as data ---------------------------------------------------------
+def test_every_knob_says_why_and_links_its_measurements():
+    import re
+    from pathlib import Path
+
+    from vkops.ops.top_k1 import paths, tuning
+
+    src = Path(tuning.__file__).read_text()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "tuning" / "top_k1.md").read_text()
+    anchors = {"which-path-runs-where"} | {h.strip().lower().replace(",", "").replace(" ", "-")
+                                           for h in re.findall(r"^#### (.+)$", doc, re.M)}
+    for name in tuning.TopK1Tuning.knobs():
+        line = re.search(rf"^    {name}: int = .+$", src, re.M)
+        assert line, name
+        link = re.search(r"  # .+ \(#([\w-]+)\)$", line.group(0))
+        assert link and link.group(1) in anchors, (name, line.group(0))
+        assert not hasattr(paths, name), f"paths.{name}: a module-level knob is left"
+
+
+def test_tuning_is_validated_naming_field_rule_and_value():
+    import pytest
+
+    from vkops.errors import ValidationError
+    from vkops.ops.top_k1 import DEFAULT, TopK1Tuning
+
+    assert DEFAULT == TopK1Tuning() and hash(DEFAULT) == hash(TopK1Tuning())
+    assert DEFAULT.replace(WORKGROUP=256).WORKGROUP == 256 and DEFAULT.WORKGROUP == 512
+    for kw, msg in (({"WORKGROUP": 384}, "TopK1Tuning.WORKGROUP must be a power of two .*; got 384"),
+                    ({"ROWS_MAX_L": 0}, "TopK1Tuning.ROWS_MAX_L must be an int >= 1; got 0"),
+                    ({"RSORT_MIN_SEQ": True}, "TopK1Tuning.RSORT_MIN_SEQ must be an int >= 1; got True"),
+                    ({"RADIX_SHORT_ROWS_B": 500}, "TopK1Tuning.RADIX_SHORT_ROWS_B must be a power of two"),
+                    ({"NOPE": 1}, "no TOP_K1 knob 'NOPE'")):
+        with pytest.raises(ValidationError, match=msg):
+            DEFAULT.replace(**kw)
+
+
+def test_a_tuning_steers_the_plan():
+    from vkops.ops import top_k1
+
+    d = grid.desc(4096, 32768, 64)
+    base = top_k1.plan(d, grid.H100)
+    assert top_k1.plan(d, grid.H100, tuning=top_k1.DEFAULT) == base
+    wide = top_k1.plan(d, grid.H100, tuning=top_k1.DEFAULT.replace(RADIX_ONE_CHUNK_WIDE_SMALL_WG=256))
+    assert base.dispatches[0].spec[0] == 128 and wide.dispatches[0].spec[0] == 256
+    cpu = grid.desc(64, 1 << 20, 8)
+    assert (top_k1.plan(cpu, grid.LAVAPIPE, tuning=top_k1.DEFAULT.replace(CPU_TARGET_GROUPS=256)).note("chunks")
+            > top_k1.plan(cpu, grid.LAVAPIPE).note("chunks"))
+
+
+def test_the_tuning_is_part_of_the_plan_key(dev, rng):
+    import numpy as np
+
+    import vkops
+    from vkops.ops import top_k1
+
+    x = rng.standard_normal((3, 5000)).astype(np.float32)
+    v0, i0 = vkops.top_k(x, 40)
+    n = dev._plans.stored
+    other = top_k1.DEFAULT.replace(RADIX_SHORT_ROWS_MIN_L=6000, ROWS_RADIX_MIN_L=5999)
+    v1, i1 = vkops.top_k(x, 40, tuning=other)
+    assert dev._plans.stored == n + 1  # its own plan, not the default's
+    vkops.top_k(x, 40, tuning=top_k1.DEFAULT.replace())  # an equal tuning finds the default's plan
+    assert dev._plans.stored == n + 1
+    assert np.array_equal(v0, v1) and np.array_equal(i0, i1)
+
+
+# ---- the path rule: one test per row of AUTO_RULE (tried in order), and the forced paths ----------------
+def _choose(lim, n, L, k, **kw):
+    from vkops.ops.top_k1 import paths
+
+    return paths.choose(lim, n, L, k, **kw)
+
+
+def test_the_rule_is_its_rows_in_order():
+    from vkops.ops.top_k1 import paths
+
+    assert [r[0] for r in paths.AUTO_RULE] == ["rsort", "rows", "seg", "radix", "filter", "sort"]
+    assert sorted(paths.PATHS) == sorted(r[0] for r in paths.AUTO_RULE)  # force= names, one a path
+    # 4096 rows of 1024 at K = 64 on the H100-like device: ROWS's condition holds, so SEG's (which holds too) never runs
+    c = _choose(grid.H100, 4096, 1024, 64)
+    assert c.path == "rows" and "one subgroup a row" in c.why
+    assert _choose(grid.H100, 4096, 1024, 64, chunks=1).path == "seg"  # chunks given: the subgroup rows are skipped
+
+
+def test_rule_row_rsort():
+    from vkops.ops.top_k1 import DEFAULT
+
+    c = _choose(grid.H100, 64, 2048, 1024)
+    assert (c.path, c.plan.path, c.plan.workgroup) == ("rsort", "rsort", 256) and "RSORT_MIN_SEQ" in c.why
+    assert _choose(grid.H100, 63, 2048, 1024).path != "rsort"  # RSORT_MIN_SEQ
+    assert _choose(grid.H100, 64, 2049, 1024).path != "rsort" and _choose(grid.H100, 64, 512, 300).path != "rsort"
+    assert _choose(grid.H100, 64, 2048, 256).path != "rsort"  # pow2(K) <= ROWS_MAX_KP: ROWS' region
+    assert _choose(grid.LIMITS["minimum"], 64, 2048, 1024).path != "rsort"  # no subgroup ballot
+    assert _choose(grid.H100, 64, 2048, 1024, tuning=DEFAULT.replace(RSORT_MIN_SEQ=65)).path != "rsort"
+
+
+def test_rule_row_rows():
+    from vkops.ops.top_k1 import DEFAULT
+
+    c = _choose(grid.H100, 512, 4096, 256, key_bits=8)
+    assert (c.path, c.plan.path) == ("rows", "rows")
+    assert _choose(grid.H100, 511, 1024, 64).path != "rows" and _choose(grid.H100, 512, 4097, 64).path != "rows"
+    assert _choose(grid.H100, 1024, 1601, 64).path == "radix"  # many rows longer than ROWS_RADIX_MIN_L, wide keys
+    assert _choose(grid.H100, 1024, 1601, 64, key_bits=8).path == "rows"
+    assert _choose(grid.H100, 1024, 1601, 1).path == "rows"  # K below SHORT_ROW_RADIX_MIN_K
+    assert _choose(grid.H100, 1024, 1601, 64, tuning=DEFAULT.replace(ROWS_RADIX_MIN_L=4096)).path == "rows"
+
+
+def test_rule_row_seg():
+    c = _choose(grid.H100, 3, 100, 7)
+    assert (c.path, c.plan.path, c.plan.B, c.plan.P, c.plan.G) == ("seg", "seg", 2048, 128, 3) and "pow2(L) <= B" in c.why
+    assert _choose(grid.H100, 3, 2048, 1).path == "seg"  # K = 1: no short radix row
+    assert _choose(grid.H100, 3, 2048, 2).path == "radix"  # B/2 < pow2(L), K >= SHORT_ROW_RADIX_MIN_K
+    assert _choose(grid.H100, 3, 1024, 2).path == "seg"  # rows of <= B/2 stay in SEG
+
+
+def test_rule_row_radix():
+    from vkops.ops.top_k1 import DEFAULT
+
+    c = _choose(grid.H100, 2, 300000, 128)
+    assert (c.path, c.plan.path, c.plan.radix) == ("radix", "filter", True) and "RADIX_MIN_KP" in c.why
+    assert _choose(grid.H100, 64, 1 << 20, 64).path == "filter"  # chunks of 2^18 at pow2(K) = 64: the filter stays
+    assert _choose(grid.H100, 4096, 32768, 64).path == "radix"  # one chunk <= RADIX_SHORT_CHUNK_B * B
+    assert _choose(grid.H100, 64, 151936, 50).path == "radix"  # a wave of vocabulary rows
+    assert _choose(grid.H100, 64, 1 << 20, 128).path == "radix"
+    assert _choose(grid.H100, 64, 1 << 20, 128, tuning=DEFAULT.replace(RADIX_MIN_KP=256)).path == "filter"
+    one = _choose(grid.H100, 4096, 32768, 64).plan  # one long chunk a row on many rows, 32-bit keys
+    assert (one.chunks, one.B, one.workgroup) == (1, 512, 128)
+    assert _choose(grid.H100, 4096, 32768, 64, key_bits=16).plan.workgroup == 256
+
+
+def test_rule_row_filter():
+    c = _choose(grid.H100, 2, 300000, 9)
+    assert (c.path, c.plan.path, c.plan.radix) == ("filter", "filter", False) and "threshold" in c.why
+    assert c.plan.chunks > 1 and _choose(grid.LAVAPIPE, 2, 300000, 9).plan.chunks < c.plan.chunks  # CPU: long chunks
+
+
+def test_rule_row_sort():
+    c = _choose(grid.H100, 2, 5000, 3000)
+    assert (c.path, c.plan.path, c.plan.P) == ("sort", "sort", 8192) and "pow2(K) > B/2" in c.why
+
+
+def test_forced_paths_map_one_to_one_and_name_why_they_cannot_run():
+    import dataclasses
+
+    import pytest
+
+    from vkops.errors import ValidationError
+
+    for force in ("seg", "filter", "radix", "sort", "rows", "rsort"):
+        c = _choose(grid.H100, 600, 1000, 300 if force == "rsort" else 8, force=force)
+        assert c.path == force and c.why == f"forced: force={force!r}"
+    r, f = _choose(grid.H100, 2, 40000, 8, force="radix"), _choose(grid.H100, 2, 40000, 8, force="filter")
+    assert r.plan.radix and not f.plan.radix and dataclasses.replace(r.plan, radix=False) == f.plan
+    assert _choose(grid.H100, 2, 40000, 8, force="radix", chunks=3).plan.chunks == 3
+    for lim, kw, why in (
+            (grid.H100, {"force": "seg", "L": 3000}, "seg path needs pow2"),
+            (grid.LAVAPIPE, {"force": "radix", "k": 3000}, "filter path needs pow2"),
+            (grid.LIMITS["minimum"], {"force": "rows"}, "rows path needs subgroup ballot"),
+            (grid.LIMITS["minimum"], {"force": "rsort"}, "rsort path needs subgroup ballot"),
+            (grid.H100, {"force": "bitonic"}, "TOP_K1 force must be None or one of 'rsort', 'rows'"),
+            (grid.LIMITS["minimum"], {"shuffle": True}, "shuffle=True needs subgroup shuffles")):
+        kw = dict({"L": 4000, "k": 8}, **kw)
+        with pytest.raises(ValidationError, match=why):
+            _choose(lim, 4, kw.pop("L"), kw.pop("k"), **kw)

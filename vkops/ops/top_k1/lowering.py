@@ -1,0 +1,184 @@
+"""TOP_K1's lowering (pure): `plan()` and `lower()`, the push-constant mirrors `PUSH`. Which path a call
+takes is decided by the rules in paths.py (pure); each path runs kernels/top_k1/<algorithm>.comp,
+module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
+  rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic + shuffle:
+          one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
+          (rows.comp; rows of <= 32 keys per lane stay in registers). Thousands of rows
+          longer than ROWS_RADIX_MIN_L with 16- or 32-bit keys and K >= 2 take radix select instead.
+  seg     the padded row (pow2 >= L) fits the shared buffer: G rows per workgroup, one dispatch (seg.comp;
+          rows of more than B/2 only for K = 1 or pow2(K) > B/2; see below).
+  filter  longer rows with pow2(K) <= B/2: each workgroup streams a chunk once, keeping only elements
+          that beat its running K-th best; several chunks per row merge in the same dispatch (the
+          last workgroup to finish a row reduces the chunks' candidates and writes the row): filter.comp
+          (K = 1: each thread's own best, no threshold).
+          From pow2(K) >= RADIX_MIN_KP, and on short rows (B/2 < L <= 4B) from K = 2, a chunk is
+          reduced by radix select instead (8-bit key digits until the keys at or above the K-th
+          key's prefix fit the buffer, a position select among ties), then sorted once: radix.comp.
+  rsort   >= 64 rows of 513..2048 with pow2(K) > 256, on devices with subgroup ballot + arithmetic + shuffle: one
+          workgroup radix-sorts the whole row in shared memory (8-bit digits, ballot-matched ranks: a
+          stable order, so ties keep ascending indices), then writes its first K
+          (rsort.comp).
+  sort    pow2(K) > B/2 on long rows: a global bitonic sort of (key, index) rows in a scratch
+          buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
+          the last one writes the first K.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ...dtypes import DataType
+from ...errors import DeviceLimitError
+from ...limits import Limits
+from ...plan import Builder, Plan, Ref
+from ...tensor import TensorDesc, merge_dims
+from ..slice1 import lower_packed
+from .desc import AxisDirection, TopK1Desc
+from .paths import Path, device_path, tune_bits
+from .tuning import DEFAULT, TopK1Tuning
+
+SENT_IDX = 0xFFFFFFFF
+
+_KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
+            DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
+
+
+# Host mirrors of each kernels/top_k1/<algorithm>.comp's push-constant block, one meaning a field
+# (tests/test_manifest.py checks each against the SPIR-V): the row's shape first, the algorithm's own
+# fields, then the merged non-axis dimensions.
+_HEAD = ("n_groups", "n_seq", "L", "K", "Kp", "flip", "axis_stride", "inner", "n_other")
+_KEYS = ("n_groups", "L", "K", "flip", "axis_stride", "inner", "n_other")  # modules without n_seq, Kp
+_OTHER = [("o_sizes", "<u4", 6), ("o_strides", "<u4", 6)]
+
+
+def _push(fields, other=True) -> np.dtype:
+    return np.dtype([(f, "<u4") for f in fields] + (_OTHER if other else []))
+
+
+PUSH = {
+    "seg": _push(_HEAD + ("G", "P")),
+    "filter": _push(_HEAD + ("chunks", "chunk_len", "merge_group", "vec", "cap")),
+    "radix": _push(_HEAD + ("chunks", "chunk_len", "merge_group", "vec", "tune")),
+    "sort_tile": _push(_KEYS + ("tiles", "P", "size")),
+    "sort_global": _push(("n_groups", "step_groups", "P", "size", "stride"), other=False),
+    "rows": _push(_KEYS[:1] + ("n_seq",) + _KEYS[1:] + ("G", "vec", "cap")),
+    "rsort": _push(_KEYS),
+}
+
+
+def algorithm(kernel: str) -> str:
+    """The algorithm (a key of PUSH, a .comp of kernels/top_k1/) of a TOP_K1 module name."""
+    name = kernel[len("top_k1_"):]
+    for a in sorted(PUSH, key=len, reverse=True):
+        if name == a or name.startswith(a + "_"):
+            return a
+    raise KeyError(kernel)
+
+
+MAX_OTHER_DIMS = 6
+
+def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None,
+         shuffle: Optional[bool] = None, tune: Optional[int] = None, tuning: Optional[TopK1Tuning] = None) -> Plan:
+    """The dispatches of a validated TOP_K1 (pure: no device) under `tuning` (DEFAULT when None). `force` /
+    `chunks` / `shuffle` / `tune` pick a path for tests."""
+    b = Builder("top_k1", limits)
+    x = b.input(desc.input, "input")
+    v, i = b.output(desc.output_value, "output_value"), b.output(desc.output_index, "output_index")
+    p = lower(b, desc, x, v, i, force=force, chunks=chunks, shuffle=shuffle, tune=tune, tuning=tuning)
+    b.notes.update(path="radix" if p.radix else p.path, chunks=p.chunks, shuffle=p.shuf)
+    return b.finish()
+
+
+def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, force: Optional[str] = None,
+          chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None,
+          tuning: Optional[TopK1Tuning] = None) -> Path:
+    """Dispatch TOP_K1 of `x` into packed `values` and `indices` under `tuning` (DEFAULT when None)."""
+    t = DEFAULT if tuning is None else tuning
+    lim = b.limits
+    inp = desc.input
+    axis, K = int(desc.axis), int(desc.k)
+    sizes = inp.sizes
+
+    def other_dims(strides):  # the non-axis dimensions, merged where they walk memory evenly
+        return merge_dims([s for i, s in enumerate(sizes) if i != axis],
+                          [t for i, t in enumerate(strides) if i != axis])
+
+    strides = x.desc.element_strides
+    other = other_dims(strides)
+    if len(other) > MAX_OTHER_DIMS:
+        # Strides that fold into no fewer than 7 dimensions: copy to a packed tensor first.
+        x = lower_packed(b, x)
+        strides = x.desc.element_strides
+        other = other_dims(strides)
+    L = sizes[axis]
+    n_seq = inp.element_count // L
+    inner = int(np.prod(sizes[axis + 1:], dtype=np.int64))
+    bits = inp.data_type.bits
+    p = device_path(lim, n_seq, L, K, force=force, chunks=chunks, shuffle=shuffle, key_bits=bits, tuning=t)
+    tname = _KERNELS[inp.data_type]
+    ev = 128 // bits
+    flip = 0xFFFFFFFF if desc.axis_direction == AxisDirection.INCREASING else 0
+    shape = dict(n_seq=n_seq, L=L, K=K, Kp=p.Kp, flip=flip, axis_stride=strides[axis], inner=inner, n_other=len(other),
+                 vec=int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other)))
+
+    def dispatch(alg, buffers, writes, n_groups, spec, sg=False, **fields):
+        """One dispatch of kernels/top_k1/<alg>.comp (its `t` module, `_sg` with shuffles), its push block
+        filled from the row's shape and `fields`."""
+        pc = np.zeros((), PUSH[alg])
+        for f, v in dict(shape, n_groups=n_groups, **fields).items():
+            if f in pc.dtype.names:
+                pc[f] = v
+        if "o_sizes" in pc.dtype.names:
+            for i, (size, stride) in enumerate(other):
+                pc["o_sizes"][i], pc["o_strides"][i] = size, stride
+        kernel = f"top_k1_{alg}" + ("_sg" if sg else "") + ("" if alg == "sort_global" else f"_{tname}")
+        b.dispatch(kernel, buffers, writes=writes, groups=lim.grid(n_groups, "TOP_K1"),
+                   push=pc.reshape(1).view(np.uint32), spec=spec)
+
+    spec = (p.workgroup, p.B)
+    if p.path == "rows":  # G rows a workgroup, one a subgroup
+        dispatch("rows", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, G=p.G, cap=p.cap or p.B)
+    elif p.path == "rsort":  # one row a workgroup; its counters' size a specialization constant
+        dispatch("rsort", [x, values, indices], [1, 2], n_seq, spec + (p.rs_sh,))
+    elif p.path == "seg":
+        dispatch("seg", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, p.shuf, G=p.G, P=p.P)
+    elif p.path == "filter":
+        alg = "radix" if p.radix else "filter"
+        fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
+                      tune=tune_bits(p, n_seq, bits, t) if tune is None else tune)
+        ctr = b.counters(1)  # bound but unused unless several chunks share a row
+        if p.chunks == 1:
+            dispatch(alg, [x, values, indices, ctr, ctr], [1, 2], n_seq, spec, p.shuf, chunks=1, **fields)
+        else:
+            # counters: one a row, then (two-level merge) one a merge group of each row
+            groups = -(-p.chunks // p.merge_group) if p.merge_group else 0
+            ctr = b.counters(n_seq * (1 + groups))
+            cand = b.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
+            dispatch(alg, [x, values, indices, cand, ctr], [1, 2, 3, 4], n_seq * p.chunks, spec, p.shuf,
+                     chunks=p.chunks, merge_group=p.merge_group or p.chunks, **fields)
+    else:
+        P, B = p.P, p.B
+        words = n_seq * P * 2
+        if words * 4 > lim.max_storage_buffer_range:
+            raise DeviceLimitError(
+                f"TOP_K1 with k={K} on rows of {L} sorts {n_seq} padded rows of {P} (key, index) pairs: "
+                f"{words * 4} bytes exceed {lim.name}'s maxStorageBufferRange of "
+                f"{lim.max_storage_buffer_range} bytes")
+        cand = b.scratch(TensorDesc(DataType.UINT32, (words,)))
+        tiles = P // B
+        # sort_tile's specialization constant 2 (INIT): the first dispatch loads its tiles from the input
+        dispatch("sort_tile", [x, values, indices, cand], [3], n_seq * tiles, spec + (1,), tiles=tiles, P=P, size=B)
+        size = 2 * B
+        while size <= P:
+            stride = size // 2
+            while stride >= B:
+                step_groups = -(-(P // 2) // p.workgroup)
+                dispatch("sort_global", [cand], [0], n_seq * step_groups, (p.workgroup,), step_groups=step_groups,
+                         P=P, size=size, stride=stride)
+                stride //= 2
+            writes = [1, 2] if size == P else [3]
+            dispatch("sort_tile", [x, values, indices, cand], writes, n_seq * tiles, spec + (0,), tiles=tiles, P=P,
+                     size=size)
+            size *= 2
+    return p

@@ -1,0 +1,99 @@
+"""TOP_K1's tuning as data: every knob the path rule (paths.py) reads, in one frozen, validated, hashable
+value. A plan depends on its tuning, so the tuning is part of every plan key; pass another with
+`tuning=DEFAULT.replace(...)` to `plan()`, `vkops.top_k()`, `_top_k()` or a benchmark's variant (`knobs`).
+Each default says why in one line; the measurements behind it are in docs/tuning/top_k1.md, section
+"The constants' measurements" (each field names its subsection). What the kernels themselves fix (EPI,
+NBINS, the TUNE_* bit values, RSORT_MAX_E, RSORT_MAX_WG, the subgroup operations the modules declare)
+stays as constants in paths.py: no tuning may change them (pure: imports only errors)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Tuple
+
+from ...errors import ValidationError
+
+_DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
+
+# Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
+POW2 = ("WORKGROUP", "MIN_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+        "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
+
+
+@dataclass(frozen=True)
+class TopK1Tuning:
+    """The planning knobs of the path rule, named as the module constants of top_k1_paths.py they were."""
+
+    # -- every path
+    WORKGROUP: int = 512  # wanted workgroup; H200 filter 10-20% faster than 256, 1024 slower (#workgroup)
+    TARGET_GROUPS: int = 256  # filter chunks toward this many workgroups; beat 1024 by 1.2-1.5x on an H100 (#target_groups)
+    CPU_TARGET_GROUPS: int = 64  # the same on a CPU device (device_type "cpu"), which keeps long chunks (#target_groups)
+    MIN_B: int = 256  # the smallest shared buffer a plan takes (#which-path-runs-where)
+    MERGE_GROUP_MIN_SAVED: int = 4  # two-level merges where they save this many loads of the last workgroup (#merge_group_min_saved)
+    # -- ROWS: one subgroup a row
+    ROWS_MAX_L: int = 4096  # ROWS beat SEG and radix select 1.1-11x up to here, lost at 8192 (#rows_max_l)
+    ROWS_MAX_KP: int = 256  # ROWS up to this pow2(K); RSORT only above it (#rows_max_l)
+    ROWS_MIN_SEQ: int = 512  # fewer rows leave most of a GPU idle (#rows_max_l)
+    ROWS_RADIX_MIN_L: int = 1600  # longer rows (16/32-bit keys, K >= 2, many rows) win by radix select: 0.137 -> 0.073 ms (#rows_radix_min_l)
+    SHORT_ROW_RADIX_MIN_K: int = 2  # at K = 1 SEG and the threshold filter beat radix select on short rows (#short_row_radix_min_k)
+    # -- SEG and filter in the _sg modules
+    SHUF_MIN_KP: int = 1024  # register networks 7-12% faster at K=1024, slower at K <= 256 (#shuf_subgroup_ops)
+    # -- filter chunks by radix select
+    RADIX_MIN_KP: int = 128  # radix select from here: it halved K=256 and K=1024 on an H200 (#radix_min_kp)
+    RADIX_SHORT_MIN_KP: int = 64  # ... and from here on chunks <= RADIX_SHORT_CHUNK_B * B: 0.473 -> 0.400 ms (#radix_short_min_kp)
+    RADIX_SHORT_CHUNK_B: int = 16  # the chunk length (in B) below which RADIX_SHORT_MIN_KP applies (#radix_short_rows_wg)
+    RADIX_ONE_CHUNK_MIN_B: int = 1024  # one long radix chunk a row: buffer max(4 Kp, this); 0.400 -> 0.331 ms (#radix_one_chunk_min_b)
+    RADIX_ONE_CHUNK_WG: int = 256  # ... on many rows, workgroups of 256: 0.274 -> 0.250 ms (#radix_one_chunk_wg)
+    RADIX_ONE_CHUNK_WG_MAX_KP: int = 256  # ... up to this pow2(K); K=1024 lost (0.657 -> 0.985) (#radix_one_chunk_wg)
+    RADIX_ONE_CHUNK_WG_MIN_SEQ: int = 1024  # "many rows": several waves of workgroups (#radix_one_chunk_wg)
+    RADIX_ONE_CHUNK_WIDE_B: int = 512  # ... 32-bit keys: buffer max(2 Kp, this); 0.252 -> 0.241 ms (#radix_one_chunk_wide_b)
+    RADIX_ONE_CHUNK_WIDE_SMALL_WG: int = 128  # ... 32-bit keys, small K: workgroups of 128; 0.274 -> 0.255 ms (#radix_one_chunk_wide_small_wg)
+    RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP: int = 128  # ... up to this pow2(K); K=256 lost (0.283 -> 0.342) (#radix_one_chunk_wide_small_wg)
+    RADIX_SHORT_ROWS_B: int = 512  # many short radix rows: buffer of 512; 0.100 -> 0.084 ms (#radix_short_rows_b)
+    RADIX_SHORT_ROWS_WG: int = 128  # ... and workgroups of 128: 0.084 -> 0.066 ms (#radix_short_rows_wg)
+    RADIX_SHORT_ROWS_MIN_L: int = 1601  # ROWS_RADIX_MIN_L + 1: the short-row buffer for rows ROWS no longer takes (#radix_short_rows_wg)
+    # -- the radix push word `tune` (TUNE_GUESS, TUNE_SELECT)
+    TUNE_SELECT_MIN_KP: int = 256  # 32-bit keys: both bits from here; K=256 0.314 -> 0.296 ms (#tune_guess-tune_select)
+    TUNE_SELECT_MIN_KP_NARROW: int = 1024  # 16/8-bit keys: TUNE_SELECT from here; lost at K=256 (#tune_guess-tune_select)
+    # -- LLM rows in one wave
+    WAVE_MIN_SEQ: int = 32  # 32-256 vocabulary rows: about one wave of workgroups, 0.037 -> 0.028 ms (#wave_min_seq)
+    WAVE_MAX_SEQ: int = 256  # ... up to this many rows (#wave_min_seq)
+    WAVE_MAX_L: int = 1 << 18  # ... of at most this length (#wave_min_seq)
+    WAVE_MAX_KP: int = 256  # ... up to this pow2(K); K=1024 lost (1 chunk 0.062, 2: 0.111) (#wave_min_seq)
+    # -- RSORT: one workgroup's radix sort a row
+    RSORT_MIN_L: int = 513  # RSORT from here: 32768 x 1024 K=1024 0.84 ms against SEG's 1.55 (#rsort_min_l)
+    RSORT_MAX_L: int = 2048  # rows of 4096 keep radix select: 0.66 against 0.355 ms (#rsort_min_l)
+    RSORT_MIN_SEQ: int = 64  # one row 0.016 against SEG's 0.013 ms: from 64 rows (#rsort_min_l)
+
+    def __post_init__(self):
+        self.validate()
+        object.__setattr__(self, "_hash", hash(dataclasses.astuple(self)))
+
+    def __hash__(self) -> int:  # a plan key holds it: hashed on every call, so once
+        return self._hash
+
+    @classmethod
+    def knobs(cls) -> Tuple[str, ...]:
+        """Every knob's name."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **knobs) -> "TopK1Tuning":
+        """This tuning with `knobs` changed (validated; an unknown name is a ValidationError)."""
+        bad = sorted(set(knobs) - set(self.knobs()))
+        if bad:
+            raise ValidationError(f"no TOP_K1 knob {bad[0]!r}: TopK1Tuning's fields are {', '.join(self.knobs())}")
+        return dataclasses.replace(self, **knobs)
+
+    def validate(self) -> "TopK1Tuning":
+        """Raise ValidationError naming the field, the rule and the value; returns self."""
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValidationError(f"TopK1Tuning.{f.name} must be an int >= 1; got {v!r}")
+            if f.name in POW2 and v & (v - 1):
+                raise ValidationError(f"TopK1Tuning.{f.name} must be a power of two (a buffer or workgroup size); "
+                                      f"got {v!r}")
+        return self
+
+
+DEFAULT = TopK1Tuning()
