@@ -322,3 +322,30 @@ def test_qlmm_column_major_b_case(tmp_path):
                                       out=tmp_path, method=QUICK, progress=False))
     assert [r["verified"] for r in doc["rows"]] == [True, True]
     assert [C.case_from_row(r).params.get("b_layout") for r in doc["rows"]] == ["column-major", None]
+
+
+def test_decode_preset_runs_every_way_and_checks_every_token(tmp_path, capsys, monkeypatch):
+    """`bench --preset decode`: eager, batch and graph over the same tokens, each token's top-k against the
+    oracle, one JSON document; a graph whose output is wrong fails the run (exit 1); bad options are usage
+    errors naming the option."""
+    from vkops.bench import decode
+
+    assert cli.main(["bench", "--preset", "decode", "--step", "tiny", "--tokens", "3", "--quick", "--against", "none",
+                     "--out", str(tmp_path)]) == 0
+    (path,) = tmp_path.glob("decode-tiny-*.json")
+    doc = json.loads(path.read_text())
+    assert [r["implementation"] for r in doc["rows"]] == ["vkops eager", "vkops batch", "vkops graph"]
+    assert all(r["verified"] and r["tokens_checked"] == 3 for r in doc["rows"]) and not doc["failures"]
+    assert doc["gpu_ms_per_token"]["vkops"] > 0 and doc["weight_bytes"] == decode.STEPS["tiny"].weight_bytes
+    assert "vkops graph" in capsys.readouterr().out
+
+    real = decode.VkopsStep.replay
+    monkeypatch.setattr(decode.VkopsStep, "replay", lambda self, x: tuple(a + 1 for a in real(self, x)))
+    assert cli.main(["bench", "--preset", "decode", "--step", "tiny", "--tokens", "2", "--quick", "--against", "none",
+                     "--out", str(tmp_path / "bad")]) == 1
+    assert "FAILED vkops graph" in capsys.readouterr().out
+    for argv, msg in ((["--step", "huge"], "--step: 'huge'"), (["--tokens", "0"], "--tokens: must be >= 1"),
+                      (["--k", "5"], "--preset decode: takes")):
+        with pytest.raises(SystemExit):
+            cli.main(["bench", "--preset", "decode", "--quick"] + argv)
+        assert msg in capsys.readouterr().err
