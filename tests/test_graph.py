@@ -67,7 +67,7 @@ def test_replays_equal_eager_bit_for_bit(dev, rng, stage, op):
         shape, make = (2, 64), lambda: rng.integers(-128, 128, (2, 64)).astype(np.int8)
         def call(x): return _qlmm(x, wt if isinstance(x, vkops.DeviceTensor) else w)
     else:
-        shape, make = (4, 61), lambda: rng.standard_normal((4, 61)).astype(np.float32)
+        make = lambda: rng.standard_normal((4, 61)).astype(np.float32)  # noqa: E731
         call = _chain
     first = make()
     x = dev.tensor(first)

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from typing import Tuple, Union
 
 from ...errors import ValidationError
+from ..tuning import Tuning
 
 _DOC = "docs/tuning/qlmm.md"  # the sections named below: #<anchor> of this page
 
 
 @dataclass(frozen=True)
-class QlmmTuning:
+class QlmmTuning(Tuning):
     """The planning knobs of the lowering (FOLD), coopmat.py (COOPMAT_*, *_CONFIG, SPLIT_*, ...),
     dot.py (DOT*), stream.py (STREAM*) and gemv.py (GEMV*), named as the module constants they were."""
 
@@ -67,25 +68,10 @@ class QlmmTuning:
     GEMV_MAX_M: int = 1  # 2-4 rows lost to the stream kernel: 4x4096^2 0.019 against 0.015 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
     GEMV_TARGET_GROUPS: int = 264  # 0.0205 ms at 264 groups, 0.0244 at 528 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
 
-    def __post_init__(self):
-        if _READY:  # DEFAULT is built while the kernel modules whose tables validate() reads still import
-            self.validate()
-        object.__setattr__(self, "_hash", hash(dataclasses.astuple(self)))
+    OP = "QLinearMatMul"
 
-    def __hash__(self) -> int:  # a plan key holds it: hashed on every call, so once
-        return self._hash
-
-    @classmethod
-    def knobs(cls) -> Tuple[str, ...]:
-        """Every knob's name."""
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    def replace(self, **knobs) -> "QlmmTuning":
-        """This tuning with `knobs` changed (validated; an unknown name is a ValidationError)."""
-        bad = sorted(set(knobs) - set(self.knobs()))
-        if bad:
-            raise ValidationError(f"no QLinearMatMul knob {bad[0]!r}: QlmmTuning's fields are {', '.join(self.knobs())}")
-        return dataclasses.replace(self, **knobs)
+    def _validates_at_init(self) -> bool:  # DEFAULT is built while the kernel modules validate() reads still import
+        return _READY
 
     def validate(self) -> "QlmmTuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""

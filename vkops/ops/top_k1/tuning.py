@@ -7,11 +7,9 @@ NBINS, the TUNE_* bit values, RSORT_MAX_E, RSORT_MAX_WG, the subgroup operations
 stays as constants in paths.py: no tuning may change them (pure: imports only errors)."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Tuple
 
-from ...errors import ValidationError
+from ..tuning import Tuning
 
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
@@ -21,7 +19,7 @@ POW2 = ("WORKGROUP", "MIN_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B",
 
 
 @dataclass(frozen=True)
-class TopK1Tuning:
+class TopK1Tuning(Tuning):
     """The planning knobs of the path rule, named as the module constants of top_k1_paths.py they were."""
 
     # -- every path
@@ -65,34 +63,11 @@ class TopK1Tuning:
     RSORT_MAX_L: int = 2048  # rows of 4096 keep radix select: 0.66 against 0.355 ms (#rsort_min_l)
     RSORT_MIN_SEQ: int = 64  # one row 0.016 against SEG's 0.013 ms: from 64 rows (#rsort_min_l)
 
-    def __post_init__(self):
-        self.validate()
-        object.__setattr__(self, "_hash", hash(dataclasses.astuple(self)))
-
-    def __hash__(self) -> int:  # a plan key holds it: hashed on every call, so once
-        return self._hash
-
-    @classmethod
-    def knobs(cls) -> Tuple[str, ...]:
-        """Every knob's name."""
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    def replace(self, **knobs) -> "TopK1Tuning":
-        """This tuning with `knobs` changed (validated; an unknown name is a ValidationError)."""
-        bad = sorted(set(knobs) - set(self.knobs()))
-        if bad:
-            raise ValidationError(f"no TOP_K1 knob {bad[0]!r}: TopK1Tuning's fields are {', '.join(self.knobs())}")
-        return dataclasses.replace(self, **knobs)
+    OP = "TOP_K1"
 
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValidationError(f"TopK1Tuning.{f.name} must be an int >= 1; got {v!r}")
-            if f.name in POW2 and v & (v - 1):
-                raise ValidationError(f"TopK1Tuning.{f.name} must be a power of two (a buffer or workgroup size); "
-                                      f"got {v!r}")
+        self.check_counts(self.knobs(), pow2=POW2)
         return self
 
 
