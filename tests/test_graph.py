@@ -56,15 +56,15 @@ def test_replay_is_one_submission_and_creates_nothing(dev, rng, stage):
 @pytest.mark.parametrize("op", ["slice", "top_k_ties", "qlmm_zero_points", "chain"])
 def test_replays_equal_eager_bit_for_bit(dev, rng, stage, op):
     if op == "slice":
-        shape, make = (5, 33), lambda: rng.integers(-1000, 1000, (5, 33)).astype(np.int16)
+        make = lambda: rng.integers(-1000, 1000, (5, 33)).astype(np.int16)
         def call(x): return vkops.slice(x, [1, 2], [4, 30], [-1, 3])
     elif op == "top_k_ties":  # values from 4 levels: every row is full of ties
-        shape, make = (3, 200), lambda: rng.integers(0, 4, (3, 200)).astype(np.float32)
+        make = lambda: rng.integers(0, 4, (3, 200)).astype(np.float32)
         def call(x): return vkops.top_k(x, 17)
     elif op == "qlmm_zero_points":
         w = rng.integers(-128, 128, (64, 24)).astype(np.int8)
         wt = dev.tensor(w)
-        shape, make = (2, 64), lambda: rng.integers(-128, 128, (2, 64)).astype(np.int8)
+        make = lambda: rng.integers(-128, 128, (2, 64)).astype(np.int8)
         def call(x): return _qlmm(x, wt if isinstance(x, vkops.DeviceTensor) else w)
     else:
         make = lambda: rng.standard_normal((4, 61)).astype(np.float32)  # noqa: E731
