@@ -13,22 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
+import plan_grid
 from vkops.errors import ValidationError
-from vkops.limits import PROFILES, Limits
+from vkops.limits import Limits
 from vkops.ops import qlmm
 from vkops.tensor import TensorDesc as T
 
 FILE = Path(__file__).with_name("qlmm_plans.json")
-H100 = Limits(name="h100-like", device_type="discrete", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
-              max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
-              max_storage_buffer_range=2**32 - 1, subgroup_operations=0xFF, cooperative_matrix=True,
-              coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
-LAVAPIPE = Limits(name="lavapipe-like", device_type="cpu", subgroup_size=8, min_subgroup_size=8, max_subgroup_size=8,
-                  max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 1024), shared_memory_bytes=32768,
-                  max_storage_buffer_range=2**31 - 1, subgroup_operations=0xFF, integer_dot_product=True)
+H100, LAVAPIPE, LIMITS = plan_grid.H100, plan_grid.LAVAPIPE, plan_grid.LIMITS
 PAPER_GEMV = Limits(name="256 invocations", max_workgroup_invocations=256, max_workgroup_size=(256, 256, 64),
                     shared_memory_bytes=32768)  # no subgroup operations, dot products or cooperative matrices
-LIMITS = {"h100": H100, "lavapipe": LAVAPIPE, "minimum": PROFILES["minimum"]}
 MS = tuple(range(1, 21)) + (24, 31, 32, 33, 48, 63, 64, 65, 100, 128, 129, 200, 256, 257, 300)
 KS = (64, 1040, 4096)
 NS = (20, 144, 4096, 11008)
@@ -96,30 +90,10 @@ def groups():
 
 def digest():
     """{group: {"plans": sha256 of every plan's JSON, "kernels": each case's kernel or error, as runs}}."""
-    out = {}
-    for g, cases in groups():
-        h, kernels = hashlib.sha256(), []
-        for _, lim, d, zps, kw in cases:
-            k, js = one(lim, d, zps, **kw)
-            kernels.append(k[:72])
-            h.update(k.encode() + b"\0" + js.encode() + b"\0")
-        out[g] = {"plans": h.hexdigest()[:20], "kernels": runs(kernels)}
-    return out
+    return plan_grid.digest(groups(), lambda c: one(c[1], c[2], c[3], **c[4]), "kernels")
 
 
-def runs(kernels):
-    """["a", "a", "b"] -> [["a", 2], ["b", 1]]: the file stays small."""
-    out = []
-    for k in kernels:
-        if out and out[-1][0] == k:
-            out[-1][1] += 1
-        else:
-            out.append([k, 1])
-    return out
-
-
-def unrun(rs):
-    return [k for k, n in rs for _ in range(n)]
+runs, unrun = plan_grid.runs, plan_grid.unrun
 
 
 def dense(path):

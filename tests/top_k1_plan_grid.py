@@ -5,25 +5,17 @@ was (kernel names, groups, specialization, push words, buffers: the plan's JSON)
 workgroup and buffer boundaries and on the thresholds of the path rule (vkops/ops/top_k1 tuning: ROWS_MAX_L,
 ROWS_RADIX_MIN_L, RSORT_*, WAVE_*, RADIX_*, ...). Rewrite the file only for a change meant to alter plans:
 `PYTHONPATH=. .venv/bin/python tests/top_k1_plan_grid.py --write`."""
-import hashlib
 import json
 import sys
 from pathlib import Path
 
+import plan_grid
 from vkops.errors import ValidationError
-from vkops.limits import PROFILES, Limits
 from vkops.ops import top_k1
 from vkops.tensor import TensorDesc as T
 
 FILE = Path(__file__).with_name("top_k1_plans.json")
-H100 = Limits(name="h100-like", device_type="discrete", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
-              max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
-              max_storage_buffer_range=2**32 - 1, subgroup_operations=0xFF, cooperative_matrix=True,
-              coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
-LAVAPIPE = Limits(name="lavapipe-like", device_type="cpu", subgroup_size=8, min_subgroup_size=8, max_subgroup_size=8,
-                  max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 1024), shared_memory_bytes=32768,
-                  max_storage_buffer_range=2**31 - 1, subgroup_operations=0xFF, integer_dot_product=True)
-LIMITS = {"h100": H100, "lavapipe": LAVAPIPE, "minimum": PROFILES["minimum"]}
+H100, LAVAPIPE, LIMITS = plan_grid.H100, plan_grid.LAVAPIPE, plan_grid.LIMITS
 # Row lengths: workgroup and buffer boundaries (B = 256..2048, 4 B), ROWS_MAX_L, ROWS_RADIX_MIN_L,
 # RSORT_MIN_L / RSORT_MAX_L, 8 filter steps, WAVE_MAX_L, LLM vocabularies, long rows.
 LS = (1, 7, 100, 128, 129, 256, 257, 512, 513, 1024, 1025, 1600, 1601, 2048, 2049, 4096, 4097, 8192, 8193,
@@ -77,30 +69,10 @@ def groups():
 
 def digest():
     """{group: {"plans": sha256 of every plan's JSON, "paths": each case's path or error, as runs}}."""
-    out = {}
-    for g, cases in groups():
-        h, notes = hashlib.sha256(), []
-        for _, lim, d, kw in cases:
-            k, js = one(lim, d, **kw)
-            notes.append(k[:72])
-            h.update(k.encode() + b"\0" + js.encode() + b"\0")
-        out[g] = {"plans": h.hexdigest()[:20], "paths": runs(notes)}
-    return out
+    return plan_grid.digest(groups(), lambda c: one(c[1], c[2], **c[3]), "paths")
 
 
-def runs(notes):
-    """["a", "a", "b"] -> [["a", 2], ["b", 1]]: the file stays small."""
-    out = []
-    for k in notes:
-        if out and out[-1][0] == k:
-            out[-1][1] += 1
-        else:
-            out.append([k, 1])
-    return out
-
-
-def unrun(rs):
-    return [k for k, n in rs for _ in range(n)]
+runs, unrun = plan_grid.runs, plan_grid.unrun
 
 
 if __name__ == "__main__":
