@@ -230,3 +230,9 @@ def test_tuning_is_data_in_the_plan():
                     ({"VEC": 1}, "no SLICE1 knob 'VEC'")):
         with pytest.raises(ValidationError, match=msg):
             slice_mod.DEFAULT.replace(**kw)
+    # the benchmarks' variants take the same tuning (`knobs`), checked before the sweep
+    from vkops.bench.specs import Slice
+
+    assert Slice.tuning({"WORDS_PER_THREAD": 2}) == slice_mod.DEFAULT.replace(WORDS_PER_THREAD=2)
+    with pytest.raises(ValidationError, match="no SLICE1 knob 'VEC'"):
+        Slice.variant(knobs={"VEC": 1})

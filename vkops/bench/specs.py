@@ -189,14 +189,24 @@ class Slice(OneInput):
         return [dev.empty(vkops.TensorDesc(case.dtype, slice_output_sizes(case.params))) for _ in range(n)]
 
     @staticmethod
-    def call(case, dev_inputs, out, **variant):
+    def call(case, dev_inputs, out, knobs=None, **_):
         import vkops  # noqa: PLC0415
 
         p = case.params
-        return vkops.slice(dev_inputs["x"], p["offsets"], p["sizes"], p["strides"], out=out, **variant)
+        return vkops.slice(dev_inputs["x"], p["offsets"], p["sizes"], p["strides"], out=out, tuning=Slice.tuning(knobs))
 
     @staticmethod
-    def variant(**kw):
+    def tuning(knobs=None):
+        """A variant's tuning: the default with `knobs` (name -> value, e.g. {"WORDS_PER_THREAD": 8}) replaced;
+        ValidationError (a ValueError) for a knob Slice1Tuning does not have or a bad value."""
+        from ..ops.slice1.tuning import DEFAULT  # noqa: PLC0415
+
+        return DEFAULT.replace(**knobs) if knobs else DEFAULT
+
+    @staticmethod
+    def variant(knobs=None, **_):
+        """Checks the variant's tuning before the sweep; the tuning itself travels in call()."""
+        Slice.tuning(knobs)
         return contextlib.nullcontext()
 
     @staticmethod
