@@ -7,6 +7,7 @@ a change meant to alter plans: `.venv/bin/python tests/qlmm_plan_grid.py --write
 50 s): run it under two checkouts (PYTHONPATH=<checkout>) and compare the files; issue 35's refactor
 compared its commit with the one before it this way: identical."""
 import hashlib
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -57,16 +58,16 @@ def one(lim, d, zps, **kw):
     return p.note("kernel"), p.to_json()
 
 
+def products():
+    """Every (limits, K, N, signedness, zero points, B layout) of the main grid, in the file's order."""
+    return itertools.product(LIMITS.items(), KS, NS, SIGNS, ZPS, LAYOUTS)
+
+
 def groups():
     """(group name, [(case name, lim, desc, zero points, plan kwargs)])."""
-    for ln, lim in LIMITS.items():
-        for K in KS:
-            for N in NS:
-                for adt, bdt in SIGNS:
-                    for zp in ZPS:
-                        for layout in LAYOUTS:
-                            g = f"{ln} K={K} N={N} {adt}x{bdt} zp={zp} b={layout}"
-                            yield g, [(M, lim, desc(M, K, N, adt, bdt, zp, layout), known(adt, bdt, zp), {}) for M in MS]
+    for (ln, lim), K, N, (adt, bdt), zp, layout in products():
+        g = f"{ln} K={K} N={N} {adt}x{bdt} zp={zp} b={layout}"
+        yield g, [(M, lim, desc(M, K, N, adt, bdt, zp, layout), known(adt, bdt, zp), {}) for M in MS]
     for ln, lim in LIMITS.items():  # batches: folded into M (b shared) or not (b per batch)
         for b_batch in (1, 3):
             for layout in LAYOUTS:
@@ -98,16 +99,11 @@ runs, unrun = plan_grid.runs, plan_grid.unrun
 
 def dense(path):
     with open(path, "w") as out:
-        for ln, lim in LIMITS.items():
-            for K in KS:
-                for N in NS:
-                    for adt, bdt in SIGNS:
-                        for zp in ZPS:
-                            for layout in LAYOUTS:
-                                for M in range(1, 301):
-                                    k, js = one(lim, desc(M, K, N, adt, bdt, zp, layout), known(adt, bdt, zp))
-                                    sha = hashlib.sha1(js.encode()).hexdigest()[:12]
-                                    out.write(f"{ln} {K} {N} {adt} {bdt} {zp} {layout} {M} {k[:40]} {sha}\n")
+        for (ln, lim), K, N, (adt, bdt), zp, layout in products():
+            for M in range(1, 301):
+                k, js = one(lim, desc(M, K, N, adt, bdt, zp, layout), known(adt, bdt, zp))
+                sha = hashlib.sha1(js.encode()).hexdigest()[:12]
+                out.write(f"{ln} {K} {N} {adt} {bdt} {zp} {layout} {M} {k[:40]} {sha}\n")
 
 
 if __name__ == "__main__":
