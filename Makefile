@@ -7,7 +7,7 @@ VPY := $(VENV)/bin/python
 APT_PKGS := mesa-vulkan-drivers libvulkan-dev libfmt-dev cmake g++ vulkan-validationlayers \
             glslang-tools spirv-tools python3-venv python3-dev
 
-.PHONY: setup spv demo test bench bench-gpu wheel wheels wheel-for clean kp-wheel kp-src provider-test
+.PHONY: setup spv demo test bench bench-gpu wheel wheels wheel-for clean kp-wheel kp-src provider-test libvkops capi-test
 # kp 0.9.0's sdist with vkops' patch (patches/kp-0.9.0/README.md says what each hunk does).
 KP_PATCH := patches/kp-0.9.0/kp.patch
 KP_PREPARE := patches/kp-0.9.0/kp_build.py
@@ -124,3 +124,5 @@ wheel-for: kp-src
 
 clean:
 	rm -rf vkops/spv build dist *.egg-info
+
+include libvkops/Makefile.inc

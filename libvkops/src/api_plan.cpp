@@ -1,0 +1,89 @@
+// The pure entry points: errors, validation and plans as JSON (no Vulkan objects).
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "ops.hpp"
+
+namespace vkops {
+
+static thread_local std::string last_error;
+
+vkops_status set_error(vkops_status s, const std::string &m) { last_error = m; return s; }
+
+// Runs `f`, turning exceptions into a status and this thread's message.
+template <class F> vkops_status guard(F &&f) {
+    try {
+        last_error.clear();
+        f();
+        return VKOPS_SUCCESS;
+    } catch (const Error &e) {
+        return set_error(e.status, e.what());
+    } catch (const std::bad_alloc &) {
+        return set_error(VKOPS_ERROR_OUT_OF_MEMORY, "out of host memory");
+    } catch (const std::exception &e) {
+        return set_error(VKOPS_ERROR_VALIDATION, e.what());
+    }
+}
+
+void validate_operator(const vkops_operator_desc *desc) {
+    if (!desc || !desc->desc) fail("vkops_operator_desc.desc must not be NULL");
+    switch (desc->type) {
+    case VKOPS_OPERATOR_SLICE1: slice1_from_c((const vkops_slice1_desc *)desc->desc); return;
+    case VKOPS_OPERATOR_TOP_K1: top_k1_validate_c((const vkops_top_k1_desc *)desc->desc); return;
+    case VKOPS_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY:
+        qlmm_validate_c((const vkops_quantized_linear_matrix_multiply_desc *)desc->desc); return;
+    }
+    fail("vkops_operator_desc.type must be VKOPS_OPERATOR_TOP_K1, _SLICE1 or _QUANTIZED_LINEAR_MATRIX_MULTIPLY; got " +
+         std::to_string((int)desc->type));
+}
+
+Plan plan_operator(const vkops_operator_desc *desc, const Limits &limits) {
+    validate_operator(desc);
+    switch (desc->type) {
+    case VKOPS_OPERATOR_SLICE1: return slice1_plan(slice1_from_c((const vkops_slice1_desc *)desc->desc), limits);
+    case VKOPS_OPERATOR_TOP_K1: return top_k1_plan_c((const vkops_top_k1_desc *)desc->desc, limits);
+    case VKOPS_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY:
+        return qlmm_plan_c((const vkops_quantized_linear_matrix_multiply_desc *)desc->desc, limits);
+    }
+    fail("unreachable");
+}
+
+char *dup_string(const std::string &s) {
+    char *p = (char *)std::malloc(s.size() + 1);
+    if (!p) throw std::bad_alloc();
+    std::memcpy(p, s.c_str(), s.size() + 1);
+    return p;
+}
+
+}  // namespace vkops
+
+using namespace vkops;
+
+extern "C" {
+
+const char *vkops_last_error(void) { return last_error.c_str(); }
+
+void vkops_free(void *p) { std::free(p); }
+
+void vkops_limits_minimum(vkops_limits *out) {
+    if (!out) return;
+    Limits l;
+    l.name = "Vulkan 1.1 minimum";
+    *out = l.to_c();
+}
+
+vkops_status vkops_validate(const vkops_operator_desc *desc) {
+    return guard([&] { validate_operator(desc); });
+}
+
+vkops_status vkops_plan_json(const vkops_operator_desc *desc, const vkops_limits *limits, char **json) {
+    if (json) *json = nullptr;
+    return guard([&] {
+        if (!limits || !json) fail("vkops_plan_json: limits and json must not be NULL");
+        Plan p = plan_operator(desc, Limits::from_c(*limits));
+        *json = dup_string(p.to_json());
+    });
+}
+
+}  // extern "C"

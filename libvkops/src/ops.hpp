@@ -1,0 +1,27 @@
+// The operators' planners (one file each: slice1.cpp, top_k1*.cpp, qlmm*.cpp), as Python's ops/<op>/ do it.
+#pragma once
+#include "core.hpp"
+#include "tuning_gen.hpp"
+
+namespace vkops {
+
+// SLICE1 (vkops/ops/slice1): the validated descriptor, its plan, and lower() for other operators' packing.
+struct Slice1 {
+    Tensor input, output;
+    std::vector<i64> offsets, sizes, strides;
+};
+Slice1 slice1_from_c(const vkops_slice1_desc *d);  // validated (Slice1Desc.validate's rules and messages)
+void slice1_validate(const Slice1 &s);
+Plan slice1_plan(const Slice1 &s, const Limits &limits, const Slice1Tuning &t = Slice1Tuning());
+void slice1_lower(Builder &b, const Slice1 &s, const Ref &x, const Ref &out, const Slice1Tuning &t = Slice1Tuning());
+Ref slice1_lower_packed(Builder &b, const Ref &x, const Slice1Tuning &t = Slice1Tuning());
+
+// TOP_K1 (vkops/ops/top_k1)
+Plan top_k1_plan_c(const vkops_top_k1_desc *d, const Limits &limits);
+void top_k1_validate_c(const vkops_top_k1_desc *d);
+
+// QUANTIZED_LINEAR_MATRIX_MULTIPLY (vkops/ops/qlmm)
+Plan qlmm_plan_c(const vkops_quantized_linear_matrix_multiply_desc *d, const Limits &limits);
+void qlmm_validate_c(const vkops_quantized_linear_matrix_multiply_desc *d);
+
+}  // namespace vkops
