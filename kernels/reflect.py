@@ -5,7 +5,7 @@ reflect(spv_bytes) -> dict: entry point, local size (and which dimensions are sp
 constants), specialization constants, storage-buffer bindings (name, access, element type), the
 push-constant block (members, offsets, types, size), capabilities, extensions, the Vulkan device
 features the capabilities need, subgroup operations, cooperative-matrix types, workgroup memory as an
-expression over the specialization constants (requirements.py) and the module's sha256.
+expression over the specialization constants (reflect_requirements.py) and the module's sha256.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import hashlib
 import struct
 from typing import Dict, List, Optional
 
-from requirements import (TYPE_COOPERATIVE_MATRIX, cooperative_matrix, features, shared_bytes, shared_memory,
+from reflect_requirements import (TYPE_COOPERATIVE_MATRIX, cooperative_matrix, features, shared_bytes, shared_memory,
                           spec_expression, subgroup)
 
 MAGIC = 0x07230203
@@ -26,7 +26,7 @@ CAPABILITIES = {1: "Shader", 9: "Float16", 10: "Float64", 11: "Int64", 22: "Int1
                 4450: "StoragePushConstant8", 5345: "VulkanMemoryModel", 5346: "VulkanMemoryModelDeviceScope",
                 6018: "DotProductInput4x8BitPacked", 6019: "DotProduct", 6022: "CooperativeMatrixKHR"}
 # Capability -> the VkPhysicalDevice*Features member a device must enable for it (`device_features`; the
-# struct, extension and core version of each: requirements.FEATURES, `features`).
+# struct, extension and core version of each: reflect_requirements.FEATURES, `features`).
 FEATURES = {"Float16": "shaderFloat16", "Float64": "shaderFloat64", "Int64": "shaderInt64", "Int16": "shaderInt16",
             "Int8": "shaderInt8", "StorageBuffer16BitAccess": "storageBuffer16BitAccess",
             "UniformAndStorageBuffer16BitAccess": "uniformAndStorageBuffer16BitAccess",
@@ -133,7 +133,7 @@ def reflect(spv: bytes, subgroup_size: Optional[int] = None) -> Dict:
     def expr(vid):
         return spec_expression(vid, consts, spec, spec_ids, spec_ops)
 
-    def scalar_bytes(t):  # a shared variable's element: no padding (see requirements.py)
+    def scalar_bytes(t):  # a shared variable's element: no padding (see reflect_requirements.py)
         v = types[t]
         if v == "bool":
             return 4

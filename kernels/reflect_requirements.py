@@ -32,7 +32,8 @@ FEATURES = {
                                 "VK_KHR_8bit_storage", "1.2"),
     "UniformAndStorageBuffer8BitAccess": ("VkPhysicalDevice8BitStorageFeatures", "uniformAndStorageBuffer8BitAccess",
                                           "VK_KHR_8bit_storage", "1.2"),
-    "StoragePushConstant8": ("VkPhysicalDevice8BitStorageFeatures", "storagePushConstant8", "VK_KHR_8bit_storage", "1.2"),
+    "StoragePushConstant8": ("VkPhysicalDevice8BitStorageFeatures", "storagePushConstant8",
+                             "VK_KHR_8bit_storage", "1.2"),
     "VulkanMemoryModel": ("VkPhysicalDeviceVulkanMemoryModelFeatures", "vulkanMemoryModel",
                           "VK_KHR_vulkan_memory_model", "1.2"),
     "VulkanMemoryModelDeviceScope": ("VkPhysicalDeviceVulkanMemoryModelFeatures", "vulkanMemoryModelDeviceScope",
@@ -130,7 +131,8 @@ def spec_expression(vid: int, consts: Dict, spec: Dict, spec_ids: Dict, spec_ops
         if code == COMPOSITE_EXTRACT:  # e.g. gl_WorkGroupSize.x: the composite's component
             return spec_expression(consts[args[0]][1][args[1]], consts, spec, spec_ids, spec_ops)
         if code not in OPS:
-            raise UnsupportedSpecOp(f"OpSpecConstantOp with opcode {code} (kernels/requirements.py OPS lacks it)")
+            raise UnsupportedSpecOp(f"OpSpecConstantOp with opcode {code}: kernels/reflect_requirements.py's OPS "
+                                    "lacks it")
         name, f = OPS[code]
         sub = [spec_expression(a, consts, spec, spec_ids, spec_ops) for a in args]
         return f(*sub) if all(isinstance(s, int) for s in sub) else {"op": name, "args": sub}
