@@ -7,6 +7,7 @@ Usage: python kernels/build.py --out vkops/spv [--force]
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from variants import VARIANTS  # noqa: E402
+from variants import SUBGROUP_SIZE, VARIANTS  # noqa: E402
 
 TARGET_ENV = "vulkan1.1"  # kp creates a Vulkan 1.1 instance: SPIR-V 1.3 at most
 
@@ -85,18 +86,28 @@ def main() -> int:
 
 def write_manifest(out: Path) -> None:
     """vkops/spv/manifest.json: every module's interface, by reflection from its SPIR-V (see reflect.py),
-    with its source and defines: what a host without Python needs to bind and dispatch it."""
+    with its source and defines: what a host without Python needs to bind and dispatch it. The top-level
+    sha256 is spirv_digest()'s."""
     from reflect import reflect  # noqa: PLC0415
 
     modules = {}
     for name, (src, defines, *_) in VARIANTS.items():
-        info = reflect((out / f"{name}.spv").read_bytes())
+        info = reflect((out / f"{name}.spv").read_bytes(), SUBGROUP_SIZE.get(src))
         modules[name] = {"file": f"{name}.spv", "source": src, "defines": defines, **info}
-    text = json.dumps({"format": "vkops-kernel-manifest/1", "target_env": TARGET_ENV, "modules": modules},
-                      indent=1, sort_keys=False)
+    text = json.dumps({"format": "vkops-kernel-manifest/1", "target_env": TARGET_ENV,
+                       "sha256": spirv_digest(out, modules), "modules": modules}, indent=1, sort_keys=False)
     path = out / "manifest.json"
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
+
+
+def spirv_digest(out: Path, modules: dict) -> str:
+    """sha256 over every module's .spv, concatenated in module-name order: the definition `vkops info`
+    has shown (its first 16 hex digits, vkops/bench/info.py spirv_set) since before the manifest held it."""
+    h = hashlib.sha256()
+    for name in sorted(modules):
+        h.update((out / modules[name]["file"]).read_bytes())
+    return h.hexdigest()
 
 
 if __name__ == "__main__":

@@ -3,13 +3,18 @@ it skips instructions it does not know, such as cooperative-matrix types).
 
 reflect(spv_bytes) -> dict: entry point, local size (and which dimensions are specialization
 constants), specialization constants, storage-buffer bindings (name, access, element type), the
-push-constant block (members, offsets, types, size), capabilities, extensions and the Vulkan device
-features the capabilities need.
+push-constant block (members, offsets, types, size), capabilities, extensions, the Vulkan device
+features the capabilities need, subgroup operations, cooperative-matrix types, workgroup memory as an
+expression over the specialization constants (reflect_requirements.py) and the module's sha256.
 """
 from __future__ import annotations
 
+import hashlib
 import struct
-from typing import Dict, List
+from typing import Dict, List, Optional
+
+from reflect_requirements import (TYPE_COOPERATIVE_MATRIX, cooperative_matrix, features, shared_bytes, shared_memory,
+                          spec_expression, subgroup)
 
 MAGIC = 0x07230203
 CAPABILITIES = {1: "Shader", 9: "Float16", 10: "Float64", 11: "Int64", 22: "Int16", 39: "Int8",
@@ -20,7 +25,8 @@ CAPABILITIES = {1: "Shader", 9: "Float16", 10: "Float64", 11: "Int64", 22: "Int1
                 4448: "StorageBuffer8BitAccess", 4449: "UniformAndStorageBuffer8BitAccess",
                 4450: "StoragePushConstant8", 5345: "VulkanMemoryModel", 5346: "VulkanMemoryModelDeviceScope",
                 6018: "DotProductInput4x8BitPacked", 6019: "DotProduct", 6022: "CooperativeMatrixKHR"}
-# Capability -> the VkPhysicalDevice*Features member a device must enable for it.
+# Capability -> the VkPhysicalDevice*Features member a device must enable for it (`device_features`; the
+# struct, extension and core version of each: reflect_requirements.FEATURES, `features`).
 FEATURES = {"Float16": "shaderFloat16", "Float64": "shaderFloat64", "Int64": "shaderInt64", "Int16": "shaderInt16",
             "Int8": "shaderInt8", "StorageBuffer16BitAccess": "storageBuffer16BitAccess",
             "UniformAndStorageBuffer16BitAccess": "uniformAndStorageBuffer16BitAccess",
@@ -36,9 +42,9 @@ DEVICE_EXTENSIONS = {"SPV_KHR_cooperative_matrix": "VK_KHR_cooperative_matrix",
 OP = dict(Name=5, MemberName=6, Extension=10, EntryPoint=15, ExecutionMode=16, Capability=17, TypeBool=20, TypeInt=21,
           TypeFloat=22, TypeVector=23, TypeArray=28, TypeRuntimeArray=29, TypeStruct=30, TypePointer=32,
           Constant=43, SpecConstantTrue=48, SpecConstantFalse=49, SpecConstant=50, SpecConstantComposite=51,
-          Variable=59, Decorate=71, MemberDecorate=72, ExecutionModeId=331)
+          SpecConstantOp=52, Variable=59, Decorate=71, MemberDecorate=72, ExecutionModeId=331)
 SPEC_ID, BUILTIN, NON_WRITABLE, NON_READABLE, BINDING, SET, OFFSET = 1, 11, 24, 25, 33, 34, 35
-WORKGROUP_SIZE, LOCAL_SIZE, STORAGE_BUFFER, UNIFORM, PUSH_CONSTANT = 25, 17, 12, 2, 9
+WORKGROUP_SIZE, LOCAL_SIZE, STORAGE_BUFFER, UNIFORM, PUSH_CONSTANT, WORKGROUP = 25, 17, 12, 2, 9, 4
 
 
 def _string(words) -> str:
@@ -58,8 +64,10 @@ def instructions(spv: bytes):
         i += max(n, 1)
 
 
-def reflect(spv: bytes) -> Dict:
+def reflect(spv: bytes, subgroup_size: Optional[int] = None) -> Dict:
+    """`subgroup_size`: the size the module's code assumes (variants.SUBGROUP_SIZE; not in the SPIR-V)."""
     names, members, deco, mdeco, types, consts, spec, variables = {}, {}, {}, {}, {}, {}, {}, []
+    spec_ops, coop = {}, []
     caps, exts, entry, local = [], [], None, None
     for op, a in instructions(spv):
         if op == OP["Capability"]:
@@ -101,6 +109,10 @@ def reflect(spv: bytes) -> Dict:
             spec[a[1]] = (a[0], value)
         elif op == OP["SpecConstantComposite"]:
             consts[a[1]] = ("composite", list(a[2:]))
+        elif op == OP["SpecConstantOp"]:
+            spec_ops[a[1]] = (a[2], list(a[3:]))
+        elif op == TYPE_COOPERATIVE_MATRIX:
+            coop.append(list(a[:6]))
         elif op == OP["Variable"]:
             variables.append((a[0], a[1], a[2]))
 
@@ -115,6 +127,25 @@ def reflect(spv: bytes) -> Dict:
         if v and v[0] == "runtime_array":
             return f"{tname(v[1])}[]"
         return names.get(t, f"%{t}")
+
+    spec_ids = {s: deco[s][SPEC_ID][0] for s in spec if SPEC_ID in deco.get(s, {})}
+
+    def expr(vid):
+        return spec_expression(vid, consts, spec, spec_ids, spec_ops)
+
+    def scalar_bytes(t):  # a shared variable's element: no padding (see reflect_requirements.py)
+        v = types[t]
+        if v == "bool":
+            return 4
+        if isinstance(v, str):
+            return int("".join(ch for ch in v if ch.isdigit())) // 8  # uint32, int8, float16
+        if v[0] == "vector":
+            return v[2] * scalar_bytes(v[1])
+        if v[0] == "struct":
+            return sum(scalar_bytes(m) for m in v[1])
+        if v[0] == "array" and isinstance(expr(v[2]), int):
+            return expr(v[2]) * scalar_bytes(v[1])
+        raise ValueError(f"shared variable of unsupported type {v}")
 
     spec_constants = sorted(({"id": deco[s][SPEC_ID][0], "name": names.get(s, ""), "type": tname(t), "default": v}
                              for s, (t, v) in spec.items() if SPEC_ID in deco.get(s, {})), key=lambda c: c["id"])
@@ -158,67 +189,16 @@ def reflect(spv: bytes) -> Dict:
             "bindings": [bindings[k] for k in sorted(bindings)], "push_constants": push,
             "capabilities": caps, "extensions": exts,
             "device_extensions": sorted({DEVICE_EXTENSIONS[e] for e in exts if e in DEVICE_EXTENSIONS}),
-            "device_features": sorted({FEATURES[c] for c in caps if c in FEATURES})}
-
-
-# OpSpecConstantOp's operations that array sizes use here (glslang folds the rest).
-_SPEC_OPS = {128: lambda x, y: x + y, 130: lambda x, y: x - y, 132: lambda x, y: x * y,
-             134: lambda x, y: x // y, 135: lambda x, y: x // y, 137: lambda x, y: x % y,
-             194: lambda x, y: x >> y, 196: lambda x, y: x << y, 199: lambda x, y: x & y,
-             197: lambda x, y: x | y,
-             # unsigned comparisons (a select's condition)
-             170: lambda x, y: int(x == y), 172: lambda x, y: int(x > y), 174: lambda x, y: int(x >= y),
-             176: lambda x, y: int(x < y), 178: lambda x, y: int(x <= y)}
-SPEC_CONSTANT_OP, COMPOSITE_EXTRACT, SELECT, WORKGROUP = 52, 81, 169, 4
+            "device_features": sorted({FEATURES[c] for c in caps if c in FEATURES}),
+            "features": features(caps), "subgroup": subgroup(caps, subgroup_size),
+            "shared_memory": shared_memory([(p, v) for p, v, sc in variables if sc == WORKGROUP], types, names,
+                                           scalar_bytes, expr),
+            "cooperative_matrix": cooperative_matrix(coop, tname, expr),
+            "sha256": hashlib.sha256(spv).hexdigest()}
 
 
 def shared_memory_bytes(spv: bytes, spec_values: Dict[int, int]) -> int:
     """Bytes of Workgroup (shared) variables the module declares, with specialization constant i set
     to spec_values[i] (others at their defaults): what maxComputeSharedMemorySize must cover."""
-    deco, types, values, ops, shared = {}, {}, {}, {}, []
-    for op, a in instructions(spv):
-        if op == OP["Decorate"]:
-            deco.setdefault(a[0], {})[a[1]] = list(a[2:])
-        elif op in (OP["TypeBool"], OP["TypeInt"], OP["TypeFloat"]):
-            types[a[0]] = ("scalar", 4 if op == OP["TypeBool"] else a[1] // 8)
-        elif op in (OP["TypeVector"], OP["TypeArray"]):
-            types[a[0]] = ("array", a[1], a[2] if op == OP["TypeArray"] else ("literal", a[2]))
-        elif op == OP["TypeStruct"]:
-            types[a[0]] = ("struct", list(a[1:]))
-        elif op == OP["TypePointer"]:
-            types[a[0]] = ("pointer", a[2])
-        elif op == OP["Constant"]:
-            values[a[1]] = a[2]
-        elif op in (OP["SpecConstant"], OP["SpecConstantTrue"], OP["SpecConstantFalse"]):
-            sid = deco.get(a[1], {}).get(SPEC_ID, [None])[0]
-            default = a[2] if op == OP["SpecConstant"] else int(op == OP["SpecConstantTrue"])
-            values[a[1]] = spec_values.get(sid, default)
-        elif op == OP["SpecConstantComposite"]:
-            values[a[1]] = ("composite", list(a[2:]))
-        elif op == SPEC_CONSTANT_OP:
-            ops[a[1]] = (a[2], list(a[3:]))
-        elif op == OP["Variable"] and a[2] == WORKGROUP:
-            shared.append(a[0])
-
-    def value(vid):
-        if vid in ops:
-            code, args = ops[vid]
-            if code == COMPOSITE_EXTRACT:
-                return value(values[args[0]][1][args[1]])
-            if code == SELECT:  # c ? a : b (e.g. an array sized by the larger of two spec expressions)
-                return value(args[1]) if value(args[0]) else value(args[2])
-            return _SPEC_OPS[code](value(args[0]), value(args[1])) & 0xFFFFFFFF
-        return values[vid]
-
-    def size(t):
-        kind = types[t]
-        if kind[0] == "scalar":
-            return kind[1]
-        if kind[0] == "array":
-            count = kind[2][1] if isinstance(kind[2], tuple) else value(kind[2])
-            return count * size(kind[1])
-        if kind[0] == "struct":
-            return sum(size(m) for m in kind[1])
-        raise ValueError(f"shared variable of unsupported type {kind}")
-
-    return sum(size(types[ptr][1]) for ptr in shared)
+    info = reflect(spv)
+    return shared_bytes(info["shared_memory"], spec_values, {c["id"]: c["default"] for c in info["spec_constants"]})

@@ -66,3 +66,11 @@ for _prefix, _src, _types, _defines in TOPK:
         _name, _d = (_prefix, dict(_defines)) if _t is None else (
             f"{_prefix}_{_t[0]}", {"ELEM_BITS": _t[1], "KIND": _t[2], **_defines})
         VARIANTS[_name] = (f"top_k1/{_src}", _d, {"optimize": True})
+
+# The subgroup size a .comp's code assumes (the manifest's subgroup.size; any size where absent). The
+# cooperative-matrix kernels lay out a workgroup as 32-lane subgroups (INV = 32 * SG_W * SG_H, NSG =
+# gl_WorkGroupSize.x / 32u, lane loops of stride 32): ops/qlmm/coopmat.py plans them only where the
+# device's subgroupSize is 32 (coopmat_supported), ops/qlmm/stream.py with workgroups of 32-lane subgroups.
+# The subgroup-operation modules (top_k1 rows, rsort, *_sg_*) work at any size (rsort.comp has a <= 32 fast
+# path; ballots read all four words).
+SUBGROUP_SIZE = {"qlmm/qlmm_coopmat.comp": 32, "qlmm/qlmm_stream.comp": 32}
