@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 
 namespace vkops {
 
@@ -191,20 +190,24 @@ template <class T> static std::string jlist(const T &v) {
     return s + "]";
 }
 
+// No iostreams in the library: a statically linked libstdc++ beside another one in the host process can
+// break stream formatting (locale facet ids collide), and strings need no locale.
+static std::string num(u64 v) { return std::to_string(v); }
+
 std::string Limits::to_json() const {
-    std::ostringstream o;
-    o << "{\"name\": " << json_str(name) << ", \"device_type\": " << json_str(device_type)
-      << ", \"subgroup_size\": " << subgroup_size << ", \"min_subgroup_size\": " << min_subgroup_size
-      << ", \"max_subgroup_size\": " << max_subgroup_size << ", \"max_workgroup_invocations\": " << max_workgroup_invocations
-      << ", \"max_workgroup_size\": " << jlist(std::vector<u32>(max_workgroup_size, max_workgroup_size + 3))
-      << ", \"max_workgroup_count\": " << jlist(std::vector<u32>(max_workgroup_count, max_workgroup_count + 3))
-      << ", \"shared_memory_bytes\": " << shared_memory_bytes << ", \"max_push_constants_bytes\": " << max_push_constants_bytes
-      << ", \"max_storage_buffer_range\": " << max_storage_buffer_range << ", \"subgroup_operations\": " << subgroup_operations
-      << ", \"cooperative_matrix\": " << jbool(cooperative_matrix) << ", \"coopmat_verified\": " << jbool(coopmat_verified)
-      << ", \"coopmat_split_verified\": " << jbool(coopmat_split_verified)
-      << ", \"integer_dot_product\": " << jbool(integer_dot_product)
-      << ", \"profile\": " << (profile.empty() ? std::string("null") : json_str(profile)) << "}";
-    return o.str();
+    std::string o = "{\"name\": " + json_str(name) + ", \"device_type\": " + json_str(device_type) +
+        ", \"subgroup_size\": " + num(subgroup_size) + ", \"min_subgroup_size\": " + num(min_subgroup_size) +
+        ", \"max_subgroup_size\": " + num(max_subgroup_size) + ", \"max_workgroup_invocations\": " +
+        num(max_workgroup_invocations) + ", \"max_workgroup_size\": " +
+        jlist(std::vector<u32>(max_workgroup_size, max_workgroup_size + 3)) + ", \"max_workgroup_count\": " +
+        jlist(std::vector<u32>(max_workgroup_count, max_workgroup_count + 3)) + ", \"shared_memory_bytes\": " +
+        num(shared_memory_bytes) + ", \"max_push_constants_bytes\": " + num(max_push_constants_bytes) +
+        ", \"max_storage_buffer_range\": " + num(max_storage_buffer_range) + ", \"subgroup_operations\": " +
+        num(subgroup_operations) + ", \"cooperative_matrix\": " + jbool(cooperative_matrix) +
+        ", \"coopmat_verified\": " + jbool(coopmat_verified) + ", \"coopmat_split_verified\": " +
+        jbool(coopmat_split_verified) + ", \"integer_dot_product\": " + jbool(integer_dot_product) +
+        ", \"profile\": " + (profile.empty() ? std::string("null") : json_str(profile)) + "}";
+    return o;
 }
 
 // ------------------------------------------------------------------ plans
@@ -215,32 +218,30 @@ std::vector<int> Plan::ids(const std::string &role) const {
 }
 
 std::string Plan::to_json(bool with_notes) const {
-    std::ostringstream o;
-    o << "{\"format\": \"vkops-plan/1\", \"op\": " << json_str(op) << ", \"notes\": {";
+    std::string o = "{\"format\": \"vkops-plan/1\", \"op\": " + json_str(op) + ", \"notes\": {";
     if (with_notes)
-        for (size_t i = 0; i < notes.size(); i++) o << (i ? ", " : "") << json_str(notes[i].key) << ": " << notes[i].json;
-    o << "}, \"limits\": " << limits.to_json() << ", \"buffers\": [";
+        for (size_t i = 0; i < notes.size(); i++) o += (i ? ", " : "") + json_str(notes[i].key) + ": " + notes[i].json;
+    o += "}, \"limits\": " + limits.to_json() + ", \"buffers\": [";
     for (size_t i = 0; i < buffers.size(); i++) {
         const Buffer &b = buffers[i];
-        o << (i ? ", " : "") << "{\"name\": " << json_str(b.name) << ", \"role\": " << json_str(b.role)
-          << ", \"bytes\": " << b.nbytes;
+        o += (i ? ", " : "") + std::string("{\"name\": ") + json_str(b.name) + ", \"role\": " + json_str(b.role) +
+             ", \"bytes\": " + num(b.nbytes);
         if (b.has_tensor)
-            o << ", \"tensor\": {\"data_type\": " << json_str(dt_value(b.tensor.dt)) << ", \"sizes\": " << jlist(b.tensor.sizes)
-              << ", \"strides\": " << (b.tensor.has_strides ? jlist(b.tensor.strides) : std::string("null")) << "}";
-        if (b.role == "scratch") o << ", \"zeroed\": " << jbool(b.zeroed);
-        if (b.role == "constant") o << ", \"data\": " << jlist(b.data);
-        o << "}";
+            o += ", \"tensor\": {\"data_type\": " + json_str(dt_value(b.tensor.dt)) + ", \"sizes\": " + jlist(b.tensor.sizes) +
+                 ", \"strides\": " + (b.tensor.has_strides ? jlist(b.tensor.strides) : std::string("null")) + "}";
+        if (b.role == "scratch") o += std::string(", \"zeroed\": ") + jbool(b.zeroed);
+        if (b.role == "constant") o += ", \"data\": " + jlist(b.data);
+        o += "}";
     }
-    o << "], \"dispatches\": [";
+    o += "], \"dispatches\": [";
     for (size_t i = 0; i < dispatches.size(); i++) {
         const Dispatch &d = dispatches[i];
-        o << (i ? ", " : "") << "{\"kernel\": " << json_str(d.kernel) << ", \"spec\": " << jlist(d.spec)
-          << ", \"groups\": " << jlist(std::vector<u32>(d.groups, d.groups + 3)) << ", \"push\": " << jlist(d.push)
-          << ", \"bindings\": " << jlist(d.bindings) << ", \"writes\": " << jlist(d.writes)
-          << ", \"barrier\": " << jlist(d.barrier) << "}";
+        o += (i ? ", " : "") + std::string("{\"kernel\": ") + json_str(d.kernel) + ", \"spec\": " + jlist(d.spec) +
+             ", \"groups\": " + jlist(std::vector<u32>(d.groups, d.groups + 3)) + ", \"push\": " + jlist(d.push) +
+             ", \"bindings\": " + jlist(d.bindings) + ", \"writes\": " + jlist(d.writes) +
+             ", \"barrier\": " + jlist(d.barrier) + "}";
     }
-    o << "]}";
-    return o.str();
+    return o + "]}";
 }
 
 std::vector<std::vector<int>> barriers(const std::vector<std::pair<std::vector<int>, std::vector<int>>> &steps) {
