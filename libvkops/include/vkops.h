@@ -251,6 +251,7 @@ typedef struct vkops_context_create_info {
 } vkops_context_create_info;
 
 VKOPS_API vkops_status vkops_context_create(const vkops_context_create_info *info, vkops_context **out);
+/* Destroy every operator compiled for `ctx` first (they use its pipelines); then the device may go. */
 VKOPS_API void vkops_context_destroy(vkops_context *ctx);
 /* The limits this context plans with (after vkops_context_self_check(), with its verdicts). */
 VKOPS_API void vkops_context_get_limits(const vkops_context *ctx, vkops_limits *out);

@@ -280,8 +280,11 @@ static void create_device(void) {
     G.family = qi.queueFamilyIndex = i;
     s = vkops_device_requirements_get(G.instance, G.phys, VK_API_VERSION_1_3, NULL, &G.req);
     if (s != VKOPS_SUCCESS) { printf("FATAL: vkops_device_requirements_get: %d %s\n", s, vkops_last_error()); exit(2); }
-    printf("device: %s (Vulkan %u.%u); vkops asks for %u extension(s):", p.deviceName, VK_API_VERSION_MAJOR(p.apiVersion),
-           VK_API_VERSION_MINOR(p.apiVersion), G.req.extension_count);
+    printf("device: %s (Vulkan %u.%u); vkops turns on shaderInt8 %u, vulkanMemoryModel %u, shaderIntegerDotProduct %u, "
+           "cooperativeMatrix %u and asks for %u extension(s):", p.deviceName, VK_API_VERSION_MAJOR(p.apiVersion),
+           VK_API_VERSION_MINOR(p.apiVersion), G.req.float16_int8.shaderInt8, G.req.memory_model.vulkanMemoryModel,
+           G.req.integer_dot_product.shaderIntegerDotProduct, G.req.cooperative_matrix.cooperativeMatrix,
+           G.req.extension_count);
     for (i = 0; i < G.req.extension_count; i++) printf(" %s", G.req.extensions[i]);
     printf("\n");
     di.pNext = G.req.chain;  /* vkops' feature structs; pEnabledFeatures stays NULL */
@@ -504,6 +507,35 @@ free_case:
     for (i = 0; i < C.n_out; i++) free(C.out[i].data);
 }
 
+static int lists(const vkops_device_requirements *r, const char *ext) {
+    uint32_t i;
+    for (i = 0; i < r->extension_count; i++) if (!strcmp(r->extensions[i], ext)) return 1;
+    return 0;
+}
+
+/* Extensions promoted to core are listed only below their core version: the 1.3 requirements the device
+ * was made with list none of them; for a 1.1 instance every feature turned on brings its extension. */
+static void check_requirements_versions(void) {
+    vkops_device_requirements r;
+    uint32_t i;
+    if (G.req.api_version != VK_API_VERSION_1_3) FAIL("requirements.api_version is 0x%x for a 1.3 instance", G.req.api_version);
+    if (lists(&G.req, "VK_KHR_shader_float16_int8") || lists(&G.req, "VK_KHR_vulkan_memory_model") ||
+        lists(&G.req, "VK_KHR_shader_integer_dot_product"))
+        FAIL("the Vulkan 1.3 requirements list an extension that is core in 1.3");
+    if (vkops_device_requirements_get(G.instance, G.phys, VK_API_VERSION_1_1, NULL, &r) != VKOPS_SUCCESS) {
+        FAIL("vkops_device_requirements_get(1.1): %s", vkops_last_error());
+        return;
+    }
+    if ((r.float16_int8.shaderInt8 && !lists(&r, "VK_KHR_shader_float16_int8")) ||
+        (r.memory_model.vulkanMemoryModel && !lists(&r, "VK_KHR_vulkan_memory_model")) ||
+        (r.integer_dot_product.shaderIntegerDotProduct && !lists(&r, "VK_KHR_shader_integer_dot_product")))
+        FAIL("the Vulkan 1.1 requirements turn on a feature without its extension");
+    printf("requirements for a Vulkan 1.1 instance: shaderInt8 %u, vulkanMemoryModel %u, shaderIntegerDotProduct %u; extensions:",
+           r.float16_int8.shaderInt8, r.memory_model.vulkanMemoryModel, r.integer_dot_product.shaderIntegerDotProduct);
+    for (i = 0; i < r.extension_count; i++) printf(" %s", r.extensions[i]);
+    printf("\n");
+}
+
 int main(int argc, char **argv) {
     int validation = 1, i, push;
     size_t c;
@@ -514,6 +546,7 @@ int main(int argc, char **argv) {
     }
     create_instance(validation);
     create_device();
+    check_requirements_versions();
     for (push = 1; push >= 0; push--) {
         vkops_context *ctx = NULL;
         vkops_limits L;
