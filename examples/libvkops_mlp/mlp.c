@@ -183,17 +183,17 @@ int main(int argc, char **argv) {
         if (qfp[i].queueFlags & VK_QUEUE_COMPUTE_BIT) qf = i;
     if (qf == UINT32_MAX) die("no compute queue");
     static vkops_device_requirements req;  /* the chain points into it: it must stay put */
-    OPS(vkops_device_requirements_get(inst, pd, NULL, &req));
+    OPS(vkops_device_requirements_get(inst, pd, app.apiVersion, NULL, &req));
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, NULL, 0, qf, 1, &prio};
     VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, req.chain, 0, 1, &qci, 0, NULL,
-                              req.extension_count, req.extensions, NULL};
+                              req.extension_count, req.extensions, NULL};  /* features go in req.features2 */
     VkDevice dev;
     VK(vkCreateDevice(pd, &dci, NULL, &dev));
     VkQueue queue;
     vkGetDeviceQueue(dev, qf, 0, &queue);
 
-    vkops_context_create_info cci = {inst, pd, dev, qf, NULL, NULL, VK_NULL_HANDLE, &req, 0};
+    vkops_context_create_info cci = {inst, pd, app.apiVersion, dev, qf, NULL, NULL, VK_NULL_HANDLE, &req, 0};
     vkops_context *ctx;
     OPS(vkops_context_create(&cci, &ctx));
     OPS(vkops_context_self_check(ctx, queue));

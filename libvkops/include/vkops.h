@@ -197,24 +197,34 @@ VKOPS_API void vkops_free(void *p);
 typedef struct vkops_device_requirements {
     uint32_t extension_count;
     const char *extensions[VKOPS_MAX_REQUIRED_EXTENSIONS];  /* add to ppEnabledExtensionNames */
-    /* Filled feature structs, linked through pNext from `chain` (the first of them); put `chain` into
-     * VkDeviceCreateInfo.pNext (or append your own chain after the last one). Only what the physical
-     * device offers and vkops' modules use is set to VK_TRUE. */
+    /* Filled feature structs, linked through pNext from `chain` (always &features2, then only the structs
+     * with a feature turned on); put `chain` into VkDeviceCreateInfo.pNext (or append your own chain
+     * after the last one) and leave pEnabledFeatures NULL: put your own core features into
+     * features2.features. Only what the physical device offers and vkops' modules use is set to VK_TRUE;
+     * structs left out of the chain are all VK_FALSE. If your chain already has
+     * VkPhysicalDeviceVulkan11Features/Vulkan12Features/Vulkan13Features, copy these flags into those
+     * instead (Vulkan forbids both forms of one feature in a chain). */
     void *chain;
     VkPhysicalDeviceFeatures2 features2;
-    VkPhysicalDeviceVulkan11Features vulkan11;
+    VkPhysicalDeviceVulkan11Features vulkan11;  /* not chained by this version (no module needs its features) */
     VkPhysicalDeviceShaderFloat16Int8Features float16_int8;
     VkPhysicalDevice8BitStorageFeatures storage8;
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model;
-    VkPhysicalDeviceSubgroupSizeControlFeatures subgroup_size_control;
+    VkPhysicalDeviceSubgroupSizeControlFeatures subgroup_size_control; /* not chained by this version */
     VkPhysicalDeviceShaderIntegerDotProductFeatures integer_dot_product;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR cooperative_matrix;
-    uint32_t reserved[64];
+    /* The Vulkan version these requirements assume: min(the api_version passed, the device's
+     * apiVersion). Extensions promoted to core at or below it are not listed (their features are). */
+    uint32_t api_version;
+    uint32_t reserved[63];
 } vkops_device_requirements;
 
-/* Fill `out` for `physical_device` (before vkCreateDevice). `get_instance_proc_addr` may be NULL
- * (libvulkan's). The struct must not move between this call and vkCreateDevice (chain points into it). */
+/* Fill `out` for `physical_device` (before vkCreateDevice). `api_version`: the VkApplicationInfo.apiVersion
+ * the instance was created with (0 = VK_API_VERSION_1_1; vkops needs 1.1). `get_instance_proc_addr` may be
+ * NULL (libvulkan's). The struct must not move between this call and vkCreateDevice (chain points into it).
+ * VKOPS_ERROR_UNSUPPORTED when the device is older than Vulkan 1.1. */
 VKOPS_API vkops_status vkops_device_requirements_get(VkInstance instance, VkPhysicalDevice physical_device,
+                                                     uint32_t api_version,
                                                      PFN_vkGetInstanceProcAddr get_instance_proc_addr,
                                                      vkops_device_requirements *out);
 
@@ -227,18 +237,21 @@ typedef struct vkops_context vkops_context;
 typedef struct vkops_context_create_info {
     VkInstance instance;
     VkPhysicalDevice physical_device;
+    uint32_t api_version;                             /* the instance's VkApplicationInfo.apiVersion (0 = 1.1) */
     VkDevice device;
     uint32_t queue_family_index;
     PFN_vkGetInstanceProcAddr get_instance_proc_addr; /* NULL = libvulkan's */
     const VkAllocationCallbacks *allocator;           /* optional */
     VkPipelineCache pipeline_cache;                    /* optional */
     /* What the caller enabled at vkCreateDevice: the requirements it passed (NULL = exactly what
-     * vkops_device_requirements_get() returned for this physical device). */
+     * vkops_device_requirements_get() returned for this physical device and api_version). The
+     * context keeps no pointer to it. */
     const vkops_device_requirements *enabled;
     uint32_t flags;                                    /* VKOPS_CONTEXT_* */
 } vkops_context_create_info;
 
 VKOPS_API vkops_status vkops_context_create(const vkops_context_create_info *info, vkops_context **out);
+/* Destroy every operator compiled for `ctx` first (they use its pipelines); then the device may go. */
 VKOPS_API void vkops_context_destroy(vkops_context *ctx);
 /* The limits this context plans with (after vkops_context_self_check(), with its verdicts). */
 VKOPS_API void vkops_context_get_limits(const vkops_context *ctx, vkops_limits *out);

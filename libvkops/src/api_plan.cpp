@@ -3,28 +3,14 @@
 #include <cstring>
 #include <new>
 
+#include "api.hpp"
 #include "ops.hpp"
 
 namespace vkops {
 
-static thread_local std::string last_error;
+thread_local std::string last_error;
 
 vkops_status set_error(vkops_status s, const std::string &m) { last_error = m; return s; }
-
-// Runs `f`, turning exceptions into a status and this thread's message.
-template <class F> vkops_status guard(F &&f) {
-    try {
-        last_error.clear();
-        f();
-        return VKOPS_SUCCESS;
-    } catch (const Error &e) {
-        return set_error(e.status, e.what());
-    } catch (const std::bad_alloc &) {
-        return set_error(VKOPS_ERROR_OUT_OF_MEMORY, "out of host memory");
-    } catch (const std::exception &e) {
-        return set_error(VKOPS_ERROR_VALIDATION, e.what());
-    }
-}
 
 void validate_operator(const vkops_operator_desc *desc) {
     if (!desc || !desc->desc) fail("vkops_operator_desc.desc must not be NULL");

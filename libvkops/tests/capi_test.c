@@ -1,0 +1,586 @@
+/* libvkops' C API test (C99): a host that owns its instance, device, queue, command buffers and buffers
+ * runs operators through libvkops, under the Khronos validation layer with synchronization validation.
+ *
+ *   make capi-test                       (builds libvkops and this test, runs it)
+ *   build/libvkops/capi_test [--verbose] [--no-validation]
+ *
+ * Per case (CASES below: add TOP_K1 / QLMM rows there) and per descriptor mode (push descriptors, and
+ * VKOPS_CONTEXT_NO_PUSH_DESCRIPTORS with sets allocated here): compile, record the persistent set-up and
+ * the operator into one command buffer, run it, compare the outputs with a CPU reference, check that the
+ * bytes after each binding's size are untouched (the 8/16-bit padding contract), that bad bindings are
+ * refused with VKOPS_ERROR_VALIDATION and a message, and that recording allocated nothing through the
+ * context's VkAllocationCallbacks. Exits non-zero on any failure and on any validation-layer warning or
+ * error. An operator libvkops does not have yet (VKOPS_ERROR_UNSUPPORTED at compile) is reported as SKIP.
+ */
+#define _POSIX_C_SOURCE 200112L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "vkops.h"
+
+static int verbose, failures, vl_messages;
+#define FAIL(...) (printf("FAIL: " __VA_ARGS__), printf("\n"), failures++)
+#define VK(call) do { VkResult r_ = (call); if (r_ != VK_SUCCESS) { printf("FATAL: %s = %d\n", #call, (int)r_); exit(2); } } while (0)
+
+/* ------------------------------------------------------------------ allocation counting */
+static long n_alloc, n_free;
+static void *VKAPI_PTR count_alloc(void *u, size_t size, size_t align, VkSystemAllocationScope s) {
+    void *p = NULL;
+    (void)u; (void)s;
+    n_alloc++;
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) ? NULL : p;
+}
+static void VKAPI_PTR count_free(void *u, void *p) { (void)u; if (p) n_free++; free(p); }
+static void *VKAPI_PTR count_realloc(void *u, void *old, size_t size, size_t align, VkSystemAllocationScope s) {
+    void *p;
+    if (!old) return count_alloc(u, size, align, s);
+    if (!size) { count_free(u, old); return NULL; }
+    p = count_alloc(u, size, align, s);
+    if (p) { memcpy(p, old, size); /* callers only grow here; lavapipe never reallocates pipelines */ count_free(u, old); }
+    return p;
+}
+static const VkAllocationCallbacks COUNTING = {NULL, count_alloc, count_realloc, count_free, NULL, NULL};
+
+/* ------------------------------------------------------------------ cases */
+#define MAXT 8
+typedef struct {
+    vkops_tensor_desc t;
+    uint32_t sizes[VKOPS_MAX_DIMS], strides[VKOPS_MAX_DIMS];
+    unsigned char *data; /* inputs: contents; outputs: expected bytes (packed) */
+    size_t bytes;        /* tensor bytes (span x element size) */
+} Tensor;
+typedef struct {
+    vkops_operator_desc op;
+    vkops_slice1_desc slice;  /* add vkops_top_k1_desc / qlmm descs here */
+    uint32_t offsets[VKOPS_MAX_DIMS], wsizes[VKOPS_MAX_DIMS];
+    int32_t wstrides[VKOPS_MAX_DIMS];
+    Tensor in[MAXT], out[MAXT];
+    int n_in, n_out;
+} Case;
+typedef struct { const char *name; void (*make)(Case *); } CaseRow;
+
+static int esize(vkops_tensor_data_type t) {
+    switch (t) {
+    case VKOPS_TENSOR_DATA_TYPE_UINT8: case VKOPS_TENSOR_DATA_TYPE_INT8: return 1;
+    case VKOPS_TENSOR_DATA_TYPE_UINT16: case VKOPS_TENSOR_DATA_TYPE_INT16: case VKOPS_TENSOR_DATA_TYPE_FLOAT16: return 2;
+    default: return 4;
+    }
+}
+
+/* A tensor of `rank` sizes (strides NULL = packed); its span's bytes allocated, filled with a pattern. */
+static void tensor(Tensor *T, vkops_tensor_data_type dt, int rank, const uint32_t *sizes, const uint32_t *strides) {
+    uint64_t span = 1, packed = 1;
+    int i;
+    memset(T, 0, sizeof *T);
+    T->t.data_type = dt;
+    T->t.dimension_count = (uint32_t)rank;
+    T->t.sizes = T->sizes;
+    for (i = rank - 1; i >= 0; i--) {
+        T->sizes[i] = sizes[i];
+        T->strides[i] = strides ? strides[i] : (uint32_t)packed;
+        span += (uint64_t)(sizes[i] - 1) * T->strides[i];
+        packed *= sizes[i];
+    }
+    T->t.strides = strides ? T->strides : NULL;
+    T->bytes = (size_t)span * (size_t)esize(dt);
+    T->data = calloc(T->bytes, 1);
+    for (i = 0; i < (int)T->bytes; i++) T->data[i] = (unsigned char)(i * 37 + 11);
+}
+
+/* SLICE1's reference: out[o] = in[start + stride * o] per dimension (start = offset, or its window's
+ * last element for a negative stride), over the input's element strides. */
+static void slice1_case(Case *C, vkops_tensor_data_type dt, int rank, const uint32_t *sizes, const uint32_t *in_strides,
+                        const uint32_t *offs, const uint32_t *wsz, const int32_t *wst) {
+    uint32_t osz[VKOPS_MAX_DIMS], idx[VKOPS_MAX_DIMS] = {0};
+    uint64_t n = 1, o;
+    int i, e = esize(dt);
+    tensor(&C->in[0], dt, rank, sizes, in_strides);
+    for (i = 0; i < rank; i++) {
+        osz[i] = 1 + (wsz[i] - 1) / (uint32_t)abs(wst[i]);
+        n *= osz[i];
+        C->offsets[i] = offs[i]; C->wsizes[i] = wsz[i]; C->wstrides[i] = wst[i];
+    }
+    tensor(&C->out[0], dt, rank, osz, NULL);
+    for (o = 0; o < n; o++) {
+        uint64_t at = 0;
+        for (i = 0; i < rank; i++) {
+            int64_t start = offs[i] + (wst[i] < 0 ? wsz[i] - 1 : 0);
+            at += (uint64_t)(start + (int64_t)wst[i] * idx[i]) * C->in[0].strides[i];
+        }
+        memcpy(C->out[0].data + o * e, C->in[0].data + at * e, (size_t)e);
+        for (i = rank - 1; i >= 0 && ++idx[i] == osz[i]; i--) idx[i] = 0;
+    }
+    C->n_in = C->n_out = 1;
+    C->slice = (vkops_slice1_desc){&C->in[0].t, &C->out[0].t, (uint32_t)rank, C->offsets, C->wsizes, C->wstrides};
+    C->op = (vkops_operator_desc){VKOPS_OPERATOR_SLICE1, &C->slice};
+}
+
+static void slice_u8(Case *C) {   /* 8-bit, negative strides, 6 output bytes (binding 8: 2 padding bytes) */
+    static const uint32_t s[] = {5, 9}, o[] = {0, 2}, w[] = {5, 6};
+    static const int32_t st[] = {-2, -3};
+    slice1_case(C, VKOPS_TENSOR_DATA_TYPE_UINT8, 2, s, NULL, o, w, st);
+}
+static void slice_i8_strided(Case *C) {  /* 8-bit, strided input, odd output count */
+    static const uint32_t s[] = {3, 4, 5}, ist[] = {41, 10, 2}, o[] = {0, 1, 0}, w[] = {3, 3, 5};
+    static const int32_t st[] = {1, -1, -2};
+    slice1_case(C, VKOPS_TENSOR_DATA_TYPE_INT8, 3, s, ist, o, w, st);
+}
+static void slice_f16(Case *C) {  /* 16-bit, negative strides, 3 output elements (binding 8: 2 padding bytes) */
+    static const uint32_t s[] = {4, 6, 3}, o[] = {1, 0, 2}, w[] = {3, 6, 1};
+    static const int32_t st[] = {-3, -2, 1};
+    slice1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT16, 3, s, NULL, o, w, st);
+}
+static void slice_i16_rows(Case *C) {  /* 16-bit rows wide enough for the packed paths */
+    static const uint32_t s[] = {6, 70}, o[] = {1, 3}, w[] = {5, 61};
+    static const int32_t st[] = {-1, 1};
+    slice1_case(C, VKOPS_TENSOR_DATA_TYPE_INT16, 2, s, NULL, o, w, st);
+}
+static void slice_f32(Case *C) {
+    static const uint32_t s[] = {2, 3, 4, 5}, o[] = {0, 1, 1, 0}, w[] = {2, 2, 3, 5};
+    static const int32_t st[] = {1, -1, 2, -2};
+    slice1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 4, s, NULL, o, w, st);
+}
+
+static const CaseRow CASES[] = {
+    {"SLICE1 uint8 [5,9] strides (-2,-3)", slice_u8},
+    {"SLICE1 int8 strided input [3,4,5] strides (1,-1,-2)", slice_i8_strided},
+    {"SLICE1 float16 [4,6,3] strides (-3,-2,1)", slice_f16},
+    {"SLICE1 int16 [6,70] strides (-1,1)", slice_i16_rows},
+    {"SLICE1 float32 [2,3,4,5] strides (1,-1,2,-2)", slice_f32},
+    /* TOP_K1 and QLMM rows go here: a make() filling Case's desc, inputs and expected outputs. */
+};
+
+/* ------------------------------------------------------------------ Vulkan set-up */
+static struct {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t family;
+    VkCommandPool pool;
+    VkPhysicalDeviceMemoryProperties mem;
+    vkops_device_requirements req;
+} G;
+
+static VkBool32 VKAPI_PTR on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev, VkDebugUtilsMessageTypeFlagsEXT type,
+                                     const VkDebugUtilsMessengerCallbackDataEXT *d, void *u) {
+    (void)type; (void)u;
+    if (sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)) {
+        vl_messages++;
+        printf("VALIDATION %s: %s\n", sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
+               d->pMessage);
+    }
+    return VK_FALSE;
+}
+
+static int layer_has_extension(const char *layer, const char *ext) {
+    uint32_t n = 0, i;
+    VkExtensionProperties *e;
+    int found = 0;
+    if (vkEnumerateInstanceExtensionProperties(layer, &n, NULL) != VK_SUCCESS) return 0;
+    e = calloc(n + 1, sizeof *e);
+    vkEnumerateInstanceExtensionProperties(layer, &n, e);
+    for (i = 0; i < n; i++) found |= !strcmp(e[i].extensionName, ext);
+    free(e);
+    return found;
+}
+
+/* VK_EXT_layer_settings (newer layers), declared here for headers that predate it (Debian 12's). */
+typedef struct { const char *pLayerName, *pSettingName; int32_t type; uint32_t valueCount; const void *pValues; } LayerSetting;
+typedef struct { VkStructureType sType; const void *pNext; uint32_t settingCount; const LayerSetting *pSettings; } LayerSettingsInfo;
+#define STYPE_LAYER_SETTINGS_CREATE_INFO ((VkStructureType)1000496000)
+#define LAYER_SETTING_TYPE_BOOL32 0
+
+static void create_instance(int validation) {
+    static const char *LAYER = "VK_LAYER_KHRONOS_validation";
+    const char *exts[3];
+    uint32_t n_ext = 0, n = 0, i;
+    VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+    VkValidationFeaturesEXT vf = {VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT, NULL, 1, &sync, 0, NULL};
+    VkBool32 on = VK_TRUE;
+    LayerSetting ls = {"VK_LAYER_KHRONOS_validation", "validate_sync", LAYER_SETTING_TYPE_BOOL32, 1, &on};
+    LayerSettingsInfo lsi = {STYPE_LAYER_SETTINGS_CREATE_INFO, NULL, 1, &ls};
+    VkDebugUtilsMessengerCreateInfoEXT mi = {VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT, NULL, 0,
+        VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+        VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT, on_message, NULL};
+    VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "capi_test", 1, "vkops", 1, VK_API_VERSION_1_3};
+    VkInstanceCreateInfo ci = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, &mi, 0, &app, 0, NULL, 0, exts};
+    const char *how = "none";
+    if (validation) {
+        VkLayerProperties *lp;
+        int have = 0;
+        vkEnumerateInstanceLayerProperties(&n, NULL);
+        lp = calloc(n + 1, sizeof *lp);
+        vkEnumerateInstanceLayerProperties(&n, lp);
+        for (i = 0; i < n; i++) have |= !strcmp(lp[i].layerName, LAYER);
+        free(lp);
+        if (!have) { printf("FATAL: %s is not installed (apt install vulkan-validationlayers), or pass --no-validation\n", LAYER); exit(2); }
+        ci.enabledLayerCount = 1;
+        ci.ppEnabledLayerNames = &LAYER;
+        exts[n_ext++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        /* Synchronization validation: VK_EXT_validation_features where the layer has it, else
+         * VK_EXT_layer_settings (layers that dropped the former). */
+        if (layer_has_extension(LAYER, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME)) {
+            exts[n_ext++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
+            mi.pNext = &vf;
+            how = "VK_EXT_validation_features";
+        } else if (layer_has_extension(LAYER, "VK_EXT_layer_settings")) {
+            exts[n_ext++] = "VK_EXT_layer_settings";
+            mi.pNext = &lsi;
+            how = "VK_EXT_layer_settings";
+        } else {
+            printf("FATAL: the validation layer offers neither VK_EXT_validation_features nor VK_EXT_layer_settings\n");
+            exit(2);
+        }
+    } else {
+        ci.pNext = NULL;
+    }
+    ci.enabledExtensionCount = n_ext;
+    VK(vkCreateInstance(&ci, NULL, &G.instance));
+    if (validation) {
+        PFN_vkCreateDebugUtilsMessengerEXT f =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(G.instance, "vkCreateDebugUtilsMessengerEXT");
+        mi.pNext = NULL;
+        VK(f(G.instance, &mi, NULL, &G.messenger));
+    }
+    printf("validation: %s (synchronization validation via %s)\n", validation ? "VK_LAYER_KHRONOS_validation" : "off", how);
+}
+
+static void create_device(void) {
+    uint32_t n = 1, nq = 0, i;
+    VkPhysicalDevice pds[8];
+    VkPhysicalDeviceProperties p;
+    VkQueueFamilyProperties qf[16];
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, NULL, 0, 0, 1, &prio};
+    VkDeviceCreateInfo di = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, NULL, 0, 1, &qi, 0, NULL, 0, NULL, NULL};
+    VkCommandPoolCreateInfo pi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, NULL,
+                                  VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, 0};
+    VkResult r;
+    vkops_status s;
+    n = 8;
+    r = vkEnumeratePhysicalDevices(G.instance, &n, pds);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) { printf("FATAL: vkEnumeratePhysicalDevices = %d\n", (int)r); exit(2); }
+    if (!n) { printf("FATAL: no Vulkan device\n"); exit(2); }
+    G.phys = pds[0];
+    for (i = 0; i < n; i++) {  /* lavapipe (the CPU device) where there is one */
+        vkGetPhysicalDeviceProperties(pds[i], &p);
+        if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) { G.phys = pds[i]; break; }
+    }
+    vkGetPhysicalDeviceProperties(G.phys, &p);
+    vkGetPhysicalDeviceMemoryProperties(G.phys, &G.mem);
+    nq = 16;
+    vkGetPhysicalDeviceQueueFamilyProperties(G.phys, &nq, qf);
+    for (i = 0; i < nq && !(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT); i++) {}
+    G.family = qi.queueFamilyIndex = i;
+    s = vkops_device_requirements_get(G.instance, G.phys, VK_API_VERSION_1_3, NULL, &G.req);
+    if (s != VKOPS_SUCCESS) { printf("FATAL: vkops_device_requirements_get: %d %s\n", s, vkops_last_error()); exit(2); }
+    printf("device: %s (Vulkan %u.%u); vkops turns on shaderInt8 %u, vulkanMemoryModel %u, shaderIntegerDotProduct %u, "
+           "cooperativeMatrix %u and asks for %u extension(s):", p.deviceName, VK_API_VERSION_MAJOR(p.apiVersion),
+           VK_API_VERSION_MINOR(p.apiVersion), G.req.float16_int8.shaderInt8, G.req.memory_model.vulkanMemoryModel,
+           G.req.integer_dot_product.shaderIntegerDotProduct, G.req.cooperative_matrix.cooperativeMatrix,
+           G.req.extension_count);
+    for (i = 0; i < G.req.extension_count; i++) printf(" %s", G.req.extensions[i]);
+    printf("\n");
+    di.pNext = G.req.chain;  /* vkops' feature structs; pEnabledFeatures stays NULL */
+    di.enabledExtensionCount = G.req.extension_count;
+    di.ppEnabledExtensionNames = G.req.extensions;
+    VK(vkCreateDevice(G.phys, &di, NULL, &G.device));
+    vkGetDeviceQueue(G.device, G.family, 0, &G.queue);
+    pi.queueFamilyIndex = G.family;
+    VK(vkCreateCommandPool(G.device, &pi, NULL, &G.pool));
+}
+
+typedef struct { VkBuffer buf; VkDeviceMemory mem; unsigned char *map; VkDeviceSize size; } Buf;
+
+static Buf make_buf(VkDeviceSize size) {
+    Buf b;
+    VkMemoryRequirements r;
+    uint32_t t;
+    VkBufferCreateInfo bi = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, NULL, 0, size,
+        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, VK_SHARING_MODE_EXCLUSIVE, 0, NULL};
+    VkMemoryAllocateInfo ai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, NULL, 0, 0};
+    const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    b.size = size;
+    VK(vkCreateBuffer(G.device, &bi, NULL, &b.buf));
+    vkGetBufferMemoryRequirements(G.device, b.buf, &r);
+    for (t = 0; t < G.mem.memoryTypeCount; t++)
+        if ((r.memoryTypeBits & (1u << t)) && (G.mem.memoryTypes[t].propertyFlags & want) == want) break;
+    ai.allocationSize = r.size;
+    ai.memoryTypeIndex = t;
+    VK(vkAllocateMemory(G.device, &ai, NULL, &b.mem));
+    VK(vkBindBufferMemory(G.device, b.buf, b.mem, 0));
+    VK(vkMapMemory(G.device, b.mem, 0, VK_WHOLE_SIZE, 0, (void **)&b.map));
+    return b;
+}
+static void free_buf(Buf *b) {
+    if (!b->buf) return;
+    vkUnmapMemory(G.device, b->mem);
+    vkDestroyBuffer(G.device, b->buf, NULL);
+    vkFreeMemory(G.device, b->mem, NULL);
+    memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------------ one case, one descriptor mode */
+#define SENTINEL 0xCD
+#define TAIL 64 /* sentinel bytes after each binding */
+
+static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage,
+                    VkAccessFlags dst) {
+    VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER, NULL, src, dst};
+    vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* A binding at offset `align` of a new buffer, TAIL sentinel bytes after its size. */
+static Buf bound(VkDeviceSize align, VkDeviceSize size, vkops_binding *b) {
+    Buf B = make_buf(align + size + TAIL);
+    memset(B.map, SENTINEL, (size_t)B.size);
+    b->buffer = B.buf; b->offset = align; b->range = size;
+    return B;
+}
+
+static int untouched(const Buf *B, VkDeviceSize from, VkDeviceSize to) {
+    VkDeviceSize i;
+    for (i = from; i < to; i++) if (B->map[i] != SENTINEL) return 0;
+    return 1;
+}
+
+/* A bad binding must be refused with VKOPS_ERROR_VALIDATION and a message containing `want`. */
+static void expect_refused(const vkops_operator *op, VkCommandBuffer cb, const vkops_record_info *ri, const char *what,
+                           const char *want) {
+    vkops_status s = vkops_operator_record(op, cb, ri);
+    if (s != VKOPS_ERROR_VALIDATION || !strstr(vkops_last_error(), want))
+        FAIL("%s: expected VKOPS_ERROR_VALIDATION with \"%s\"; got %d \"%s\"", what, want, (int)s, vkops_last_error());
+    else if (verbose) printf("  refused %s: %s\n", what, vkops_last_error());
+}
+
+static void run_case(vkops_context *ctx, const CaseRow *row, int push) {
+    Case C;
+    vkops_operator *op = NULL;
+    vkops_operator_properties P;
+    vkops_binding in[MAXT], out[MAXT], tmp, pers, bad[MAXT];
+    Buf bin[MAXT], bout[MAXT], btmp = {0}, bpers = {0};
+    VkDescriptorSet sets[256];
+    VkDescriptorPool dpool = VK_NULL_HANDLE;
+    vkops_record_info ri;
+    VkCommandBuffer cb;
+    VkCommandBufferAllocateInfo cai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, NULL, G.pool,
+                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+    VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, NULL,
+                                   VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, NULL};
+    VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO, NULL, 0, NULL, NULL, 1, &cb, 0, NULL};
+    VkFenceCreateInfo fi = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, NULL, 0};
+    VkFence fence;
+    long a0, f0;
+    int i, before = failures;
+    vkops_status s;
+    const char *mode = push ? "push descriptors" : "descriptor sets";
+
+    memset(&C, 0, sizeof C);
+    row->make(&C);
+    s = vkops_operator_compile(ctx, &C.op, &op);
+    if (s == VKOPS_ERROR_UNSUPPORTED) { printf("SKIP %s [%s]: %s\n", row->name, mode, vkops_last_error()); goto free_case; }
+    if (s != VKOPS_SUCCESS) { FAIL("%s: vkops_operator_compile = %d: %s", row->name, (int)s, vkops_last_error()); goto free_case; }
+    vkops_operator_get_properties(op, &P);
+    if ((int)P.input_count != C.n_in || (int)P.output_count != C.n_out) {
+        FAIL("%s: %u inputs, %u outputs; the case has %d, %d", row->name, P.input_count, P.output_count, C.n_in, C.n_out);
+        goto free_op;
+    }
+    if (verbose) {
+        char *json = NULL;
+        if (vkops_operator_plan_json(op, &json) == VKOPS_SUCCESS) printf("  plan: %.300s...\n", json);
+        vkops_free(json);
+    }
+    for (i = 0; i < C.n_in; i++) {
+        bin[i] = bound(P.required_offset_alignment, P.input_binding_size[i], &in[i]);
+        memcpy(bin[i].map + in[i].offset, C.in[i].data, C.in[i].bytes);
+    }
+    for (i = 0; i < C.n_out; i++) bout[i] = bound(P.required_offset_alignment, P.output_binding_size[i], &out[i]);
+    if (P.temporary_size) btmp = bound(P.required_offset_alignment, P.temporary_size, &tmp);
+    if (P.persistent_size) bpers = bound(P.required_offset_alignment, P.persistent_size, &pers);
+    memset(&ri, 0, sizeof ri);
+    ri.inputs = in; ri.outputs = out;
+    ri.temporary = P.temporary_size ? &tmp : NULL;
+    ri.persistent = P.persistent_size ? &pers : NULL;
+    if (!push) {
+        VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 16 * P.descriptor_set_count};
+        VkDescriptorPoolCreateInfo pci = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, NULL, 0, P.descriptor_set_count, 1, &ps};
+        VkDescriptorSetLayout layouts[256];
+        VkDescriptorSetAllocateInfo dai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, NULL, VK_NULL_HANDLE,
+                                           P.descriptor_set_count, layouts};
+        if (P.descriptor_set_count == 0 || P.descriptor_set_count > 256) {
+            FAIL("%s: descriptor_set_count %u without push descriptors", row->name, P.descriptor_set_count);
+            goto free_bufs;
+        }
+        for (i = 0; i < (int)P.descriptor_set_count; i++) layouts[i] = vkops_operator_descriptor_set_layout(op, (uint32_t)i);
+        VK(vkCreateDescriptorPool(G.device, &pci, NULL, &dpool));
+        dai.descriptorPool = dpool;
+        VK(vkAllocateDescriptorSets(G.device, &dai, sets));
+        ri.descriptor_sets = sets;
+    } else if (P.descriptor_set_count != 0) {
+        FAIL("%s: descriptor_set_count %u with push descriptors", row->name, P.descriptor_set_count);
+    }
+
+    VK(vkAllocateCommandBuffers(G.device, &cai, &cb));
+    VK(vkBeginCommandBuffer(cb, &bi));
+    /* Before: the host's writes of inputs (and of the persistent buffer, here its sentinels) ordered before
+     * the transfer that initializes it and the shaders that read them. (vkQueueSubmit already makes host
+     * writes made before it visible; the barrier states it, and is needed for host writes signalled later.) */
+    barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_WRITE_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    if (P.persistent_size) {
+        s = vkops_operator_record_initialize(op, cb, &pers);
+        if (s != VKOPS_SUCCESS) FAIL("%s: record_initialize = %d: %s", row->name, (int)s, vkops_last_error());
+        /* The persistent set-up (vkCmdFillBuffer / vkCmdUpdateBuffer) before the shaders use it. */
+        barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    }
+    /* Bad bindings: refused before anything is recorded. */
+    {
+        vkops_record_info r2 = ri;
+        memcpy(bad, out, sizeof out);
+        r2.outputs = bad;
+        bad[0].offset = out[0].offset + 2;
+        expect_refused(op, cb, &r2, "a misaligned offset", "outputs[0].offset must be a multiple of");
+        bad[0] = out[0]; bad[0].range = out[0].range - 4;
+        expect_refused(op, cb, &r2, "a short range", "outputs[0].range must be >=");
+        bad[0] = out[0]; bad[0].range = VK_WHOLE_SIZE;
+        expect_refused(op, cb, &r2, "VK_WHOLE_SIZE", "VK_WHOLE_SIZE");
+        bad[0] = out[0]; bad[0].buffer = VK_NULL_HANDLE;
+        expect_refused(op, cb, &r2, "a null buffer", "outputs[0].buffer must not be VK_NULL_HANDLE");
+        r2 = ri; memcpy(bad, in, sizeof in); r2.inputs = bad;
+        bad[0].range = in[0].range - 1;
+        expect_refused(op, cb, &r2, "a short input range", "inputs[0].range must be >=");
+        if (!push) {
+            r2 = ri; r2.descriptor_sets = NULL;
+            expect_refused(op, cb, &r2, "no descriptor sets", "descriptor_sets must not be NULL");
+        }
+    }
+    a0 = n_alloc; f0 = n_free;
+    s = vkops_operator_record(op, cb, &ri);
+    if (s != VKOPS_SUCCESS) FAIL("%s: vkops_operator_record = %d: %s", row->name, (int)s, vkops_last_error());
+    if (n_alloc != a0 || n_free != f0)
+        FAIL("%s: recording allocated %ld and freed %ld times through the context's allocator", row->name, n_alloc - a0, n_free - f0);
+    /* After: the shaders' writes of the outputs visible to the host's reads (after the fence wait). */
+    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+    VK(vkEndCommandBuffer(cb));
+    VK(vkCreateFence(G.device, &fi, NULL, &fence));
+    VK(vkQueueSubmit(G.queue, 1, &si, fence));
+    VK(vkWaitForFences(G.device, 1, &fence, VK_TRUE, UINT64_MAX));
+    vkDestroyFence(G.device, fence, NULL);
+    vkFreeCommandBuffers(G.device, G.pool, 1, &cb);
+
+    for (i = 0; i < C.n_out; i++) {
+        const unsigned char *got = bout[i].map + out[i].offset;
+        if (memcmp(got, C.out[i].data, C.out[i].bytes)) {
+            size_t j = 0;
+            while (got[j] == C.out[i].data[j]) j++;
+            FAIL("%s: output %d differs from the reference at byte %lu (got 0x%02x, want 0x%02x)", row->name, i,
+                 (unsigned long)j, got[j], C.out[i].data[j]);
+        }
+        if (!untouched(&bout[i], 0, out[i].offset) ||
+            !untouched(&bout[i], out[i].offset + P.output_binding_size[i], bout[i].size))
+            FAIL("%s: output %d: bytes outside [offset, offset + binding size %lu) were written", row->name, i,
+                 (unsigned long)P.output_binding_size[i]);
+    }
+    printf("%s %s [%s]: %u dispatch(es), %u barrier(s), output binding %lu bytes for %lu tensor bytes, temporary %lu, persistent %lu\n",
+           failures == before ? "ok  " : "FAIL", row->name, mode, P.dispatch_count, P.barrier_count,
+           (unsigned long)P.output_binding_size[0], (unsigned long)C.out[0].bytes, (unsigned long)P.temporary_size,
+           (unsigned long)P.persistent_size);
+free_bufs:
+    if (dpool) vkDestroyDescriptorPool(G.device, dpool, NULL);
+    for (i = 0; i < C.n_in; i++) free_buf(&bin[i]);
+    for (i = 0; i < C.n_out; i++) free_buf(&bout[i]);
+    free_buf(&btmp);
+    free_buf(&bpers);
+free_op:
+    vkops_operator_destroy(op);
+free_case:
+    for (i = 0; i < C.n_in; i++) free(C.in[i].data);
+    for (i = 0; i < C.n_out; i++) free(C.out[i].data);
+}
+
+static int lists(const vkops_device_requirements *r, const char *ext) {
+    uint32_t i;
+    for (i = 0; i < r->extension_count; i++) if (!strcmp(r->extensions[i], ext)) return 1;
+    return 0;
+}
+
+/* Extensions promoted to core are listed only below their core version: the 1.3 requirements the device
+ * was made with list none of them; for a 1.1 instance every feature turned on brings its extension. */
+static void check_requirements_versions(void) {
+    vkops_device_requirements r;
+    uint32_t i;
+    if (G.req.api_version != VK_API_VERSION_1_3) FAIL("requirements.api_version is 0x%x for a 1.3 instance", G.req.api_version);
+    if (lists(&G.req, "VK_KHR_shader_float16_int8") || lists(&G.req, "VK_KHR_vulkan_memory_model") ||
+        lists(&G.req, "VK_KHR_shader_integer_dot_product"))
+        FAIL("the Vulkan 1.3 requirements list an extension that is core in 1.3");
+    if (vkops_device_requirements_get(G.instance, G.phys, VK_API_VERSION_1_1, NULL, &r) != VKOPS_SUCCESS) {
+        FAIL("vkops_device_requirements_get(1.1): %s", vkops_last_error());
+        return;
+    }
+    if ((r.float16_int8.shaderInt8 && !lists(&r, "VK_KHR_shader_float16_int8")) ||
+        (r.memory_model.vulkanMemoryModel && !lists(&r, "VK_KHR_vulkan_memory_model")) ||
+        (r.integer_dot_product.shaderIntegerDotProduct && !lists(&r, "VK_KHR_shader_integer_dot_product")))
+        FAIL("the Vulkan 1.1 requirements turn on a feature without its extension");
+    printf("requirements for a Vulkan 1.1 instance: shaderInt8 %u, vulkanMemoryModel %u, shaderIntegerDotProduct %u; extensions:",
+           r.float16_int8.shaderInt8, r.memory_model.vulkanMemoryModel, r.integer_dot_product.shaderIntegerDotProduct);
+    for (i = 0; i < r.extension_count; i++) printf(" %s", r.extensions[i]);
+    printf("\n");
+}
+
+int main(int argc, char **argv) {
+    int validation = 1, i, push;
+    size_t c;
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--verbose")) verbose = 1;
+        else if (!strcmp(argv[i], "--no-validation")) validation = 0;
+        else { printf("usage: %s [--verbose] [--no-validation]\n", argv[0]); return 2; }
+    }
+    create_instance(validation);
+    create_device();
+    check_requirements_versions();
+    for (push = 1; push >= 0; push--) {
+        vkops_context *ctx = NULL;
+        vkops_limits L;
+        vkops_context_create_info ci;
+        vkops_status s;
+        long a0;
+        memset(&ci, 0, sizeof ci);
+        ci.instance = G.instance; ci.physical_device = G.phys; ci.api_version = VK_API_VERSION_1_3;
+        ci.device = G.device; ci.queue_family_index = G.family; ci.allocator = &COUNTING;
+        ci.enabled = &G.req;
+        ci.flags = push ? 0 : VKOPS_CONTEXT_NO_PUSH_DESCRIPTORS;
+        s = vkops_context_create(&ci, &ctx);
+        if (s != VKOPS_SUCCESS) { FAIL("vkops_context_create = %d: %s", (int)s, vkops_last_error()); break; }
+        vkops_context_get_limits(ctx, &L);
+        printf("context [%s]: %s, subgroup %u (%u..%u, ops 0x%x), workgroup <= %u, shared %u, push %u, "
+               "storage range %lu, device type %u, cooperative_matrix %u, integer_dot_product %u\n",
+               push ? "push descriptors" : "VKOPS_CONTEXT_NO_PUSH_DESCRIPTORS", L.name, L.subgroup_size,
+               L.min_subgroup_size, L.max_subgroup_size, L.subgroup_operations, L.max_workgroup_invocations,
+               L.shared_memory_bytes, L.max_push_constants_bytes, (unsigned long)L.max_storage_buffer_range,
+               L.device_type, L.cooperative_matrix, L.integer_dot_product);
+        a0 = n_alloc - n_free;
+        for (c = 0; c < sizeof CASES / sizeof CASES[0]; c++) run_case(ctx, &CASES[c], push);
+        if (verbose) printf("  context allocations live after the cases: %ld (pipelines, layouts)\n", n_alloc - n_free - a0);
+        vkops_context_destroy(ctx);
+    }
+    if (n_alloc != n_free) FAIL("the context's allocator: %ld allocations, %ld frees after vkops_context_destroy", n_alloc, n_free);
+    vkDestroyCommandPool(G.device, G.pool, NULL);
+    vkDestroyDevice(G.device, NULL);
+    if (G.messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT f =
+            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(G.instance, "vkDestroyDebugUtilsMessengerEXT");
+        f(G.instance, G.messenger, NULL);
+    }
+    vkDestroyInstance(G.instance, NULL);
+    printf("validation-layer messages: %d; failures: %d\n", vl_messages, failures);
+    return failures || vl_messages ? 1 : 0;
+}
