@@ -11,25 +11,11 @@ using ops_top_k1_lowering::MAX_OTHER_DIMS;
 
 static const char *KERNEL_TYPE[] = {"f32", "f16", "i32", "i16", "i8", "u32", "u16", "u8"};  // _KERNELS, DT's order
 
-// PUSH: each module's fields in order (uint32 each), then (other) o_sizes[6] and o_strides[6].
-struct PushLayout {
-    std::vector<std::string> fields;
-    bool other;
-};
-static const std::map<std::string, PushLayout> &push_layouts() {
-    static const std::vector<std::string> HEAD = {"n_groups", "n_seq", "L", "K", "Kp", "flip", "axis_stride", "inner", "n_other"};
-    static const std::vector<std::string> KEYS = {"n_groups", "L", "K", "flip", "axis_stride", "inner", "n_other"};
-    auto cat = [](std::vector<std::string> a, const std::vector<std::string> &b) { a.insert(a.end(), b.begin(), b.end()); return a; };
-    static const std::map<std::string, PushLayout> m = {
-        {"seg", {cat(HEAD, {"G", "P"}), true}},
-        {"filter", {cat(HEAD, {"chunks", "chunk_len", "merge_group", "vec", "cap"}), true}},
-        {"radix", {cat(HEAD, {"chunks", "chunk_len", "merge_group", "vec", "tune"}), true}},
-        {"sort_tile", {cat(KEYS, {"tiles", "P", "size"}), true}},
-        {"sort_global", {{"n_groups", "step_groups", "P", "size", "stride"}, false}},
-        {"rows", {cat(cat({"n_groups", "n_seq"}, {"L", "K", "flip", "axis_stride", "inner", "n_other"}), {"G", "vec", "cap"}), true}},
-        {"rsort", {KEYS, true}},
-    };
-    return m;
+// lowering.PUSH (generated): each module's push block as (field, words), o_sizes[6] and o_strides[6] last.
+static const std::vector<std::pair<std::string, u32>> &push_layout(const std::string &alg) {
+    for (auto &m : ops_top_k1_lowering::PUSH)
+        if (m.first == alg) return m.second;
+    throw std::logic_error("TOP_K1: no push block for " + alg);
 }
 
 using Fields = std::vector<std::pair<std::string, u64>>;
@@ -52,21 +38,21 @@ struct Lowering {
     // One dispatch of kernels/top_k1/<alg>.comp (`sg`: its _sg module), its push block from the row's shape and `fields`.
     void dispatch(const std::string &alg, const std::vector<Ref> &bufs, const std::vector<int> &writes, u64 n_groups,
                   const std::vector<u32> &spec, bool sg, const Fields &fields) {
-        const PushLayout &lay = push_layouts().at(alg);
         std::map<std::string, u64> vals;
         for (auto &f : shape) vals[f.first] = f.second;
         vals["n_groups"] = n_groups;
         for (auto &f : fields) vals[f.first] = f.second;
-        Push pc(lay.fields.size() + (lay.other ? 2 * MAX_OTHER_DIMS : 0));
-        for (size_t i = 0; i < lay.fields.size(); i++) {
-            auto it = vals.find(lay.fields[i]);
-            if (it != vals.end()) pc.set(i, it->second);
+        size_t words = 0;
+        for (auto &f : push_layout(alg)) words += f.second;
+        Push pc(words);
+        size_t at = 0;
+        for (auto &f : push_layout(alg)) {
+            auto it = vals.find(f.first);
+            if (f.second == 1 && it != vals.end()) pc.set(at, it->second);
+            for (size_t i = 0; i < other.size() && (f.first == "o_sizes" || f.first == "o_strides"); i++)
+                pc.set(at + i, f.first == "o_sizes" ? other[i].first : other[i].second);
+            at += f.second;
         }
-        if (lay.other)
-            for (size_t i = 0; i < other.size(); i++) {
-                pc.set(lay.fields.size() + i, other[i].first);
-                pc.set(lay.fields.size() + MAX_OTHER_DIMS + i, other[i].second);
-            }
         std::string kernel = "top_k1_" + alg + (sg ? "_sg" : "") + (alg == "sort_global" ? "" : "_" + tname);
         b.dispatch(kernel, bufs, writes, b.limits.grid(n_groups, "TOP_K1"), pc.w, spec);
     }

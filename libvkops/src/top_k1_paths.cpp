@@ -206,37 +206,22 @@ TopK1Path Facts::filter(bool radix) {
 
 }  // namespace
 
-// AUTO_RULE's reasons, as paths.py words them.
-static const char *WHY_RSORT =
-    "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L with pow2(K) > ROWS_MAX_KP and subgroup ballot + "
-    "arithmetic + shuffle: one workgroup radix-sorts a row";
-static const char *WHY_ROWS =
-    "ROWS: >= ROWS_MIN_SEQ rows of <= ROWS_MAX_L with pow2(K) <= ROWS_MAX_KP and subgroup ballot + arithmetic + "
-    "shuffle (not the many rows longer than ROWS_RADIX_MIN_L with wide keys): one subgroup a row";
-static const char *WHY_SEG =
-    "SEG: the padded row fits the buffer (pow2(L) <= B) and is no short radix row: rows bitonic-sorted in "
-    "shared memory, several a workgroup";
-static const char *WHY_RADIX =
-    "radix select: pow2(K) <= B/2, and pow2(K) >= RADIX_MIN_KP, a short row (B/2 < L <= 4B, K >= "
-    "SHORT_ROW_RADIX_MIN_K), or pow2(K) >= RADIX_SHORT_MIN_KP on chunks <= RADIX_SHORT_CHUNK_B * B or in a wave";
-static const char *WHY_FILTER = "threshold filter: pow2(K) <= B/2, chunks streamed once through a running K-th best";
-static const char *WHY_SORT = "global bitonic sort: pow2(K) > B/2";
-
 TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
     bool cpu = lim.device_type == "cpu";
     Facts f{n_seq, length, k, lim.shared_memory_bytes, cpu ? t.CPU_TARGET_GROUPS : t.TARGET_GROUPS, !cpu,
             lim.workgroup(t.WORKGROUP), key_bits, t, top_k1_pow2(k), top_k1_pow2(length)};
     TopK1Choice c;
-    if (top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; c.why = WHY_RSORT; return c; }
-    if (top_k1_rows_path(lim, n_seq, length, k, key_bits, t, c.plan)) { c.path = "rows"; c.why = WHY_ROWS; return c; }
+    // AUTO_RULE's rows in order (paths.py states each row's reason)
+    if (top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; return c; }
+    if (top_k1_rows_path(lim, n_seq, length, k, key_bits, t, c.plan)) { c.path = "rows"; return c; }
     if (f.P <= f.B() && !f.short_radix()) {
-        c = {"seg", WHY_SEG, f.seg()};
+        c = {"seg", f.seg()};
     } else if (f.fits_filter()) {
         // Facts.chunked, which both the radix and the filter rows read
         TopK1Path ch = f.filter(f.Kp >= t.RADIX_MIN_KP || f.short_radix());
-        c = {ch.radix ? "radix" : "filter", ch.radix ? WHY_RADIX : WHY_FILTER, ch};
+        c = {ch.radix ? "radix" : "filter", ch};
     } else {
-        c = {"sort", WHY_SORT, f.sort()};
+        c = {"sort", f.sort()};
     }
     // choose(): the _sg modules from pow2(K) = SHUF_MIN_KP where the device has subgroup shuffles
     bool shuf = has_ops(lim, SHUF_SUBGROUP_OPS) && c.plan.Kp >= t.SHUF_MIN_KP;

@@ -19,7 +19,7 @@ struct TopK1Path {
 };
 
 struct TopK1Choice {
-    std::string path, why;  // a name of PATHS and AUTO_RULE's reason
+    std::string path;  // a name of PATHS (AUTO_RULE's row)
     TopK1Path plan;
 };
 
