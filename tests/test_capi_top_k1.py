@@ -57,7 +57,7 @@ def test_plan_grid_every_group():
             n += 1
         groups += 1
         assert cases, name
-    assert groups == len(list(grid.groups())) and n > 25000
+    assert groups > 250 and n > 25000  # 291 groups, 28842 plans when written
     assert py.paths == PATHS
 
 
