@@ -16,7 +16,16 @@ Plan slice1_plan(const Slice1 &s, const Limits &limits, const Slice1Tuning &t = 
 void slice1_lower(Builder &b, const Slice1 &s, const Ref &x, const Ref &out, const Slice1Tuning &t = Slice1Tuning());
 Ref slice1_lower_packed(Builder &b, const Ref &x, const Slice1Tuning &t = Slice1Tuning());
 
-// TOP_K1 (vkops/ops/top_k1)
+// TOP_K1 (vkops/ops/top_k1): the validated descriptor (axis_direction as AxisDirection's value: INCREASING 0,
+// DECREASING 1, DML's), its plan under the default tuning and the default path, and lower() for other operators.
+struct TopK1 {
+    Tensor input, output_value, output_index;
+    u32 axis = 0, k = 1;
+    u32 axis_direction = VKOPS_AXIS_DIRECTION_DECREASING;
+};
+TopK1 top_k1_from_c(const vkops_top_k1_desc *d);  // validated (TopK1Desc.validate's rules and messages)
+void top_k1_validate(const TopK1 &d);
+Plan top_k1_plan(const TopK1 &d, const Limits &limits, const TopK1Tuning &t = TopK1Tuning());
 Plan top_k1_plan_c(const vkops_top_k1_desc *d, const Limits &limits);
 void top_k1_validate_c(const vkops_top_k1_desc *d);
 

@@ -1,0 +1,161 @@
+// TOP_K1's lowering (vkops/ops/top_k1/lowering.py): plan() and lower(), the push blocks of each
+// kernels/top_k1/<algorithm>.comp filled field by field by name, as lowering.py's PUSH mirrors them.
+#include <algorithm>
+#include <map>
+
+#include "top_k1_paths.hpp"
+
+namespace vkops {
+
+using ops_top_k1_lowering::MAX_OTHER_DIMS;
+
+static const char *KERNEL_TYPE[] = {"f32", "f16", "i32", "i16", "i8", "u32", "u16", "u8"};  // _KERNELS, DT's order
+
+// lowering.PUSH (generated): each module's push block as (field, words), o_sizes[6] and o_strides[6] last.
+static const std::vector<std::pair<std::string, u32>> &push_layout(const std::string &alg) {
+    for (auto &m : ops_top_k1_lowering::PUSH)
+        if (m.first == alg) return m.second;
+    throw std::logic_error("TOP_K1: no push block for " + alg);
+}
+
+using Fields = std::vector<std::pair<std::string, u64>>;
+
+// A packed uint32 tensor of `words` elements, as Python's TensorDesc(UINT32, (words,)) checks it.
+static Tensor u32_tensor(u64 words) {
+    if (words > MAX_ELEMENTS)
+        fail("TensorDesc must address at most " + std::to_string(MAX_ELEMENTS) + " elements; sizes (" +
+             std::to_string(words) + ",) with strides None reach " + std::to_string(words));
+    return Tensor(DT::UINT32, {(u32)words});
+}
+
+namespace {
+struct Lowering {
+    Builder &b;
+    Fields shape;
+    std::vector<std::pair<i64, i64>> other;
+    std::string tname;
+
+    // One dispatch of kernels/top_k1/<alg>.comp (`sg`: its _sg module), its push block from the row's shape and `fields`.
+    void dispatch(const std::string &alg, const std::vector<Ref> &bufs, const std::vector<int> &writes, u64 n_groups,
+                  const std::vector<u32> &spec, bool sg, const Fields &fields) {
+        std::map<std::string, u64> vals;
+        for (auto &f : shape) vals[f.first] = f.second;
+        vals["n_groups"] = n_groups;
+        for (auto &f : fields) vals[f.first] = f.second;
+        size_t words = 0;
+        for (auto &f : push_layout(alg)) words += f.second;
+        Push pc(words);
+        size_t at = 0;
+        for (auto &f : push_layout(alg)) {
+            auto it = vals.find(f.first);
+            if (f.second == 1 && it != vals.end()) pc.set(at, it->second);
+            for (size_t i = 0; i < other.size() && (f.first == "o_sizes" || f.first == "o_strides"); i++)
+                pc.set(at + i, f.first == "o_sizes" ? other[i].first : other[i].second);
+            at += f.second;
+        }
+        std::string kernel = "top_k1_" + alg + (sg ? "_sg" : "") + (alg == "sort_global" ? "" : "_" + tname);
+        b.dispatch(kernel, bufs, writes, b.limits.grid(n_groups, "TOP_K1"), pc.w, spec);
+    }
+};
+}  // namespace
+
+// The non-axis dimensions, merged where they walk memory evenly (lower's other_dims).
+static std::vector<std::pair<i64, i64>> other_dims(const TopK1 &d, const std::vector<u64> &strides) {
+    std::vector<i64> sz, st;
+    for (size_t i = 0; i < d.input.sizes.size(); i++)
+        if (i != d.axis) { sz.push_back(d.input.sizes[i]); st.push_back((i64)strides[i]); }
+    return merge_dims(sz, st);
+}
+
+TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, const Ref &indices, const TopK1Tuning &t) {
+    const Limits &lim = b.limits;
+    const std::vector<u32> &sizes = d.input.sizes;
+    u32 axis = d.axis;
+    u64 K = d.k;
+    std::vector<u64> strides = x.desc.el_strides();
+    auto other = other_dims(d, strides);
+    if (other.size() > MAX_OTHER_DIMS) {
+        // Strides that fold into no fewer than 7 dimensions: copy to a packed tensor first.
+        x = slice1_lower_packed(b, x);
+        strides = x.desc.el_strides();
+        other = other_dims(d, strides);
+    }
+    u64 L = sizes[axis];
+    u64 n_seq = d.input.count() / L;
+    u64 inner = 1;
+    for (size_t i = axis + 1; i < sizes.size(); i++) inner *= sizes[i];
+    int bits = dt_bits(d.input.dt);
+    TopK1Path p = top_k1_choose(lim, n_seq, L, K, bits, t).plan;
+    u64 ev = 128 / bits;
+    u64 flip = d.axis_direction == VKOPS_AXIS_DIRECTION_INCREASING ? 0xFFFFFFFFull : 0;
+    bool vec = strides[axis] == 1 && L % ev == 0;
+    for (auto &o : other) vec = vec && o.second % (i64)ev == 0;
+    Lowering lo{b, {{"n_seq", n_seq}, {"L", L}, {"K", K}, {"Kp", p.Kp}, {"flip", flip}, {"axis_stride", strides[axis]},
+                          {"inner", inner}, {"n_other", other.size()}, {"vec", vec ? 1u : 0u}},
+                other, KERNEL_TYPE[(int)d.input.dt]};
+    std::vector<u32> spec = {(u32)p.workgroup, (u32)p.B};
+    if (p.path == "rows") {  // G rows a workgroup, one a subgroup
+        lo.dispatch("rows", {x, values, indices}, {1, 2}, cdiv(n_seq, p.G), spec, false,
+                    {{"G", p.G}, {"cap", p.cap ? p.cap : p.B}});
+    } else if (p.path == "rsort") {  // one row a workgroup; its counters' size a specialization constant
+        lo.dispatch("rsort", {x, values, indices}, {1, 2}, n_seq, {spec[0], spec[1], (u32)p.rs_sh}, false, {});
+    } else if (p.path == "seg") {
+        lo.dispatch("seg", {x, values, indices}, {1, 2}, cdiv(n_seq, p.G), spec, p.shuf, {{"G", p.G}, {"P", p.P}});
+    } else if (p.path == "filter") {
+        std::string alg = p.radix ? "radix" : "filter";
+        Fields fields = {{"chunk_len", p.chunk_len}, {"cap", p.cap ? p.cap : p.B}, {"tune", top_k1_tune_bits(p, n_seq, bits, t)}};
+        Ref ctr = b.counters(1);  // bound but unused unless several chunks share a row
+        if (p.chunks == 1) {
+            fields.push_back({"chunks", 1});
+            lo.dispatch(alg, {x, values, indices, ctr, ctr}, {1, 2}, n_seq, spec, p.shuf, fields);
+        } else {
+            // counters: one a row, then (two-level merge) one a merge group of each row
+            u64 groups = p.merge_group ? cdiv(p.chunks, p.merge_group) : 0;
+            ctr = b.counters(n_seq * (1 + groups));
+            Ref cand = b.scratch(u32_tensor(n_seq * p.chunks * K * 2));
+            fields.push_back({"chunks", p.chunks});
+            fields.push_back({"merge_group", p.merge_group ? p.merge_group : p.chunks});
+            lo.dispatch(alg, {x, values, indices, cand, ctr}, {1, 2, 3, 4}, n_seq * p.chunks, spec, p.shuf, fields);
+        }
+    } else {
+        u64 P = p.P, B = p.B;
+        u64 words = n_seq * P * 2;
+        if (words * 4 > lim.max_storage_buffer_range)
+            fail_limit("TOP_K1 with k=" + std::to_string(K) + " on rows of " + std::to_string(L) + " sorts " +
+                       std::to_string(n_seq) + " padded rows of " + std::to_string(P) + " (key, index) pairs: " +
+                       std::to_string(words * 4) + " bytes exceed " + lim.name + "'s maxStorageBufferRange of " +
+                       std::to_string(lim.max_storage_buffer_range) + " bytes");
+        Ref cand = b.scratch(u32_tensor(words));
+        u64 tiles = P / B;
+        // sort_tile's specialization constant 2 (INIT): the first dispatch loads its tiles from the input
+        lo.dispatch("sort_tile", {x, values, indices, cand}, {3}, n_seq * tiles, {spec[0], spec[1], 1}, false,
+                    {{"tiles", tiles}, {"P", P}, {"size", B}});
+        for (u64 size = 2 * B; size <= P; size *= 2) {
+            for (u64 stride = size / 2; stride >= B; stride /= 2) {
+                u64 step_groups = cdiv(P / 2, p.workgroup);
+                lo.dispatch("sort_global", {cand}, {0}, n_seq * step_groups, {(u32)p.workgroup}, false,
+                            {{"step_groups", step_groups}, {"P", P}, {"size", size}, {"stride", stride}});
+            }
+            std::vector<int> writes = size == P ? std::vector<int>{1, 2} : std::vector<int>{3};
+            lo.dispatch("sort_tile", {x, values, indices, cand}, writes, n_seq * tiles, {spec[0], spec[1], 0}, false,
+                        {{"tiles", tiles}, {"P", P}, {"size", size}});
+        }
+    }
+    return p;
+}
+
+Plan top_k1_plan(const TopK1 &d, const Limits &limits, const TopK1Tuning &t) {
+    Builder b("top_k1", limits);
+    Ref x = b.input(d.input, "input");
+    Ref v = b.output(d.output_value, "output_value");
+    Ref i = b.output(d.output_index, "output_index");
+    TopK1Path p = top_k1_lower(b, d, x, v, i, t);
+    b.note("path", json_str(p.radix ? "radix" : p.path));
+    b.note("chunks", std::to_string(p.chunks));
+    b.note("shuffle", p.shuf ? "true" : "false");
+    return b.finish();
+}
+
+Plan top_k1_plan_c(const vkops_top_k1_desc *d, const Limits &limits) { return top_k1_plan(top_k1_from_c(d), limits); }
+
+}  // namespace vkops

@@ -1,0 +1,232 @@
+// TOP_K1's path rule (vkops/ops/top_k1/paths.py), the default choice: AUTO_RULE's rows in order, each path's
+// sizing (rsort_path, rows_path, Facts.seg/filter/sort), the shared-memory budgets, merge groups and tune bits.
+// The tuning comes from the generated TopK1Tuning, the kernels' fixed facts from ops_top_k1_paths; the few bare
+// numbers below are literals of paths.py's code (each marked "paths.py literal").
+#include "top_k1_paths.hpp"
+
+#include <algorithm>
+
+namespace vkops {
+
+using namespace ops_top_k1_paths;
+
+static u64 ceil_div(u64 a, u64 b) { return (a + b - 1) / b; }  // Python's -(-a // b), a >= 0
+// a // b of the device's subgroup sizes: Python raises ZeroDivisionError on limits that give 0 (no crash here)
+static u64 div_by(u64 a, u64 b) {
+    if (!b) fail("integer division or modulo by zero");
+    return a / b;
+}
+
+// limits.SUBGROUP_OPS by name, for the modules' declared operations (ROWS_SUBGROUP_OPS, SHUF_SUBGROUP_OPS).
+static bool has_ops(const Limits &lim, const std::vector<std::string> &ops) {
+    static const std::pair<const char *, u32> OPS[] = {
+        {"basic", SG_BASIC}, {"vote", SG_VOTE}, {"arithmetic", SG_ARITHMETIC}, {"ballot", SG_BALLOT},
+        {"shuffle", SG_SHUFFLE}, {"shuffle_relative", SG_SHUFFLE_RELATIVE}, {"clustered", SG_CLUSTERED}, {"quad", SG_QUAD}};
+    for (auto &o : ops)
+        for (auto &m : OPS)
+            if (o == m.first && !(lim.subgroup_operations & m.second)) return false;
+    return true;
+}
+
+u64 top_k1_pow2(u64 x) { return x <= 1 ? 1 : 1ull << bit_length(x - 1); }
+
+u64 top_k1_shared_bytes(u64 B, u64 workgroup) { return 4 * (2 * B + workgroup + NBINS + NBINS / 32 + 8); }
+
+u64 top_k1_buffer_entries(u64 shared, u64 workgroup, const TopK1Tuning &t) {
+    u64 b = 2048;  // paths.py literal: the largest buffer
+    while (b > std::max<u64>(t.MIN_B, workgroup) && top_k1_shared_bytes(b, workgroup) > shared) b /= 2;
+    if (top_k1_shared_bytes(b, workgroup) > shared)
+        fail_limit("TOP_K1 needs " + std::to_string(top_k1_shared_bytes(b, workgroup)) + " bytes of shared memory (B=" +
+                   std::to_string(b) + " entries, workgroup " + std::to_string(workgroup) +
+                   "); maxComputeSharedMemorySize is " + std::to_string(shared));
+    return b;
+}
+
+static u64 merge_loads(u64 runs, u64 per_load) { return runs <= 1 ? 0 : ceil_div(runs - 1, per_load - 1); }
+
+u64 top_k1_merge_group(u64 chunks, u64 B, u64 Kp, const TopK1Tuning &t) {
+    u64 per = B / Kp;
+    u64 one = merge_loads(chunks, per);
+    u64 best = one, best_g = 0;
+    for (u64 g = 2; g < chunks; g++) {
+        u64 two = merge_loads(g, per) + merge_loads(ceil_div(chunks, g), per) + 1;
+        if (two < best) { best = two; best_g = g; }
+    }
+    return one - best >= t.MERGE_GROUP_MIN_SAVED ? best_g : 0;
+}
+
+u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, int key_bits, const TopK1Tuning &t) {
+    if (!(p.path == "filter" && p.radix && p.chunks == 1 && p.chunk_len > 4 * p.B && n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ))
+        return 0;
+    if (key_bits == 32) return p.Kp >= t.TUNE_SELECT_MIN_KP ? (TUNE_GUESS | TUNE_SELECT) : 0;
+    return TUNE_GUESS | (p.Kp >= t.TUNE_SELECT_MIN_KP_NARROW ? TUNE_SELECT : 0);
+}
+
+bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t, TopK1Path &out) {
+    u64 Kp = top_k1_pow2(k);
+    if (!has_ops(lim, ROWS_SUBGROUP_OPS) || Kp > t.ROWS_MAX_KP) return false;
+    if (length > t.ROWS_MAX_L || n_seq < t.ROWS_MIN_SEQ) return false;
+    if (length > t.ROWS_RADIX_MIN_L && key_bits > 8 && k >= t.SHORT_ROW_RADIX_MIN_K && n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ)
+        return false;  // radix select with the short rows' buffer and workgroup (ROWS_RADIX_MIN_L)
+    u64 smin = lim.min_subgroup_size, smax = lim.max_subgroup_size;
+    u64 wg = lim.workgroup(std::min<u64>(128, 4 * smin));  // paths.py literal: at most 128 invocations
+    if (wg < smax) return false;
+    u64 cap = std::max<u64>(Kp, std::min<u64>(256, std::max<u64>(128, 2 * Kp)));  // paths.py literals: cap in [128, 256]
+    u64 nsub = div_by(wg, smin);
+    u64 B = std::max<u64>(t.MIN_B, top_k1_pow2(nsub * std::max<u64>(NBINS, cap)));
+    if (top_k1_shared_bytes(B, wg) > lim.shared_memory_bytes) return false;
+    cap = std::min(cap, B / nsub);
+    out = TopK1Path();
+    out.path = "rows";
+    out.B = B;
+    out.Kp = Kp;
+    out.G = std::max<u64>(1, div_by(wg, lim.subgroup_size));
+    out.cap = cap;
+    out.workgroup = wg;
+    return true;
+}
+
+bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const TopK1Tuning &t, TopK1Path &out) {
+    u64 Kp = top_k1_pow2(k);
+    if (!has_ops(lim, ROWS_SUBGROUP_OPS)) return false;
+    if (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= t.RSORT_MAX_L) || n_seq < t.RSORT_MIN_SEQ)
+        return false;
+    // paths.py literal 64: the smallest workgroup
+    u64 wg = lim.workgroup(std::min<u64>(RSORT_MAX_WG, std::max<u64>(64, top_k1_pow2(length) / RSORT_MAX_E)));
+    while (wg >= std::max<u64>(64, lim.max_subgroup_size) && ceil_div(length, wg) <= RSORT_MAX_E) {
+        u64 B = wg * ceil_div(length, wg);
+        u64 nsub = div_by(wg, lim.min_subgroup_size);
+        u64 rs_sh = nsub * (NBINS / 2) + nsub;               // rsort_shared_words
+        if (4 * (B + 1 + rs_sh + 1) <= lim.shared_memory_bytes) {  // rsort_shared_bytes
+            out = TopK1Path();
+            out.path = "rsort";
+            out.B = B;
+            out.Kp = Kp;
+            out.workgroup = wg;
+            out.rs_sh = rs_sh;
+            return true;
+        }
+        wg /= 2;
+    }
+    return false;
+}
+
+namespace {
+
+// Python's Facts with chunks=None and limits given: B (and so its DeviceLimitError) only where a row needs it.
+struct Facts {
+    u64 n_seq, length, k, shared, target_groups;
+    bool short_chunks;
+    u64 WG;
+    int key_bits;
+    const TopK1Tuning &t;
+    u64 Kp, P;
+    u64 B_ = 0;
+
+    u64 B() {
+        if (!B_) B_ = top_k1_buffer_entries(shared, WG, t);
+        return B_;
+    }
+    bool short_radix() {
+        u64 b = B();
+        return b / 2 < P && length <= 4 * b && t.SHORT_ROW_RADIX_MIN_K <= k && Kp <= b / 2;
+    }
+    bool fits_filter() { return Kp <= B() / 2; }
+
+    TopK1Path seg() {
+        TopK1Path p;
+        p.path = "seg";
+        p.B = B();
+        p.Kp = Kp;
+        p.G = std::max<u64>(1, std::min(std::min(p.B / P, WG), n_seq));
+        p.P = P;
+        p.workgroup = WG;
+        return p;
+    }
+    TopK1Path sort() {
+        TopK1Path p;
+        p.path = "sort";
+        p.B = B();
+        p.Kp = Kp;
+        p.P = std::max(P, 2 * p.B);
+        p.workgroup = WG;
+        return p;
+    }
+    TopK1Path filter(bool radix);  // Facts.filter(radix, auto=True), chunks None
+};
+
+TopK1Path Facts::filter(bool radix) {
+    u64 wg = WG, b = B();
+    u64 step = wg * EPI;
+    bool short_ = short_chunks && length >= 8 * step;  // paths.py literal: rows under 8 steps stay whole
+    // paths.py literals 56, 64: chunks of >= 56 (few rows) or 64 x pow2(K) elements; 4 B, 8 steps on a CPU
+    u64 per = n_seq * ceil_div(length, 56 * Kp) <= target_groups / 2 ? 56 : 64;
+    u64 min_chunk = short_ ? std::max(step, per * Kp) : std::max(4 * b, 8 * step);
+    u64 want = ceil_div(target_groups, n_seq);
+    bool wave = short_chunks && t.WAVE_MIN_SEQ <= n_seq && n_seq <= t.WAVE_MAX_SEQ && length <= t.WAVE_MAX_L &&
+                t.RADIX_SHORT_MIN_KP <= Kp && Kp <= t.WAVE_MAX_KP;
+    if (wave) {
+        want = ceil_div(target_groups / 2, n_seq);
+        min_chunk = step;
+    }
+    // paths.py literal 65536: at most 65536 / K chunks
+    u64 chunks = std::max<u64>(1, std::min(std::min(want, ceil_div(length, min_chunk)),
+                                           std::max<u64>(65536 / k, target_groups / 2 / n_seq)));
+    u64 chunk_len = ceil_div(length, chunks);
+    chunk_len = ceil_div(chunk_len, step) * step;
+    chunks = ceil_div(length, chunk_len);
+    if (Kp >= t.RADIX_SHORT_MIN_KP && (chunk_len <= t.RADIX_SHORT_CHUNK_B * b || wave)) radix = true;
+    bool one_chunk = radix && chunks == 1;
+    bool many = Kp <= t.RADIX_ONE_CHUNK_WG_MAX_KP && n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ;
+    if (one_chunk && chunk_len <= 4 * b && length >= t.RADIX_SHORT_ROWS_MIN_L && many) {
+        wg = std::min<u64>(wg, t.RADIX_SHORT_ROWS_WG);
+        b = std::max(std::max(std::min<u64>(b, t.RADIX_SHORT_ROWS_B), 2 * Kp), wg);
+    } else if (one_chunk && chunk_len > 4 * b) {
+        b = std::max<u64>(std::min(b, 4 * Kp), t.RADIX_ONE_CHUNK_MIN_B);
+        if (many) {
+            wg = std::min<u64>(wg, t.RADIX_ONE_CHUNK_WG);
+            if (key_bits == 32) {
+                if (Kp <= t.RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP) wg = std::min<u64>(wg, t.RADIX_ONE_CHUNK_WIDE_SMALL_WG);
+                b = std::max(std::min<u64>(b, std::max<u64>(2 * Kp, t.RADIX_ONE_CHUNK_WIDE_B)), wg);
+            }
+        }
+    }
+    TopK1Path p;
+    p.path = "filter";
+    p.B = b;
+    p.Kp = Kp;
+    p.chunks = chunks;
+    p.chunk_len = chunk_len;
+    p.cap = std::min(b, std::max(std::max<u64>(512, wg), 4 * Kp));  // paths.py literal 512: compact early
+    p.radix = radix;
+    p.workgroup = wg;
+    p.merge_group = top_k1_merge_group(chunks, b, Kp, t);
+    return p;
+}
+
+}  // namespace
+
+TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
+    bool cpu = lim.device_type == "cpu";
+    Facts f{n_seq, length, k, lim.shared_memory_bytes, cpu ? t.CPU_TARGET_GROUPS : t.TARGET_GROUPS, !cpu,
+            lim.workgroup(t.WORKGROUP), key_bits, t, top_k1_pow2(k), top_k1_pow2(length)};
+    TopK1Choice c;
+    // AUTO_RULE's rows in order (paths.py states each row's reason)
+    if (top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; return c; }
+    if (top_k1_rows_path(lim, n_seq, length, k, key_bits, t, c.plan)) { c.path = "rows"; return c; }
+    if (f.P <= f.B() && !f.short_radix()) {
+        c = {"seg", f.seg()};
+    } else if (f.fits_filter()) {
+        // Facts.chunked, which both the radix and the filter rows read
+        TopK1Path ch = f.filter(f.Kp >= t.RADIX_MIN_KP || f.short_radix());
+        c = {ch.radix ? "radix" : "filter", ch};
+    } else {
+        c = {"sort", f.sort()};
+    }
+    // choose(): the _sg modules from pow2(K) = SHUF_MIN_KP where the device has subgroup shuffles
+    bool shuf = has_ops(lim, SHUF_SUBGROUP_OPS) && c.plan.Kp >= t.SHUF_MIN_KP;
+    c.plan.shuf = shuf && (c.plan.path == "seg" || c.plan.path == "filter");
+    return c;
+}
+
+}  // namespace vkops

@@ -1,0 +1,206 @@
+"""libvkops' TOP_K1 planner against Python's (vkops/ops/top_k1, default path and tuning): every case of the
+recorded plan grid (tests/top_k1_plan_grid.py, under each group's limits; its forced-path and switch groups
+compared by their descriptors' default plans), thousands of random shapes per limit set, rows on the workgroup
+and buffer boundaries with K on pow2(K) boundaries, and each rule of TopK1Desc.validate with the same status
+and message. Needs build/libvkops (make libvkops)."""
+import math
+import random
+
+import pytest
+
+import capi
+import top_k1_plan_grid as grid
+from plan_grid import LIMITS
+from test_capi_plans import TYPES, same
+from vkops.errors import ValidationError
+from vkops.ops import top_k1
+from vkops.ops.top_k1 import AxisDirection, TopK1Desc
+from vkops.tensor import TensorDesc
+
+pytestmark = pytest.mark.host_only
+
+PATHS = {"rows", "rsort", "seg", "radix", "filter", "sort"}
+
+
+class Python:
+    """Python's plan of a validated descriptor (the C side validates too), noting the paths it took."""
+
+    def __init__(self):
+        self.paths = set()
+
+    def __call__(self, desc, limits):
+        p = top_k1.plan(desc.validate(), limits)
+        self.paths.add(p.note("path"))
+        return p
+
+
+def desc(dtype, sizes, axis, k, direction=AxisDirection.DECREASING, strides=None):
+    o = tuple(k if i == axis else s for i, s in enumerate(sizes))
+    return TopK1Desc(TensorDesc(dtype, sizes, strides), TensorDesc(dtype, o), TensorDesc("uint32", o), axis, k, direction)
+
+
+def check(d, limits, py):
+    return same(capi.OP_TOP_K1, d, py, limits)
+
+
+def test_plan_grid_every_group():
+    # The recorded grid's groups under their own limits; forced-path and switch groups (no C face: libvkops
+    # plans the default path) by their descriptors' default plans, once each.
+    py, n, groups = Python(), 0, 0
+    for name, cases in grid.groups():
+        seen = set()
+        for _, lim, d, kw in cases:
+            if kw and d in seen:
+                continue
+            seen.add(d)
+            check(d, lim, py)
+            n += 1
+        groups += 1
+        assert cases, name
+    assert groups > 250 and n > 25000  # 291 groups, 28842 plans when written
+    assert py.paths == PATHS
+
+
+def ksample(rng, L):
+    """K from 1 to L: powers of two and their neighbours, K near L, small and random K."""
+    p = 1 << rng.randrange(L.bit_length())
+    k = rng.choice([1, 2, rng.randint(1, L), rng.randint(1, min(L, 300)), p, p - 1, p + 1, L, L - 1, L - 2,
+                    min(L, 50), min(L, 1024)])
+    return max(1, min(L, k))
+
+
+def random_case(rng):
+    n = rng.randint(1, 5)
+    axis = rng.randrange(n)
+    L = rng.choice([int(math.exp(rng.uniform(0, math.log(300000)))),
+                    rng.choice([1, 7, 100, 128, 512, 513, 1600, 1601, 2048, 2049, 4096, 4097, 32000, 151936, 262145])])
+    rows = int(math.exp(rng.uniform(0, math.log(1 << 17))))
+    rows = max(1, min(rows, (1 << 27) // L))
+    sizes = []
+    for i in range(n):
+        if i == axis:
+            sizes.append(L)
+        else:
+            s = rng.choice([1, rng.randint(1, 8), int(math.exp(rng.uniform(0, math.log(max(rows, 1) + 1))))])
+            s = max(1, min(s, rows))
+            rows = max(1, rows // s)
+            sizes.append(s)
+    strides = None
+    if rng.random() < 0.35:
+        kind = rng.random()
+        if kind < 0.4:  # a view of a padded tensor
+            padded = [s + rng.choice([0, 0, 1, 3, 8]) for s in sizes]
+            strides = [1] * n
+            for i in range(n - 2, -1, -1):
+                strides[i] = strides[i + 1] * padded[i + 1]
+        elif kind < 0.7:  # permuted dimensions (a transposed view)
+            order = list(range(n))
+            rng.shuffle(order)
+            acc, strides = 1, [0] * n
+            for i in reversed(order):
+                strides[i] = acc
+                acc *= sizes[i]
+        else:  # broadcasts and steps
+            strides = [rng.choice([0, 1, 2, 3, 5, 64, 4096]) for _ in range(n)]
+        if math.prod(sizes) == 0 or 1 + sum((s - 1) * t for s, t in zip(sizes, strides)) > 2**32 - 1:
+            strides = None
+    direction = rng.choice([AxisDirection.DECREASING, AxisDirection.INCREASING])
+    return desc(rng.choice(TYPES), tuple(sizes), axis, ksample(rng, L), direction, strides)
+
+
+@pytest.mark.parametrize("limits", sorted(LIMITS))
+def test_random(limits):
+    rng = random.Random(2000 + sorted(LIMITS).index(limits))
+    py, kinds = Python(), []
+    for _ in range(3000):
+        kinds.append(check(random_case(rng), LIMITS[limits], py))
+    assert kinds.count("error") < 300
+    want = {"seg", "radix", "filter", "sort"} | ({"rows", "rsort"} if limits != "minimum" else set())
+    assert py.paths >= want, py.paths  # every path the device can run was reached
+
+
+@pytest.mark.parametrize("wg", [128, 256, 512, 1024, 2048, 4096])
+def test_workgroup_and_kp_boundaries(wg):
+    # Rows of WG-1, WG, WG+1 (and K on pow2(K) boundaries) decide G, P, B, chunking and the path.
+    py = Python()
+    for lim in LIMITS.values():
+        for L in (wg - 1, wg, wg + 1):
+            ks = sorted({k for j in range(L.bit_length() + 1) for k in ((1 << j) - 1, 1 << j, (1 << j) + 1)
+                         if 1 <= k <= L} | {L - 1, L} - {0})
+            for n_seq in (1, 64, 1024):
+                for dt in ("float32", "float16", "uint8"):
+                    for k in ks:
+                        check(desc(dt, (n_seq, L), 1, k), lim, py)
+    want = {"rows"} | ({"seg"} if wg <= 2048 else set()) | ({"radix"} if wg >= 512 else set()) | ({"filter", "sort"} if wg >= 1024 else set())
+    assert py.paths >= want, py.paths
+
+
+def test_strides_needing_a_packed_copy():
+    # Eight dimensions whose seven non-axis ones merge into none: SLICE1 packs the input first.
+    py = Python()
+    sizes = (2, 3, 2, 3, 2, 3, 2, 600)
+    strides = [1] * 8
+    for i in range(6, -1, -1):  # each dimension padded by one: no neighbours merge
+        strides[i] = strides[i + 1] * (sizes[i + 1] + 1)
+    strides = tuple(strides)
+    for lim in LIMITS.values():
+        for axis in (7, 3):
+            for k in (1, 2, 64, 300):
+                if k <= sizes[axis]:
+                    d = desc("float16", sizes, axis, k, AxisDirection.INCREASING, strides)
+                    check(d, lim, py)
+    assert any(disp["kernel"].startswith("slice1") for disp in
+               capi.plan(capi.OP_TOP_K1, desc("float16", sizes, 7, 8, strides=strides), LIMITS["h100"])["dispatches"])
+
+
+def bad_descs():
+    f32 = TensorDesc("float32", (4, 6))
+    o, oi = TensorDesc("float32", (4, 2)), TensorDesc("uint32", (4, 2))
+    big = TensorDesc("uint8", (2**31,))
+    return [
+        TopK1Desc(f32, o, oi, 1, 2, 5),                                          # axis_direction not an AxisDirection
+        TopK1Desc(f32, TensorDesc("float32", (8,)), oi, 1, 2),                   # output_value's rank
+        TopK1Desc(f32, TensorDesc("float16", (4, 2)), oi, 1, 2),                 # output_value's type
+        TopK1Desc(f32, o, TensorDesc("uint32", (4, 2, 1)), 1, 2),                # output_index's rank
+        TopK1Desc(f32, o, TensorDesc("int32", (4, 2)), 1, 2),                    # output_index's type
+        TopK1Desc(f32, o, oi, 2, 2),                                             # axis past the rank
+        TopK1Desc(f32, o, oi, 1, 0),                                             # k < 1
+        TopK1Desc(f32, TensorDesc("float32", (4, 7)), TensorDesc("uint32", (4, 7)), 1, 7),  # k > the axis
+        TopK1Desc(big, TensorDesc("uint8", (1,)), TensorDesc("uint32", (1,)), 0, 1),  # axis past MAX_AXIS_LENGTH
+        TopK1Desc(f32, TensorDesc("float32", (4, 3)), oi, 1, 2),                 # output_value's sizes
+        TopK1Desc(f32, o, TensorDesc("uint32", (2, 2)), 1, 2),                   # output_index's sizes
+        TopK1Desc(f32, TensorDesc("float32", (4, 2), (4, 1)), oi, 1, 2),         # output_value strided
+        TopK1Desc(f32, o, TensorDesc("uint32", (4, 2), (2, 2)), 1, 2),           # output_index strided
+        TopK1Desc(None, o, oi, 1, 2),                                            # no input
+        TopK1Desc(f32, o, None, 1, 2),                                           # no output_index
+    ]
+
+
+@pytest.mark.parametrize("i", range(len(bad_descs())))
+def test_errors_name_field_rule_values(i):
+    d = bad_descs()[i]
+    with pytest.raises(ValidationError) as e:
+        d.validate()
+    assert capi.validate(capi.OP_TOP_K1, d) == (-1, str(e.value))
+    assert check(d, LIMITS["h100"], Python()) == "error"
+
+
+def test_valid_descriptors_validate():
+    ok = [desc("float32", (4, 6), 1, 6, AxisDirection.INCREASING), desc("int8", (5,), 0, 1),
+          desc("uint16", (3, 9, 2), 1, 4, strides=(0, 2, 1)), TopK1Desc(TensorDesc("float16", (4, 6)),
+          TensorDesc("float16", (1, 6), (7, 1)), TensorDesc("uint32", (1, 6)), 0, 1)]  # size-1 dims: any stride
+    for d in ok:
+        d.validate()
+        assert capi.validate(capi.OP_TOP_K1, d) == (0, "")
+
+
+def test_device_limits_are_their_own_status():
+    py = Python()
+    tiny = LIMITS["minimum"].replace(name="tiny shared", shared_memory_bytes=2048)
+    small_grid = LIMITS["h100"].replace(name="small grid", max_workgroup_count=(64, 2, 1))
+    cases = [(desc("float32", (1 << 25, 2), 1, 1), LIMITS["minimum"]),   # input beyond maxStorageBufferRange
+             (desc("float32", (4, 5000), 1, 3), tiny),                     # not even MIN_B entries fit
+             (desc("float32", (1024, 3000), 1, 8), small_grid),           # more workgroups than the grid
+             (desc("float32", (8, 1 << 22), 1, 3000), LIMITS["minimum"])]  # the sort's scratch beyond the range
+    for d, lim in cases:
+        assert check(d, lim, py) == "error", (d, lim.name)
