@@ -160,6 +160,31 @@ def test_random_shapes(limits):
         assert any(k.startswith("qlmm_coopmat") and k.endswith("_sk") for k in rec.kernels), rec.kernels
 
 
+# Limits planning reads beyond the three sets: coopmat_verified / coopmat_split_verified / integer_dot_product /
+# cooperative_matrix as inputs, shared memory (dot's chunk, stream's and gemv's slabs), workgroup sizes and counts.
+H100, LAVAPIPE = LIMITS["h100"], LIMITS["lavapipe"]
+ODD = [H100.replace(name="h100 unverified", coopmat_verified=False, coopmat_split_verified=False),
+       H100.replace(name="no split", coopmat_split_verified=False),
+       H100.replace(name="no dot, subgroups of 64", integer_dot_product=False, subgroup_size=64),
+       H100.replace(name="16 KiB shared", shared_memory_bytes=16384),
+       H100.replace(name="24 KiB shared", shared_memory_bytes=24576),
+       H100.replace(name="512 invocations", max_workgroup_invocations=512, max_workgroup_size=(512, 512, 64)),
+       H100.replace(name="few groups", max_workgroup_count=(4096, 1024, 64)),
+       LAVAPIPE.replace(name="8 KiB shared", shared_memory_bytes=8192),
+       PROFILES["minimum"].replace(name="64 invocations", max_workgroup_invocations=64, max_workgroup_size=(64, 64, 64)),
+       PROFILES["raspberry-pi-v3dv"]]
+
+
+def test_random_shapes_under_other_limits_notes_too():
+    rng, rec = random.Random(77), Record()
+    for lim in ODD:
+        for _ in range(300):
+            d = random_case(rng)
+            if same(OP, d, rec, lim) != "error":
+                assert capi.plan(OP, d, lim)["notes"] == qlmm.plan(d, lim).to_dict()["notes"]
+    assert {"kernel=gemv", "kernel=stream", "kernel=dot", "kernel=coopmat", "kernel=portable"} <= set(rec.kernels)
+
+
 # ---------------------------------------------------------------- tiles and thresholds
 def around(*xs):
     return sorted({max(1, x + d) for x in xs for d in (-1, 0, 1)})
