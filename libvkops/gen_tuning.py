@@ -1,7 +1,8 @@
 """Writes libvkops' tuning header from Python's tunings and planning constants, so no tuning constant is
 kept by hand in two places: each operator's Tuning DEFAULT becomes a struct of defaults, and every
-UPPERCASE int/bool/str constant of the planning modules a constexpr (kernels' fixed facts: EPI, NBINS...), and
-each push-constant mirror (a structured dtype of 32-bit fields, or a dict of them) its fields as (name, words).
+UPPERCASE int/bool/str constant of the planning modules a constexpr (kernels' fixed facts: EPI, NBINS...),
+each push-constant mirror (a structured dtype of 32-bit fields, or a dict of them) its fields as (name, words),
+and their tables (dicts of str -> tuple, int -> int: COOPMAT_CONFIGS, TILES) vectors of pairs in dict order.
 
     python libvkops/gen_tuning.py OUT.hpp
 """
@@ -37,6 +38,16 @@ def cxx(v):
     if isinstance(v, dict) and v and all(isinstance(k, str) and push_fields(x) is not None for k, x in v.items()):
         return f"std::vector<std::pair<std::string, {PUSH_T}>>", "{" + ", ".join(
             f'{{"{k}", {cxx(x)[1]}}}' for k, x in v.items()) + "}"
+    if isinstance(v, dict) and v and all(isinstance(k, str) for k in v):  # e.g. coopmat.COOPMAT_CONFIGS
+        vt = {cxx(x)[0] for x in v.values()}
+        if len(vt) == 1 and None not in vt:
+            t = vt.pop()
+            return (f"std::vector<std::pair<std::string, {t}>>",
+                    "{" + ", ".join("{" + cxx(k)[1] + ", " + cxx(x)[1] + "}" for k, x in v.items()) + "}")
+    if isinstance(v, dict) and v and all(isinstance(x, int) and not isinstance(x, bool)
+                                         for kv in v.items() for x in kv):  # e.g. stream.TILES
+        return ("std::vector<std::pair<int64_t, int64_t>>",
+                "{" + ", ".join(f"{{{k}ll, {x}ll}}" for k, x in v.items()) + "}")
     return None, None
 
 

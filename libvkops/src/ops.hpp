@@ -29,7 +29,12 @@ Plan top_k1_plan(const TopK1 &d, const Limits &limits, const TopK1Tuning &t = To
 Plan top_k1_plan_c(const vkops_top_k1_desc *d, const Limits &limits);
 void top_k1_validate_c(const vkops_top_k1_desc *d);
 
-// QUANTIZED_LINEAR_MATRIX_MULTIPLY (vkops/ops/qlmm)
+// QUANTIZED_LINEAR_MATRIX_MULTIPLY (vkops/ops/qlmm; the planner's internals in qlmm.hpp). The plan's input
+// buffers are the descriptor's tensors in the descriptor's order with absent (NULL) zero points left out:
+//   a, a_scale, [a_zero_point], b, b_scale, [b_zero_point], output_scale, [output_zero_point]
+// named by those field names (Python's plan() does the same: lowering._INPUTS), then the one output "output".
+// A runtime binds a compiled operator's inputs in this order; with no zero points: a, a_scale, b, b_scale,
+// output_scale. Kernel "auto", the default QlmmTuning, no zero-point values known to the host.
 Plan qlmm_plan_c(const vkops_quantized_linear_matrix_multiply_desc *d, const Limits &limits);
 void qlmm_validate_c(const vkops_quantized_linear_matrix_multiply_desc *d);
 

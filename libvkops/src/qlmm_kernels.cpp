@@ -1,0 +1,179 @@
+// QUANTIZED_LINEAR_MATRIX_MULTIPLY's kernels: each one's shape rules, tiles, specialization and split-K, as
+// vkops/ops/qlmm/coopmat.py, dot.py, stream.py and gemv.py have them. The knobs are QlmmTuning's defaults and
+// the tables (COOPMAT_CONFIGS, TILES, ...) the generated header's; the literals left here are the kernels'
+// own arithmetic (shared-memory layouts), as in the Python functions.
+#include <algorithm>
+
+#include "qlmm.hpp"
+
+namespace vkops {
+
+// ------------------------------------------------------------------ coopmat.py
+std::vector<i64> cm_config(const std::string &name) {
+    for (auto &c : ops_qlmm_coopmat::COOPMAT_CONFIGS)
+        if (c.first == name) return c.second;
+    fail("cooperative-matrix config " + name + " is not in COOPMAT_CONFIGS");
+}
+
+std::vector<i64> cm_check_config(const std::string &name) {
+    std::vector<i64> cfg = cm_config(name);
+    i64 tm = cfg[0], tn = cfg[1], tk = cfg[2], sw = cfg[3], sh = cfg[4];
+    i64 inv = 32 * sw * sh;
+    bool ok = tk % 32 == 0 && tm % (16 * sh) == 0 && tn % (16 * sw) == 0 && inv % (tk / 16) == 0 &&
+              tm % (inv / (tk / 16)) == 0 && inv % (tn / 16) == 0 && tk % (inv / (tn / 16)) == 0;
+    if (!ok) fail("cooperative-matrix config " + name + " " + tup(cfg) + " does not tile evenly");
+    return cfg;
+}
+
+i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
+    if (tiles >= (i64)t.AUTO_MIN_GROUPS / 2) return 1;
+    i64 target = config == t.MID_CONFIG ? t.MID_TARGET_GROUPS : t.SPLIT_TARGET_GROUPS;
+    i64 s = std::min({(i64)t.SPLIT_MAX, std::max<i64>(1, target / tiles), std::max<i64>(1, nchunks / t.SPLIT_MIN_CHUNKS)});
+    return s >= 2 ? s : 1;
+}
+
+std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t) {
+    if (M <= 32) return t.SMALL_CONFIG;
+    std::vector<i64> large = cm_config(t.LARGE_CONFIG);
+    if (ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch >= (i64)t.AUTO_MIN_GROUPS) return t.LARGE_CONFIG;
+    if (M <= 64) return t.LOW_CONFIG;
+    return M <= (i64)t.MID_MAX_M ? t.MID_CONFIG : t.FEW_TILES_CONFIG;
+}
+
+std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64 M, i64 N, i64 K, i64 batches, bool free,
+                                               bool b_signed, const QlmmTuning &t) {
+    std::string config = config_in;
+    bool direct_ok = t.COOPMAT_DIRECT && M <= (i64)t.DIRECT_MAX_M && free && b_signed;
+    if (config == "auto") {
+        config = cm_auto_config(M, N, batches, t);
+        if (direct_ok && K % cm_config(t.DIRECT_CONFIG)[2] == 0) config = t.DIRECT_CONFIG;
+    }
+    i64 tk = cm_check_config(config)[2];
+    if (direct_ok && cm_config(config)[4] == 1 && K % tk == 0) return {config, "qlmm_coopmat_direct"};
+    if (!free) return {config, "qlmm_coopmat_zp"};
+    for (auto &c : t.BT_CONFIGS)
+        if (c == config) return {config, "qlmm_coopmat_bt"};
+    return {config, "qlmm_coopmat"};
+}
+
+// ------------------------------------------------------------------ dot.py
+i64 dot_rows(const Limits &lim, i64 M, i64 K, i64 N, const St4 &b_st, bool b_cols, const QlmmTuning &t) {
+    if (!lim.integer_dot_product) return 0;
+    i64 most = lim.cooperative_matrix && lim.coopmat_verified ? t.DOT_MAX_M_COOPMAT : t.DOT_MAX_M;
+    if (M > most || K % 16) return 0;
+    if (!b_cols && (N % 4 || b_st[0] % 4 || b_st[1] % 4 || b_st[2] % 4)) return 0;
+    i64 r = std::min<i64>((i64)1 << bit_length((u64)std::max<i64>(M - 1, 0)), t.DOT_MAX_ROWS);
+    i64 wg = lim.workgroup(t.DOT_WG);
+    if (wg < 128 || wg % r) return 0;
+    if (dot_chunk(lim, r, t) < 8) return 0;
+    return r;
+}
+
+bool dot_preferred(i64 M, bool b_cols, bool direct, const QlmmTuning &t) {
+    return b_cols || !direct || M <= (i64)t.DOT_COOP_MAX_M;
+}
+
+i64 dot_chunk(const Limits &lim, i64 rows, const QlmmTuning &t) {
+    i64 room = std::min<i64>(t.DOT_A_BYTES, (i64)lim.shared_memory_bytes - 4 * (rows + 1));
+    if (room < 4 * (rows + 1) * (i64)t.DOT_COLS) return 0;  // the same memory holds partial tiles afterwards
+    i64 blocks = std::min<i64>(256, room / (16 * rows));
+    return blocks > 0 ? (i64)1 << (bit_length((u64)blocks) - 1) : 0;
+}
+
+std::vector<u32> dot_spec(const Limits &lim, i64 rows, const QlmmTuning &t) {
+    return {lim.workgroup(t.DOT_WG), (u32)rows, (u32)dot_chunk(lim, rows, t), t.DOT_UNROLL};
+}
+
+i64 dot_splits(i64 tiles, i64 K, i64 wg, const QlmmTuning &t) {
+    i64 nblocks = K / 16;
+    return std::max<i64>(1, std::min({(i64)t.DOT_SPLIT_MAX, (i64)t.DOT_TARGET_GROUPS / tiles,
+                                      nblocks / ((wg / 32) * (i64)t.DOT_UNROLL)}));
+}
+
+// ------------------------------------------------------------------ stream.py
+static i64 stream_pf(i64 nr) {  // TILES[nr]: steps in flight of the NR-wide variant
+    for (auto &p : ops_qlmm_stream::TILES)
+        if (p.first == nr) return p.second;
+    fail("the stream kernel has no variant " + std::to_string(nr) + " columns wide");
+}
+
+static i64 step_k(i64 nr) { return 128 / (nr / 16); }
+
+static i64 stream_tile_rows(i64 M, bool col_sums) {  // 0: above TILE_ROWS
+    i64 mt = 16 * ceil_div(M + (col_sums ? 1 : 0), 16);
+    return mt <= ops_qlmm_stream::TILE_ROWS.back() ? mt : 0;
+}
+
+static i64 stream_width(i64 N, i64 batches, const QlmmTuning &t) {
+    if (t.STREAM_NR != "auto") fail("QlmmTuning.STREAM_NR other than 'auto' is not ported");
+    if (ceil_div(N, 32) * batches <= (i64)t.STREAM_WAVE || ceil_div(N, 64) * batches < (i64)t.STREAM_TARGET_GROUPS)
+        return 32;
+    return 64;
+}
+
+static i64 stream_shared_bytes(i64 wg, i64 mt, i64 nr, bool split = true) {
+    i64 sk = step_k(nr), sbs = sk + 16;
+    i64 bslab = (nr / 16) * (16 * sbs + sk);
+    return (wg / 32) * (bslab + mt * sbs) + 4 * (mt * nr + mt + (split ? 1 : 0));
+}
+
+i64 stream_workgroup(const Limits &lim, i64 mt, i64 nr, const QlmmTuning &t) {
+    i64 wg = lim.workgroup(t.STREAM_WG);
+    while (wg > 64 && stream_shared_bytes(wg, mt, nr) > (i64)lim.shared_memory_bytes) wg /= 2;
+    return wg;
+}
+
+bool stream_why_not(const Limits &lim, i64 M, i64 N, i64 batches, bool col_sums, const QlmmTuning &t, i64 &mt, i64 &nr) {
+    mt = stream_tile_rows(M, col_sums);
+    if (!mt || M > (i64)t.STREAM_MAX_M) return false;
+    nr = stream_width(N, batches, t);
+    i64 wg = stream_workgroup(lim, mt, nr, t);
+    if (wg < 64 || !lim.subgroup_size || wg % lim.subgroup_size) return false;
+    if (stream_shared_bytes(wg, mt, nr) > (i64)lim.shared_memory_bytes) return false;
+    return true;
+}
+
+bool stream_preferred(i64 M, const QlmmTuning &t) { return M >= (i64)t.STREAM_MIN_M; }
+
+std::string stream_kernel(i64 mt, i64 nr) {
+    return "qlmm_stream_m" + std::to_string(mt) + "n" + std::to_string(nr) + "p" + std::to_string(stream_pf(nr));
+}
+
+i64 stream_splits(i64 tiles, i64 K, i64 nr, i64 wg, const QlmmTuning &t) {
+    i64 steps = ceil_div(K, step_k(nr));
+    i64 want = ceil_div(t.STREAM_TARGET_GROUPS, tiles);
+    return std::max<i64>(1, std::min({(i64)t.STREAM_SPLIT_MAX, want, steps / ((wg / 32) * stream_pf(nr))}));
+}
+
+// ------------------------------------------------------------------ gemv.py
+static i64 gemv_slice_max(i64 mr) { return 4096 / mr; }  // K rows of A a workgroup stages: 16 KiB of int32
+
+static i64 gemv_shared_bytes(i64 mr, bool split) {
+    return 4 * (mr * gemv_slice_max(mr) + mr * (i64)ops_qlmm_gemv::COLS + mr + (split ? 1 : 0));
+}
+
+i64 gemv_why_not(const Limits &lim, i64 M, i64 N, const St4 &b_st, bool b_cols, const QlmmTuning &t) {
+    i64 mr = 0;  // rows_variant: the first of ROWS that holds M
+    for (i64 r : ops_qlmm_gemv::ROWS)
+        if (M <= r) { mr = r; break; }
+    if (!t.GEMV || !mr || M > (i64)t.GEMV_MAX_M || b_cols) return 0;
+    if (N % 16 || b_st[0] % 16 || b_st[1] % 16 || b_st[2] % 16) return 0;
+    if (lim.max_workgroup_invocations < ops_qlmm_gemv::WG || lim.max_workgroup_size[0] < ops_qlmm_gemv::WG) return 0;
+    if (gemv_shared_bytes(mr, true) > (i64)lim.shared_memory_bytes) return 0;
+    return mr;
+}
+
+std::string gemv_kernel(i64 mr) { return mr == 1 ? "qlmm_gemv" : "qlmm_gemv_m" + std::to_string(mr); }
+
+i64 gemv_splits(i64 tiles, i64 K, i64 mr, const QlmmTuning &t) {
+    const i64 STEP = ops_qlmm_gemv::STEP;
+    i64 most = std::max<i64>(1, ceil_div(K, STEP));
+    i64 least = ceil_div(K, gemv_slice_max(mr));
+    i64 want = ceil_div(t.GEMV_TARGET_GROUPS, tiles);
+    i64 s = std::max(least, std::min(most, want));
+    // the kernel rounds each range up to whole steps: fewer splits may then cover K
+    i64 sl = ceil_div(ceil_div(K, s), STEP) * STEP;
+    return std::max(least, ceil_div(K, sl));
+}
+
+}  // namespace vkops
