@@ -42,3 +42,15 @@ def test_example_equals_python_path(mlp, tmp_path, m, k, hidden, n, topk):
     got = python_step.step(meta, **ins)
     for name, g in zip(("h", "logits", "values", "indices"), got):
         assert np.array_equal(g, want[name]), name
+
+
+def test_self_check_runs_its_cases(mlp):
+    # lavapipe has no cooperative matrices: VKOPS_SELF_CHECK_PORTABLE=1 sends the self-check's cases (every
+    # auto tile's shape, split-K ones, column-major B, zero points) through the kernels it has, on the
+    # caller's queue, under the validation layer; a case off from the CPU reference fails the call.
+    env = dict(os.environ, VKOPS_VALIDATE="1", VKOPS_SELF_CHECK_PORTABLE="1")
+    env.pop("VK_LAYER_SETTINGS_PATH", None)
+    r = subprocess.run([str(mlp), "--m", "2", "--k", "40", "--hidden", "48", "--n", "100", "--topk", "3", "--steps", "1"],
+                       capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "validation messages: 0" in r.stdout and "cooperative matrices: not offered" in r.stdout

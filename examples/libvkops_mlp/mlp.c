@@ -369,6 +369,12 @@ int main(int argc, char **argv) {
            VK_VERSION_MINOR(props.apiVersion), VK_VERSION_PATCH(props.apiVersion));
     printf("step: %dx%d int8 -> QLinearMatMul %d -> QLinearMatMul %d -> TOP_K1 k=%d (%u+%u+%u dispatches)\n", M, K, H, N,
            TOPK, pr[0].dispatch_count, pr[1].dispatch_count, pr[2].dispatch_count);
+    vkops_limits lim;
+    vkops_context_get_limits(ctx, &lim);
+    printf("cooperative matrices: %s; integer dot products: %s\n",
+           !lim.cooperative_matrix ? "not offered" : lim.coopmat_split_verified ? "self-check passed (split-K too)" :
+           lim.coopmat_verified ? "self-check passed (split-K failed)" : "self-check FAILED (paths off)",
+           lim.integer_dot_product ? "on" : "off");
     printf("one buffer of %llu bytes; compile %.2f ms; first step %.3f ms\n", (unsigned long long)total, compile_ms, first_ms);
     printf("per step over %d steps: GPU %.4f ms, wall (submit + wait) %.4f ms\n", timed, gpu_ms / timed, wall_ms / timed);
     printf("check (%d of %d rows) against the CPU reference: %s\n", check_rows, M, bad ? "MISMATCH" : "equal");

@@ -17,13 +17,18 @@ constexpr uint32_t MAX_PUSH_WORDS = 64; // 256 bytes, the most any device offers
 
 #define VKOPS_INSTANCE_FNS(X)                                                                               \
     X(vkGetPhysicalDeviceProperties) X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2)      \
-    X(vkEnumerateDeviceExtensionProperties) X(vkGetDeviceProcAddr)
+    X(vkEnumerateDeviceExtensionProperties) X(vkGetDeviceProcAddr) X(vkGetPhysicalDeviceMemoryProperties)
 #define VKOPS_DEVICE_FNS(X)                                                                                 \
     X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateDescriptorSetLayout)                         \
     X(vkDestroyDescriptorSetLayout) X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout)                    \
     X(vkCreateComputePipelines) X(vkDestroyPipeline) X(vkUpdateDescriptorSets) X(vkCmdBindPipeline)         \
     X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier)               \
-    X(vkCmdFillBuffer) X(vkCmdUpdateBuffer)
+    X(vkCmdFillBuffer) X(vkCmdUpdateBuffer)                                                                 \
+    /* the self-check's own buffers and submission (vk_selfcheck.cpp) */                                    \
+    X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements) X(vkAllocateMemory)               \
+    X(vkFreeMemory) X(vkBindBufferMemory) X(vkMapMemory) X(vkUnmapMemory) X(vkCreateCommandPool)            \
+    X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer)       \
+    X(vkQueueSubmit) X(vkQueueWaitIdle)
 
 struct Vk {
 #define VKOPS_DECL(f) PFN_##f f = nullptr;
@@ -77,6 +82,7 @@ struct vkops_context {
     vkops::Vk vk;
     VkPhysicalDevice physical_device = VK_NULL_HANDLE;
     VkDevice device = VK_NULL_HANDLE;
+    uint32_t queue_family_index = 0;
     const VkAllocationCallbacks *allocator = nullptr;
     VkAllocationCallbacks allocator_copy{};
     VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
@@ -115,6 +121,11 @@ struct OpDispatch {
 };
 
 }  // namespace vkops
+
+namespace vkops {
+// vkops_operator_compile's work under explicit limits (the self-check plans as if verified).
+vkops_operator *compile_operator(vkops_context *ctx, const vkops_operator_desc *desc, const Limits &limits);
+}
 
 struct vkops_operator {
     vkops_context *ctx = nullptr;

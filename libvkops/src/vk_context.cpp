@@ -179,6 +179,7 @@ vkops_status vkops_context_create(const vkops_context_create_info *info, vkops_c
                               !(info->flags & VKOPS_CONTEXT_NO_PUSH_DESCRIPTORS);
         c->physical_device = info->physical_device;
         c->device = info->device;
+        c->queue_family_index = info->queue_family_index;
         if (info->allocator) { c->allocator_copy = *info->allocator; c->allocator = &c->allocator_copy; }
         c->pipeline_cache = info->pipeline_cache;
         c->device_limits = f.props.limits;
@@ -204,17 +205,6 @@ void vkops_context_destroy(vkops_context *c) {
 void vkops_context_get_limits(const vkops_context *c, vkops_limits *out) {
     if (!c || !out) return;
     *out = c->limits.to_c();
-}
-
-vkops_status vkops_context_self_check(vkops_context *c, VkQueue queue) {
-    return guard([&] {
-        if (!c) fail("vkops_context_self_check: ctx must not be NULL");
-        if (!queue) fail("vkops_context_self_check: queue must not be VK_NULL_HANDLE");
-        // Only the cooperative-matrix kernels have a self-check; without them there is nothing to run.
-        if (c->limits.cooperative_matrix)
-            throw Error(VKOPS_ERROR_UNSUPPORTED, "vkops_context_self_check: the cooperative-matrix self-check is not "
-                                                 "implemented in this version; those paths stay off");
-    });
 }
 
 }  // extern "C"

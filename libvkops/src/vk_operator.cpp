@@ -92,6 +92,16 @@ void build_dispatches(vkops_operator &op) {
 }
 
 }  // namespace
+vkops_operator *compile_operator(vkops_context *ctx, const vkops_operator_desc *desc, const Limits &limits) {
+    std::unique_ptr<vkops_operator> op(new vkops_operator);
+    op->ctx = ctx;
+    op->plan = plan_operator(desc, limits);
+    op->props.required_offset_alignment = std::max<VkDeviceSize>(4, ctx->device_limits.minStorageBufferOffsetAlignment);
+    layout_buffers(*op, op->props.required_offset_alignment);
+    build_dispatches(*op);
+    return op.release();
+}
+
 }  // namespace vkops
 
 using namespace vkops;
@@ -102,13 +112,7 @@ vkops_status vkops_operator_compile(vkops_context *ctx, const vkops_operator_des
     if (out) *out = nullptr;
     return guard([&] {
         if (!ctx || !out) fail("vkops_operator_compile: ctx and out must not be NULL");
-        std::unique_ptr<vkops_operator> op(new vkops_operator);
-        op->ctx = ctx;
-        op->plan = plan_operator(desc, ctx->limits);
-        op->props.required_offset_alignment = std::max<VkDeviceSize>(4, ctx->device_limits.minStorageBufferOffsetAlignment);
-        layout_buffers(*op, op->props.required_offset_alignment);
-        build_dispatches(*op);
-        *out = op.release();
+        *out = compile_operator(ctx, desc, ctx->limits);
     });
 }
 
