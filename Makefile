@@ -7,7 +7,7 @@ VPY := $(VENV)/bin/python
 APT_PKGS := mesa-vulkan-drivers libvulkan-dev libfmt-dev cmake g++ vulkan-validationlayers \
             glslang-tools spirv-tools python3-venv python3-dev
 
-.PHONY: setup spv demo test bench bench-gpu wheel wheels wheel-for clean kp-wheel kp-src provider-test libvkops capi-test
+.PHONY: setup spv demo test bench bench-gpu wheel wheels wheel-for clean kp-wheel kp-src libvkops capi-test
 # kp 0.9.0's sdist with vkops' patch (patches/kp-0.9.0/README.md says what each hunk does).
 KP_PATCH := patches/kp-0.9.0/kp.patch
 KP_PREPARE := patches/kp-0.9.0/kp_build.py
@@ -71,20 +71,6 @@ demo: setup
 PYTEST_ARGS ?=
 test: setup
 	@$(VPY) -m pytest -q tests $(PYTEST_ARGS)
-
-# The C host (examples/c_host: C99, libvulkan only) runs one plan per operator on the default device, under
-# the validation layer with synchronization checks (a missing barrier is an error) where it is installed;
-# outputs must match NumPy and vkops' own run bit for bit.
-C_HOST := build/c_host/vkops_host
-CC ?= cc
-$(C_HOST): examples/c_host/vkops_host.c $(VENV)/.apt-ready
-	@mkdir -p $(dir $@)
-	@$(CC) -std=c99 -O2 -Wall -Wextra -pedantic -Werror -o $@ $< -lvulkan -lm
-
-provider-test: setup $(C_HOST)
-	@layer=0; for d in /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d; do \
-	  [ -f $$d/VkLayer_khronos_validation.json ] && layer=sync; done; \
-	  VKOPS_VALIDATION=$$layer $(VPY) examples/c_host/provider_test.py $(C_HOST)
 
 bench: setup
 	@$(VPY) bench/run.py

@@ -1,5 +1,5 @@
 """`python -m vkops <command>`: `plan` writes the dispatch plan of one operator call as JSON (what a
-host without Python runs with the kernel manifest, examples/c_host/); `bench`, `report` and `info`
+host without Python runs with the kernel manifest, docs/c-api.md); `bench`, `report` and `info`
 are vkops/bench/commands.py."""
 from __future__ import annotations
 

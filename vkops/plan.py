@@ -4,7 +4,7 @@ An operator's `plan(desc, limits)` returns a `Plan`: the buffers (the call's inp
 with its size and whether it must start zeroed, small constants with their words), the ordered
 dispatches (kernel, specialization values, group counts, push-constant words, bound buffers) and the
 barriers between them. The runtime runs exactly this (vkops.runtime.execute), and so can any host that
-reads `plan.to_json()` and the kernel manifest (examples/c_host/).
+reads `plan.to_json()` and the kernel manifest (docs/c-api.md; libvkops records the same plans in C).
 
 Buffers hold a tensor's elements little-endian in memory order over its span, zero-padded to whole
 32-bit words. A zeroed scratch buffer must hold zeros when the plan starts; the plan leaves it zero

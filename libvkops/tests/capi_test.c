@@ -4,17 +4,20 @@
  *   make capi-test                       (builds libvkops and this test, runs it)
  *   build/libvkops/capi_test [--verbose] [--no-validation]
  *
- * Per case (CASES below: add TOP_K1 / QLMM rows there) and per descriptor mode (push descriptors, and
- * VKOPS_CONTEXT_NO_PUSH_DESCRIPTORS with sets allocated here): compile, record the persistent set-up and
- * the operator into one command buffer, run it, compare the outputs with a CPU reference, check that the
- * bytes after each binding's size are untouched (the 8/16-bit padding contract), that bad bindings are
- * refused with VKOPS_ERROR_VALIDATION and a message, and that recording allocated nothing through the
- * context's VkAllocationCallbacks. Exits non-zero on any failure and on any validation-layer warning or
- * error. An operator libvkops does not have yet (VKOPS_ERROR_UNSUPPORTED at compile) is reported as SKIP.
+ * Per case (CASES below: SLICE1, TOP_K1 and QUANTIZED_LINEAR_MATRIX_MULTIPLY rows) and per descriptor
+ * mode (push descriptors, and VKOPS_CONTEXT_NO_PUSH_DESCRIPTORS with sets allocated here): compile, record
+ * the persistent set-up and the operator into one command buffer, run it, compare the outputs with a CPU
+ * reference, check that the bytes after each binding's size are untouched (the 8/16-bit padding
+ * contract), that bad bindings are refused with VKOPS_ERROR_VALIDATION and a message, and that recording
+ * allocated nothing through the context's VkAllocationCallbacks. Exits non-zero on any failure (a case
+ * that fails to compile included) and on any validation-layer warning or error, and unless some TOP_K1
+ * case ran with several dispatches, barriers, temporary and persistent memory and some ran rows in several
+ * chunks (record_initialize's zeroed counters and the scratch layout in use).
  */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vulkan/vulkan.h>
@@ -22,6 +25,8 @@
 #include "vkops.h"
 
 static int verbose, failures, vl_messages;
+static int topk_multi;   /* TOP_K1 cases run with > 1 dispatch, barriers, temporary and persistent memory */
+static int topk_chunked; /* TOP_K1 cases run with rows in several chunks (scratch, counters zeroed by record_initialize) */
 #define FAIL(...) (printf("FAIL: " __VA_ARGS__), printf("\n"), failures++)
 #define VK(call) do { VkResult r_ = (call); if (r_ != VK_SUCCESS) { printf("FATAL: %s = %d\n", #call, (int)r_); exit(2); } } while (0)
 
@@ -54,7 +59,9 @@ typedef struct {
 } Tensor;
 typedef struct {
     vkops_operator_desc op;
-    vkops_slice1_desc slice;  /* add vkops_top_k1_desc / qlmm descs here */
+    vkops_slice1_desc slice;
+    vkops_top_k1_desc topk;
+    vkops_quantized_linear_matrix_multiply_desc qlmm;
     uint32_t offsets[VKOPS_MAX_DIMS], wsizes[VKOPS_MAX_DIMS];
     int32_t wstrides[VKOPS_MAX_DIMS];
     Tensor in[MAXT], out[MAXT];
@@ -144,13 +151,355 @@ static void slice_f32(Case *C) {
     slice1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 4, s, NULL, o, w, st);
 }
 
+/* ------------------------------------------------------------------ element access, values */
+static uint32_t rng_state = 12345u;
+static uint32_t rnd(void) { rng_state = rng_state * 1664525u + 1013904223u; return rng_state >> 8; }
+
+static uint16_t to_half(double v) {  /* exact for the values used here (integers, halves, inf, NaN, -0) */
+    uint16_t sign = (uint16_t)(signbit(v) ? 0x8000 : 0);
+    int e;
+    double m;
+    if (isnan(v)) return 0x7e00;
+    if (isinf(v)) return (uint16_t)(sign | 0x7c00);
+    if (v == 0) return sign;
+    m = frexp(fabs(v), &e);  /* v = m * 2^e, m in [0.5, 1) */
+    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)((uint32_t)ldexp(m, 11) & 0x3ff));
+}
+static double from_half(uint16_t h) {
+    int e = (h >> 10) & 0x1f;
+    double m = h & 0x3ff, v;
+    if (e == 0x1f) v = m ? NAN : INFINITY;
+    else if (e == 0) v = ldexp(m, -24);
+    else v = ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* The element at element offset `at`, as a double (NaN, infinities and -0.0 kept). */
+static double get(const Tensor *T, uint64_t at) {
+    const unsigned char *p = T->data + at * (uint64_t)esize(T->t.data_type);
+    float f; uint32_t u32; int32_t i32; uint16_t u16; int16_t i16;
+    switch (T->t.data_type) {
+    case VKOPS_TENSOR_DATA_TYPE_FLOAT32: memcpy(&f, p, 4); return f;
+    case VKOPS_TENSOR_DATA_TYPE_FLOAT16: memcpy(&u16, p, 2); return from_half(u16);
+    case VKOPS_TENSOR_DATA_TYPE_UINT32: memcpy(&u32, p, 4); return u32;
+    case VKOPS_TENSOR_DATA_TYPE_INT32: memcpy(&i32, p, 4); return i32;
+    case VKOPS_TENSOR_DATA_TYPE_UINT16: memcpy(&u16, p, 2); return u16;
+    case VKOPS_TENSOR_DATA_TYPE_INT16: memcpy(&i16, p, 2); return i16;
+    case VKOPS_TENSOR_DATA_TYPE_UINT8: return *p;
+    case VKOPS_TENSOR_DATA_TYPE_INT8: return (int8_t)*p;
+    default: return 0;
+    }
+}
+static void put(Tensor *T, uint64_t at, double v) {
+    unsigned char *p = T->data + at * (uint64_t)esize(T->t.data_type);
+    float f = (float)v; uint32_t u32 = (uint32_t)v; int32_t i32 = (int32_t)v; uint16_t u16; int16_t i16 = (int16_t)v;
+    int8_t i8 = (int8_t)v;
+    switch (T->t.data_type) {
+    case VKOPS_TENSOR_DATA_TYPE_FLOAT32: memcpy(p, &f, 4); break;
+    case VKOPS_TENSOR_DATA_TYPE_FLOAT16: u16 = to_half(v); memcpy(p, &u16, 2); break;
+    case VKOPS_TENSOR_DATA_TYPE_UINT32: memcpy(p, &u32, 4); break;
+    case VKOPS_TENSOR_DATA_TYPE_INT32: memcpy(p, &i32, 4); break;
+    case VKOPS_TENSOR_DATA_TYPE_UINT16: u16 = (uint16_t)v; memcpy(p, &u16, 2); break;
+    case VKOPS_TENSOR_DATA_TYPE_INT16: memcpy(p, &i16, 2); break;
+    case VKOPS_TENSOR_DATA_TYPE_UINT8: *p = (unsigned char)v; break;
+    case VKOPS_TENSOR_DATA_TYPE_INT8: memcpy(p, &i8, 1); break;
+    default: break;
+    }
+}
+
+/* ------------------------------------------------------------------ TOP_K1 */
+/* The reference (vkops/reference.py top_k1): one total order, NaN above +inf, -0.0 == 0.0, ties (and NaNs)
+ * in ascending index order in both directions; DECREASING takes the K largest, INCREASING the K smallest
+ * (NaN last, as NumPy's stable sort). The values are the input's bytes at the chosen indices. */
+typedef struct { double v; int nan; uint32_t i; } Key;
+static int topk_decreasing;
+static int key_cmp(const void *pa, const void *pb) {
+    const Key *a = pa, *b = pb;
+    int c = 0;  /* > 0: a ranks above b */
+    if (a->nan != b->nan) c = a->nan ? 1 : -1;
+    else if (!a->nan && a->v != b->v) c = a->v > b->v ? 1 : -1;
+    if (c) return topk_decreasing ? -c : c;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The value of element j of row r (few distinct values: ties). */
+typedef double (*ValueFn)(uint64_t r, uint64_t j);
+
+/* The element offset of packed index `n` in T (over its sizes and element strides). */
+static uint64_t at_of(const Tensor *T, uint64_t n) {
+    uint64_t at = 0;
+    int d;
+    for (d = (int)T->t.dimension_count - 1; d >= 0; d--) {
+        at += (n % T->sizes[d]) * T->strides[d];
+        n /= T->sizes[d];
+    }
+    return at;
+}
+
+static void top_k1_case(Case *C, vkops_tensor_data_type dt, int rank, const uint32_t *sizes, const uint32_t *in_strides,
+                        uint32_t axis, uint32_t k, vkops_axis_direction dir, ValueFn value) {
+    uint32_t osz[VKOPS_MAX_DIMS];
+    uint64_t outer = 1, inner = 1, L = sizes[axis], o, i, l, j;
+    int d, e = esize(dt);
+    Key *keys = malloc(L * sizeof *keys);
+    for (d = 0; d < rank; d++) {
+        osz[d] = (uint32_t)d == axis ? k : sizes[d];
+        if ((uint32_t)d < axis) outer *= sizes[d];
+        if ((uint32_t)d > axis) inner *= sizes[d];
+    }
+    tensor(&C->in[0], dt, rank, sizes, in_strides);
+    tensor(&C->out[0], dt, rank, osz, NULL);
+    tensor(&C->out[1], VKOPS_TENSOR_DATA_TYPE_UINT32, rank, osz, NULL);
+    for (o = 0; o < outer; o++)
+        for (i = 0; i < inner; i++) {
+            for (l = 0; l < L; l++) put(&C->in[0], at_of(&C->in[0], (o * L + l) * inner + i), value(o * inner + i, l));
+            for (l = 0; l < L; l++) {
+                keys[l].v = get(&C->in[0], at_of(&C->in[0], (o * L + l) * inner + i));
+                keys[l].nan = isnan(keys[l].v) != 0;
+                keys[l].i = (uint32_t)l;
+            }
+            topk_decreasing = dir == VKOPS_AXIS_DIRECTION_DECREASING;
+            qsort(keys, (size_t)L, sizeof *keys, key_cmp);
+            for (j = 0; j < k; j++) {
+                uint64_t at = (o * k + j) * inner + i;
+                memcpy(C->out[0].data + at * e, C->in[0].data + at_of(&C->in[0], (o * L + keys[j].i) * inner + i) * e,
+                       (size_t)e);
+                memcpy(C->out[1].data + at * 4, &keys[j].i, 4);
+            }
+        }
+    free(keys);
+    C->n_in = 1;
+    C->n_out = 2;
+    C->topk = (vkops_top_k1_desc){&C->in[0].t, &C->out[0].t, &C->out[1].t, axis, k, dir};
+    C->op = (vkops_operator_desc){VKOPS_OPERATOR_TOP_K1, &C->topk};
+}
+
+/* Floats: 13 distinct finite values (many ties), and NaN, +-inf, -0.0 / 0.0 sprinkled in. */
+static double float_ties(uint64_t r, uint64_t j) {
+    uint64_t h = (j * 7 + r * 3) % 101;
+    if (h == 5) return NAN;
+    if (h == 17) return INFINITY;
+    if (h == 29) return -INFINITY;
+    if (h == 41) return -0.0;
+    if (h == 53) return 0.0;
+    return (double)((int)((j * 5 + r) % 13) - 6) * 0.5;
+}
+static double float_wide(uint64_t r, uint64_t j) {  /* 4096 values in ~500 distinct ones: ties everywhere */
+    (void)r; (void)j;
+    return (double)((int)(rnd() % 500) - 250);
+}
+static double int8_values(uint64_t r, uint64_t j) { (void)r; (void)j; return (double)((int)(rnd() % 256) - 128); }
+static double int8_ties(uint64_t r, uint64_t j) {  /* int8: few values, 127 and -128 included */
+    static const double V[] = {-128, -3, 0, 5, 5, 99, 127, 127};
+    (void)r; (void)j;
+    return V[rnd() % 8];
+}
+static double uint16_values(uint64_t r, uint64_t j) {
+    static const double V[] = {0, 1, 7, 300, 300, 40000, 65535, 65535, 12};
+    (void)r; (void)j;
+    return V[rnd() % 9];
+}
+
+static void topk_f32_1023_k1(Case *C) {
+    static const uint32_t s[] = {5, 1023};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 1, VKOPS_AXIS_DIRECTION_DECREASING, float_ties);
+}
+static void topk_f32_1024_k50(Case *C) {
+    static const uint32_t s[] = {4, 1024};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 50, VKOPS_AXIS_DIRECTION_DECREASING, float_ties);
+}
+static void topk_f32_1025_k512(Case *C) {
+    static const uint32_t s[] = {3, 1025};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 512, VKOPS_AXIS_DIRECTION_DECREASING, float_ties);
+}
+static void topk_f32_1024_k512_inc(Case *C) {
+    static const uint32_t s[] = {2, 1024};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 512, VKOPS_AXIS_DIRECTION_INCREASING, float_ties);
+}
+static void topk_f32_1025_k50_inc(Case *C) {
+    static const uint32_t s[] = {3, 1025};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 50, VKOPS_AXIS_DIRECTION_INCREASING, float_ties);
+}
+static void topk_i8_chunked(Case *C) {
+    static const uint32_t s[] = {64, 4097};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_INT8, 2, s, NULL, 1, 50, VKOPS_AXIS_DIRECTION_DECREASING, int8_values);
+}
+static void topk_i8_long(Case *C) {  /* rows long enough to be chunked on a CPU device too (4 chunks of 57344) */
+    static const uint32_t s[] = {2, 200003};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_INT8, 2, s, NULL, 1, 50, VKOPS_AXIS_DIRECTION_DECREASING, int8_values);
+}
+/* 8 dimensions whose strides (a one-element gap after each) fold into 7 others, more than the kernels walk
+ * (MAX_OTHER_DIMS 6): a SLICE1 packs the input into temporary memory first, then TOP_K1 reads it. */
+static void topk_f32_8d_strided(Case *C) {
+    static const uint32_t s[] = {2, 2, 2, 1500, 2, 2, 2, 2};
+    uint32_t st[8];
+    int d;
+    st[7] = 1;
+    for (d = 6; d >= 0; d--) st[d] = st[d + 1] * s[d + 1] + 1;
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 8, s, st, 3, 50, VKOPS_AXIS_DIRECTION_DECREASING, float_ties);
+}
+static void topk_i8_ties_inc(Case *C) {
+    static const uint32_t s[] = {3, 4097};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_INT8, 2, s, NULL, 1, 50, VKOPS_AXIS_DIRECTION_INCREASING, int8_ties);
+}
+static void topk_u16_axis0(Case *C) {
+    static const uint32_t s[] = {300, 3, 5};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_UINT16, 3, s, NULL, 0, 20, VKOPS_AXIS_DIRECTION_DECREASING, uint16_values);
+}
+static void topk_f16_inc(Case *C) {
+    static const uint32_t s[] = {5, 777};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT16, 2, s, NULL, 1, 33, VKOPS_AXIS_DIRECTION_INCREASING, float_ties);
+}
+static void topk_f32_sort(Case *C) {
+    static const uint32_t s[] = {1, 4096};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 2000, VKOPS_AXIS_DIRECTION_DECREASING, float_wide);
+}
+
+/* ------------------------------------------------------------------ QUANTIZED_LINEAR_MATRIX_MULTIPLY */
+/* The reference (vkops/reference.py quantized_linear_matmul): int64 sum of (a - za)(b - zb), times
+ * (double)sa * sb / so of its element (per tensor, per row of a / the output, per column of b), rounded
+ * half to even (nearbyint), + zo, saturated to the output type. Scales are powers of two, so a float32
+ * computation rounds the same: the outputs must match exactly. */
+enum { PER_TENSOR = 1, PER_AXIS = 2 };  /* a scale / zero point: absent (0, zero points only), {1,1,1,1}, per row/column */
+typedef struct {
+    vkops_tensor_data_type a, b, out;
+    uint32_t asz[4], bsz[4];
+    const uint32_t *bstrides;  /* NULL: packed */
+    int sa, za, sb, zb, so, zo;
+} QCase;
+
+static double pow2_scale(int lo, int hi) { return ldexp(1.0, lo + (int)(rnd() % (uint32_t)(hi - lo + 1))); }
+static double quant_value(vkops_tensor_data_type dt) {
+    return dt == VKOPS_TENSOR_DATA_TYPE_INT8 ? (double)((int)(rnd() % 256) - 128) : (double)(rnd() % 256);
+}
+
+/* An optional per-tensor / per-row ({1,1,M,1}) / per-column ({1,1,1,N}) tensor as input n; -1 when absent. */
+static int q_param(Case *C, int mode, vkops_tensor_data_type dt, int row, uint32_t n, int lo, int hi) {
+    uint32_t s[4] = {1, 1, 1, 1}, i;
+    Tensor *T;
+    if (!mode) return -1;
+    if (mode == PER_AXIS) s[row ? 2 : 3] = n;
+    T = &C->in[C->n_in];
+    tensor(T, dt, 4, s, NULL);
+    for (i = 0; i < (mode == PER_AXIS ? n : 1); i++)
+        put(T, i, dt == VKOPS_TENSOR_DATA_TYPE_FLOAT32 ? pow2_scale(lo, hi) : quant_value(dt));
+    return C->n_in++;
+}
+static double q_at(const Case *C, int t, uint32_t m) {  /* a parameter's value for row / column m */
+    if (t < 0) return 0;
+    return get(&C->in[t], C->in[t].sizes[2] * C->in[t].sizes[3] > 1 ? m : 0);
+}
+
+static void qlmm_case(Case *C, const QCase *q) {
+    uint32_t M = q->asz[2], K = q->asz[3], N = q->bsz[3], osz[4], b0, c0, m, n, k;
+    int ia, isa, iza, ib, isb, izb, iso, izo;
+    double lo = q->out == VKOPS_TENSOR_DATA_TYPE_INT8 ? -128 : 0, hi = q->out == VKOPS_TENSOR_DATA_TYPE_INT8 ? 127 : 255;
+    uint64_t i;
+    osz[0] = q->asz[0] > q->bsz[0] ? q->asz[0] : q->bsz[0];
+    osz[1] = q->asz[1] > q->bsz[1] ? q->asz[1] : q->bsz[1];
+    osz[2] = M; osz[3] = N;
+    C->n_in = 0;
+    ia = C->n_in++;
+    tensor(&C->in[ia], q->a, 4, q->asz, NULL);
+    for (i = 0; i < C->in[ia].bytes; i++) put(&C->in[ia], i, quant_value(q->a));
+    isa = q_param(C, q->sa, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 1, M, -4, -3);
+    iza = q_param(C, q->za, q->a, 1, M, 0, 0);
+    ib = C->n_in++;
+    tensor(&C->in[ib], q->b, 4, q->bsz, q->bstrides);
+    for (i = 0; i < C->in[ib].bytes; i++) put(&C->in[ib], i, quant_value(q->b));
+    isb = q_param(C, q->sb, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 0, N, -3, -2);
+    izb = q_param(C, q->zb, q->b, 0, N, 0, 0);
+    iso = q_param(C, q->so, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 1, M, 1, 4);
+    izo = q_param(C, q->zo, q->out, 1, M, 0, 0);
+    C->n_out = 1;
+    tensor(&C->out[0], q->out, 4, osz, NULL);
+    for (b0 = 0; b0 < osz[0]; b0++)
+        for (c0 = 0; c0 < osz[1]; c0++)
+            for (m = 0; m < M; m++)
+                for (n = 0; n < N; n++) {
+                    const Tensor *A = &C->in[ia], *B = &C->in[ib];
+                    uint64_t abase = (uint64_t)(A->sizes[0] > 1 ? b0 : 0) * A->strides[0] +
+                                     (uint64_t)(A->sizes[1] > 1 ? c0 : 0) * A->strides[1] + (uint64_t)m * A->strides[2];
+                    uint64_t bbase = (uint64_t)(B->sizes[0] > 1 ? b0 : 0) * B->strides[0] +
+                                     (uint64_t)(B->sizes[1] > 1 ? c0 : 0) * B->strides[1] + (uint64_t)n * B->strides[3];
+                    int64_t acc = 0, za = (int64_t)q_at(C, iza, m), zb = (int64_t)q_at(C, izb, n);
+                    double scale = q_at(C, isa, m) * q_at(C, isb, n) / q_at(C, iso, m), y;
+                    for (k = 0; k < K; k++)
+                        acc += ((int64_t)get(A, abase + (uint64_t)k * A->strides[3]) - za) *
+                               ((int64_t)get(B, bbase + (uint64_t)k * B->strides[2]) - zb);
+                    y = nearbyint((double)acc * scale) + q_at(C, izo, m);
+                    put(&C->out[0], ((uint64_t)(b0 * osz[1] + c0) * M + m) * N + n, y < lo ? lo : y > hi ? hi : y);
+                }
+    C->qlmm = (vkops_quantized_linear_matrix_multiply_desc){
+        &C->in[ia].t, &C->in[isa].t, iza < 0 ? NULL : &C->in[iza].t, &C->in[ib].t, &C->in[isb].t,
+        izb < 0 ? NULL : &C->in[izb].t, &C->in[iso].t, izo < 0 ? NULL : &C->in[izo].t, &C->out[0].t};
+    C->op = (vkops_operator_desc){VKOPS_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY, &C->qlmm};
+}
+
+#define I8 VKOPS_TENSOR_DATA_TYPE_INT8
+#define U8 VKOPS_TENSOR_DATA_TYPE_UINT8
+static void qlmm_i8_m1(Case *C) {
+    static const QCase q = {I8, I8, I8, {1, 1, 1, 37}, {1, 1, 37, 19}, NULL,
+                            PER_TENSOR, PER_TENSOR, PER_TENSOR, PER_TENSOR, PER_TENSOR, PER_TENSOR};
+    qlmm_case(C, &q);
+}
+static void qlmm_u8i8_m3_axis(Case *C) {
+    static const QCase q = {U8, I8, I8, {1, 1, 3, 45}, {1, 1, 45, 21}, NULL,
+                            PER_AXIS, PER_AXIS, PER_AXIS, PER_AXIS, PER_AXIS, PER_AXIS};
+    qlmm_case(C, &q);
+}
+static void qlmm_i8u8_m33(Case *C) {
+    static const QCase q = {I8, U8, U8, {1, 1, 33, 70}, {1, 1, 70, 40}, NULL,
+                            PER_AXIS, 0, PER_TENSOR, PER_AXIS, PER_TENSOR, PER_TENSOR};
+    qlmm_case(C, &q);
+}
+static void qlmm_u8_nozp(Case *C) {
+    static const QCase q = {U8, U8, U8, {1, 1, 33, 13}, {1, 1, 13, 9}, NULL,
+                            PER_TENSOR, 0, PER_AXIS, 0, PER_AXIS, 0};
+    qlmm_case(C, &q);
+}
+static void qlmm_b_colmajor(Case *C) {  /* b a column-major view: a SLICE1 packs it into temporary memory first */
+    static const uint32_t bst[] = {23 * 17, 23 * 17, 1, 23};
+    static const QCase q = {I8, U8, I8, {1, 1, 5, 23}, {1, 1, 23, 17}, bst,
+                            PER_TENSOR, PER_AXIS, PER_AXIS, PER_TENSOR, PER_AXIS, PER_AXIS};
+    qlmm_case(C, &q);
+}
+static void qlmm_batch(Case *C) {  /* a {2,1,M,K} x b {1,1,K,N}: b broadcast over the batch */
+    static const QCase q = {U8, I8, U8, {2, 1, 3, 30}, {1, 1, 30, 11}, NULL,
+                            PER_AXIS, PER_TENSOR, PER_AXIS, PER_AXIS, PER_TENSOR, PER_AXIS};
+    qlmm_case(C, &q);
+}
+static void qlmm_batch_channels(Case *C) {  /* a {1,2,M,K} x b {3,1,K,N} -> {3,2,M,N} */
+    static const QCase q = {I8, I8, U8, {1, 2, 33, 7}, {3, 1, 7, 6}, NULL,
+                            PER_TENSOR, PER_AXIS, PER_TENSOR, PER_AXIS, PER_AXIS, PER_TENSOR};
+    qlmm_case(C, &q);
+}
+
 static const CaseRow CASES[] = {
     {"SLICE1 uint8 [5,9] strides (-2,-3)", slice_u8},
     {"SLICE1 int8 strided input [3,4,5] strides (1,-1,-2)", slice_i8_strided},
     {"SLICE1 float16 [4,6,3] strides (-3,-2,1)", slice_f16},
     {"SLICE1 int16 [6,70] strides (-1,1)", slice_i16_rows},
     {"SLICE1 float32 [2,3,4,5] strides (1,-1,2,-2)", slice_f32},
-    /* TOP_K1 and QLMM rows go here: a make() filling Case's desc, inputs and expected outputs. */
+    {"TOP_K1 float32 [5,1023] K=1 DECREASING, ties/NaN/inf/-0", topk_f32_1023_k1},
+    {"TOP_K1 float32 [4,1024] K=50 DECREASING, ties/NaN/inf/-0", topk_f32_1024_k50},
+    {"TOP_K1 float32 [3,1025] K=512 DECREASING, ties/NaN/inf/-0", topk_f32_1025_k512},
+    {"TOP_K1 float32 [2,1024] K=512 INCREASING, ties/NaN/inf/-0", topk_f32_1024_k512_inc},
+    {"TOP_K1 float32 [3,1025] K=50 INCREASING, ties/NaN/inf/-0", topk_f32_1025_k50_inc},
+    {"TOP_K1 int8 [64,4097] K=50 DECREASING (chunked where target groups are many)", topk_i8_chunked},
+    {"TOP_K1 int8 [2,200003] K=50 DECREASING (chunked filter + merge)", topk_i8_long},
+    {"TOP_K1 int8 [3,4097] K=50 INCREASING, 6 values", topk_i8_ties_inc},
+    {"TOP_K1 float32 8-D strided [2,2,2,1500,2,2,2,2] axis 3 K=50 (packed first)", topk_f32_8d_strided},
+    {"TOP_K1 uint16 [300,3,5] axis 0 K=20 DECREASING", topk_u16_axis0},
+    {"TOP_K1 float16 [5,777] K=33 INCREASING, ties/NaN/inf/-0", topk_f16_inc},
+    {"TOP_K1 float32 [1,4096] K=2000 DECREASING (global sort)", topk_f32_sort},
+    {"QLMM int8 x int8 -> int8, M=1 K=37 N=19, per-tensor", qlmm_i8_m1},
+    {"QLMM uint8 x int8 -> int8, M=3 K=45 N=21, per-row/per-column", qlmm_u8i8_m3_axis},
+    {"QLMM int8 x uint8 -> uint8, M=33 K=70 N=40, mixed, no a zero point", qlmm_i8u8_m33},
+    {"QLMM uint8 x uint8 -> uint8, M=33 K=13 N=9, no zero points", qlmm_u8_nozp},
+    {"QLMM int8 x uint8 -> int8, M=5 K=23 N=17, b column-major", qlmm_b_colmajor},
+    {"QLMM uint8 x int8 -> uint8, a {2,1,3,30} x b {1,1,30,11}", qlmm_batch},
+    {"QLMM int8 x int8 -> uint8, a {1,2,33,7} x b {3,1,7,6}", qlmm_batch_channels},
 };
 
 /* ------------------------------------------------------------------ Vulkan set-up */
@@ -384,7 +733,6 @@ static void run_case(vkops_context *ctx, const CaseRow *row, int push) {
     memset(&C, 0, sizeof C);
     row->make(&C);
     s = vkops_operator_compile(ctx, &C.op, &op);
-    if (s == VKOPS_ERROR_UNSUPPORTED) { printf("SKIP %s [%s]: %s\n", row->name, mode, vkops_last_error()); goto free_case; }
     if (s != VKOPS_SUCCESS) { FAIL("%s: vkops_operator_compile = %d: %s", row->name, (int)s, vkops_last_error()); goto free_case; }
     vkops_operator_get_properties(op, &P);
     if ((int)P.input_count != C.n_in || (int)P.output_count != C.n_out) {
@@ -490,10 +838,25 @@ static void run_case(vkops_context *ctx, const CaseRow *row, int push) {
             FAIL("%s: output %d: bytes outside [offset, offset + binding size %lu) were written", row->name, i,
                  (unsigned long)P.output_binding_size[i]);
     }
-    printf("%s %s [%s]: %u dispatch(es), %u barrier(s), output binding %lu bytes for %lu tensor bytes, temporary %lu, persistent %lu\n",
-           failures == before ? "ok  " : "FAIL", row->name, mode, P.dispatch_count, P.barrier_count,
-           (unsigned long)P.output_binding_size[0], (unsigned long)C.out[0].bytes, (unsigned long)P.temporary_size,
-           (unsigned long)P.persistent_size);
+    if (C.op.type == VKOPS_OPERATOR_TOP_K1 && failures == before && P.dispatch_count > 1 && P.barrier_count > 0 &&
+        P.temporary_size > 0 && P.persistent_size > 0)
+        topk_multi++;
+    {
+        char *json = NULL;
+        const char *notes = "", *end;
+        int len = 0;
+        if (vkops_operator_plan_json(op, &json) == VKOPS_SUCCESS && (notes = strstr(json, "\"notes\": {")) &&
+            (end = strchr(notes, '}')))
+            len = (int)(end - notes - 9), notes += 10;
+        if (C.op.type == VKOPS_OPERATOR_TOP_K1 && failures == before && strstr(notes, "\"chunks\": ") &&
+            atoi(strstr(notes, "\"chunks\": ") + 10) > 1 && P.temporary_size > 0 && P.persistent_size > 0)
+            topk_chunked++;
+        printf("%s %s [%s]: %u dispatch(es), %u barrier(s), output binding %lu bytes for %lu tensor bytes, temporary %lu, "
+               "persistent %lu; %.*s\n", failures == before ? "ok  " : "FAIL", row->name, mode, P.dispatch_count,
+               P.barrier_count, (unsigned long)P.output_binding_size[0], (unsigned long)C.out[0].bytes,
+               (unsigned long)P.temporary_size, (unsigned long)P.persistent_size, len, notes);
+        vkops_free(json);
+    }
 free_bufs:
     if (dpool) vkDestroyDescriptorPool(G.device, dpool, NULL);
     for (i = 0; i < C.n_in; i++) free_buf(&bin[i]);
@@ -572,6 +935,11 @@ int main(int argc, char **argv) {
         if (verbose) printf("  context allocations live after the cases: %ld (pipelines, layouts)\n", n_alloc - n_free - a0);
         vkops_context_destroy(ctx);
     }
+    if (topk_multi < 2)  /* one such case per descriptor mode */
+        FAIL("no TOP_K1 case ran with > 1 dispatch, barriers, temporary and persistent memory (record_initialize "
+             "and the scratch layout untested)");
+    if (topk_chunked < 2)
+        FAIL("no TOP_K1 case ran rows in several chunks (the merge's counters and scratch untested)");
     if (n_alloc != n_free) FAIL("the context's allocator: %ld allocations, %ld frees after vkops_context_destroy", n_alloc, n_free);
     vkDestroyCommandPool(G.device, G.pool, NULL);
     vkDestroyDevice(G.device, NULL);
