@@ -47,6 +47,11 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
     return VK_FALSE;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -337,7 +342,8 @@ int main(int argc, char **argv) {
     barrier(cb[1], TRANSFER, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     VK(vkEndCommandBuffer(cb[1]));
 
-    double gpu_ms = 0, wall_ms = 0, first_ms = 0;
+    double gpu_ms = 0, wall_ms = 0, first_ms = 0, *gpu_each = calloc((size_t)steps, sizeof(double));
+    if (!gpu_each) die("out of memory");
     si.pCommandBuffers = &cb[1];
     for (int s = 0; s < steps; s++) {
         double w0 = now_ms();
@@ -348,6 +354,7 @@ int main(int argc, char **argv) {
         uint64_t ts[2];
         VK(vkGetQueryPoolResults(dev, qp, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
         double g = (double)(ts[1] - ts[0]) * props.limits.timestampPeriod / 1e6;
+        gpu_each[s] = g;
         if (s == 0) first_ms = w;
         else { gpu_ms += g; wall_ms += w; }
     }
@@ -389,7 +396,17 @@ int main(int argc, char **argv) {
            lim.coopmat_verified ? "self-check passed (split-K failed)" : "self-check FAILED (paths off)",
            lim.integer_dot_product ? "on" : "off");
     printf("one buffer of %llu bytes; compile %.2f ms; first step %.3f ms\n", (unsigned long long)total, compile_ms, first_ms);
-    printf("per step over %d steps: GPU %.4f ms, wall (submit + wait) %.4f ms\n", timed, gpu_ms / timed, wall_ms / timed);
+    qsort(gpu_each + (steps > 1), (size_t)timed, sizeof(double), cmp_double);
+    printf("per step over %d steps: GPU %.4f ms (median %.4f), wall (submit + wait) %.4f ms\n", timed, gpu_ms / timed,
+           gpu_each[(steps > 1) + timed / 2], wall_ms / timed);
+    for (int o = 0; o < 3; o++) {  /* what each operator runs: its plan's notes */
+        char *js;
+        OPS(vkops_operator_plan_json(op[o], &js));
+        char *n = strstr(js, "\"notes\": "), *e = n ? strstr(n, "}") : NULL;
+        if (n && e) printf("  op %d: %.*s}\n", o, (int)(e - n), n);
+        vkops_free(js);
+    }
+    free(gpu_each);
     printf("check (%d of %d rows) against the CPU reference: %s\n", check_rows, M, bad ? "MISMATCH" : "equal");
     if (dump) {
         write_file(dump, "x.bin", x, (size_t)M * K);

@@ -46,6 +46,19 @@ def main(argv=None):
     same = {k: np.array_equal(got[k], want[k]) for k in want}
     print("Python path vs the C runtime, bit for bit:", ", ".join(f"{k} {'equal' if v else 'DIFFERENT'}" for k, v in same.items()))
     dev = vkops.Device()
+    from vkops.ops.qlmm import plan as qplan  # noqa: PLC0415 - what each call plans, as mlp.c prints it
+    from vkops.ops.qlmm.coopmat import device_limits  # noqa: PLC0415
+    from vkops.ops.top_k1 import plan as tplan  # noqa: PLC0415
+    T, lim = vkops.TensorDesc, device_limits(dev)
+    M, K, H, N = (m[k] for k in ("m", "k", "hidden", "n"))
+    one, i8 = (1, 1, 1, 1), np.int8
+    for o, (k_, n_) in enumerate(((K, H), (H, N))):
+        d = vkops.QuantizedLinearMatMulDesc(T(i8, (1, 1, M, k_)), T(np.float32, one), T(i8, one), T(i8, (1, 1, k_, n_)),
+                                            T(np.float32, one), T(i8, one), T(np.float32, one), T(i8, one),
+                                            T(i8, (1, 1, M, n_))).validate()
+        print(f"  op {o}: notes {dict(qplan(d, lim).notes)}")
+    d = vkops.TopK1Desc(T(i8, (M, N)), T(i8, (M, m["topk"])), T(np.uint32, (M, m["topk"])), 1, m["topk"]).validate()
+    print(f"  op 2: notes {dict(tplan(d, dev.limits).notes)}")
     x, w1, w2 = (dev.tensor(ins[k]) for k in ("x", "w1", "w2"))
     for _ in range(3):
         outs = step(m, x, w1, w2)
