@@ -69,7 +69,8 @@ demo: setup
 # PYTEST_ARGS: more pytest arguments (.ci/run: each leg's slowest tests). $VKOPS_CI_LEG picks a CI leg's
 # tests (tests/conftest.py, LEGS).
 PYTEST_ARGS ?=
-test: setup
+# libvkops and its example first: tests/test_capi_*.py compare them with the Python path.
+test: setup libvkops capi-example
 	@$(VPY) -m pytest -q tests $(PYTEST_ARGS)
 
 bench: setup
