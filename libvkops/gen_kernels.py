@@ -64,8 +64,12 @@ def main(spv_dir, out):
         rows.append(f'    {{"{name}", CODE_{i}, {len(words)}, "{m["entry_point"]}", {len(binds)}, {push}, '
                     f'{len(spec_ids)}, SPEC_{i}, {bits(m["device_features"], FEATURES, "features", name)}, '
                     f'{bits(m["device_extensions"], EXTENSIONS, "extensions", name)}, 0x{writes:x}u}},')
+    if not isinstance(man.get("sha256"), str):
+        fail(f"{spv_dir}/manifest.json: no top-level sha256 (rebuild it with `make spv`)")
     lines += ["", f"const KernelInfo KERNELS[{len(rows)}] = {{"] + rows + ["};",
-              f"const size_t KERNEL_COUNT = {len(rows)};", "", "}  // namespace vkops", ""]
+              f"const size_t KERNEL_COUNT = {len(rows)};",
+              f'const char KERNELS_SHA256[] = "{man["sha256"]}";  // the manifest\'s digest: plans name it',
+              "", "}  // namespace vkops", ""]
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(lines))

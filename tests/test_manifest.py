@@ -366,3 +366,17 @@ def test_hashes(manifest):
     assert manifest["sha256"] == h.hexdigest()
     from vkops.bench.info import spirv_set  # noqa: PLC0415
     assert spirv_set()["sha256"] == manifest["sha256"][:16]  # the digest `vkops info` shows
+
+
+def test_plans_name_the_manifest_digest(tmp_path):
+    # A plan names the SPIR-V it was made for: `python -m vkops plan` writes the manifest's top-level sha256
+    # ("kernels"), and libvkops' vkops_operator_plan_json names the digest of the manifest it embeds
+    # (libvkops/tests/capi_test.c checks that side).
+    from vkops.limits import PROFILES
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps(PROFILES["minimum"].to_dict()))
+    out = subprocess.run([sys.executable, "-m", "vkops", "plan", "top_k", "--shape", "4,100", "--dtype", "float32",
+                          "--k", "5", "--limits", str(lim)], capture_output=True, text=True, check=True).stdout
+    plan = json.loads(out)
+    manifest = json.loads((Path(__file__).resolve().parents[1] / "vkops/spv/manifest.json").read_text())
+    assert plan["kernels"] == manifest["sha256"] and len(plan["kernels"]) == 64

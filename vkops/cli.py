@@ -141,11 +141,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     return args.func(args, getattr(args, "parser", ap))
 
 
+def _kernels_sha256() -> str:
+    """The kernel manifest's digest (its top-level sha256), which a plan names: the SPIR-V it was made for."""
+    from importlib import resources  # noqa: PLC0415
+    try:
+        return json.loads(resources.files("vkops").joinpath("spv", "manifest.json").read_text())["sha256"]
+    except (OSError, KeyError, ValueError):
+        return "unknown"
+
+
 def run_plan(args, ap) -> int:
     if args.op == "qlmm" and len(args.batch) != 2:
         ap.error(f"--batch takes BatchCount,ChannelCount; got {args.batch}")
     try:
         text = args.make(args, limits_for(args)).to_json(indent=1)
+        text = text.replace('"op": ', f'"kernels": "{_kernels_sha256()}",\n "op": ', 1)
     except ValueError as e:  # ValidationError and DeviceLimitError: a usage problem, said plainly
         print(f"python -m vkops plan {args.op}: error: {e}", file=sys.stderr)
         return 2

@@ -43,6 +43,7 @@ struct KernelInfo {
 
 extern const KernelInfo KERNELS[];
 extern const size_t KERNEL_COUNT;
+extern const char KERNELS_SHA256[];  // the manifest's top-level sha256: vkops_operator_plan_json names it
 
 // The module's index in KERNELS, or -1.
 inline int find_kernel(const char *name) {

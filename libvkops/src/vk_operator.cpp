@@ -132,7 +132,10 @@ vkops_status vkops_operator_plan_json(const vkops_operator *op, char **json) {
     if (json) *json = nullptr;
     return guard([&] {
         if (!op || !json) fail("vkops_operator_plan_json: op and json must not be NULL");
-        *json = dup_string(op->plan.to_json());
+        // The plan names the kernels it was made for: the manifest's digest, as `python -m vkops plan` does.
+        std::string j = op->plan.to_json();
+        j.insert(j.find("\"op\": "), std::string("\"kernels\": \"") + KERNELS_SHA256 + "\", ");
+        *json = dup_string(j);
     });
 }
 

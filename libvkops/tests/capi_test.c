@@ -848,6 +848,11 @@ static void run_case(vkops_context *ctx, const CaseRow *row, int push) {
         if (vkops_operator_plan_json(op, &json) == VKOPS_SUCCESS && (notes = strstr(json, "\"notes\": {")) &&
             (end = strchr(notes, '}')))
             len = (int)(end - notes - 9), notes += 10;
+        {   /* the plan names the kernels it was made for: the embedded manifest's sha256 (64 hex digits) */
+            const char *k = json ? strstr(json, "\"kernels\": \"") : NULL;
+            size_t hex = k ? strspn(k + 12, "0123456789abcdef") : 0;
+            if (hex != 64 || k[12 + 64] != '"') FAIL("%s: the plan JSON does not name the kernels' sha256", row->name);
+        }
         if (C.op.type == VKOPS_OPERATOR_TOP_K1 && failures == before && strstr(notes, "\"chunks\": ") &&
             atoi(strstr(notes, "\"chunks\": ") + 10) > 1 && P.temporary_size > 0 && P.persistent_size > 0)
             topk_chunked++;
