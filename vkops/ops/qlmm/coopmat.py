@@ -114,12 +114,13 @@ def check_config(name: str) -> Tuple[int, int, int, int, int]:
 
 
 COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
+COOPMAT_MIN_SHARED = 48 * 1024  # bytes of shared memory a device must offer for the cooperative-matrix kernels' tiles
 def coopmat_supported(dev) -> bool:
     """The device offers the s8 16x16x32 shape at subgroup scope, with 32-lane subgroups, and the
     features the kernel's SPIR-V declares (cooperativeMatrix, shaderInt8, vulkanMemoryModel) are enabled."""
     info = dev.info
     return (dev.cooperative_matrix and COOPMAT_SHAPE in tuple(info.cooperative_matrix_shapes)
-            and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024
+            and dev.subgroup_size == LANES and dev.shared_memory_bytes >= COOPMAT_MIN_SHARED
             and all(dev.supports(k) for k in _COOPMAT_KERNELS))  # features the SPIR-V declares, enabled
 
 
