@@ -20,7 +20,7 @@ from vkops.errors import DeviceLimitError, ValidationError
 from vkops.limits import PROFILES
 from vkops.ops import qlmm
 from vkops.ops.qlmm import MAX_K, QuantizedLinearMatMulDesc
-from vkops.ops.qlmm.coopmat import COOPMAT_CONFIGS
+from vkops.ops.qlmm.coopmat import COOPMAT_CONFIGS, LOW_MAX_M, SMALL_MAX_M
 from vkops.ops.qlmm.tuning import DEFAULT as T
 from vkops.tensor import TensorDesc
 
@@ -82,7 +82,7 @@ def test_the_plan_grid():
 
 # ---------------------------------------------------------------- random shapes
 THRESHOLDS = (T.GEMV_MAX_M, T.STREAM_MAX_M, T.DOT_MAX_M, T.DOT_MAX_M_COOPMAT, T.DOT_COOP_MAX_M, T.DIRECT_MAX_M,
-              T.DOT_MAX_ROWS, T.MID_MAX_M, 32, 64)  # 32, 64: auto_config's SMALL / LOW rows
+              T.DOT_MAX_ROWS, T.MID_MAX_M, SMALL_MAX_M, LOW_MAX_M)
 
 
 def dim(rng, hi, aligned):

@@ -1,7 +1,7 @@
 // QUANTIZED_LINEAR_MATRIX_MULTIPLY's kernels: each one's shape rules, tiles, specialization and split-K, as
 // vkops/ops/qlmm/coopmat.py, dot.py, stream.py and gemv.py have them. The knobs are QlmmTuning's defaults and
-// the tables (COOPMAT_CONFIGS, TILES, ...) the generated header's; the literals left here are the kernels'
-// own arithmetic (shared-memory layouts), as in the Python functions.
+// the tables (COOPMAT_CONFIGS, TILES, ...) and the modules' constants (lanes, workgroup floors, slices, steps) the
+// generated header's; the literals left here are the 16x16 tiles' and 16-byte blocks' arithmetic, as in Python.
 #include <algorithm>
 
 #include "qlmm.hpp"
@@ -18,7 +18,7 @@ std::vector<i64> cm_config(const std::string &name) {
 std::vector<i64> cm_check_config(const std::string &name) {
     std::vector<i64> cfg = cm_config(name);
     i64 tm = cfg[0], tn = cfg[1], tk = cfg[2], sw = cfg[3], sh = cfg[4];
-    i64 inv = 32 * sw * sh;
+    i64 inv = (i64)ops_qlmm_coopmat::LANES * sw * sh;
     bool ok = tk % 32 == 0 && tm % (16 * sh) == 0 && tn % (16 * sw) == 0 && inv % (tk / 16) == 0 &&
               tm % (inv / (tk / 16)) == 0 && inv % (tn / 16) == 0 && tk % (inv / (tn / 16)) == 0;
     if (!ok) fail("cooperative-matrix config " + name + " " + tup(cfg) + " does not tile evenly");
@@ -33,10 +33,10 @@ i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmT
 }
 
 std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t) {
-    if (M <= 32) return t.SMALL_CONFIG;
+    if (M <= (i64)ops_qlmm_coopmat::SMALL_MAX_M) return t.SMALL_CONFIG;
     std::vector<i64> large = cm_config(t.LARGE_CONFIG);
     if (ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch >= (i64)t.AUTO_MIN_GROUPS) return t.LARGE_CONFIG;
-    if (M <= 64) return t.LOW_CONFIG;
+    if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
     return M <= (i64)t.MID_MAX_M ? t.MID_CONFIG : t.FEW_TILES_CONFIG;
 }
 
@@ -64,8 +64,8 @@ i64 dot_rows(const Limits &lim, i64 M, i64 K, i64 N, const St4 &b_st, bool b_col
     if (!b_cols && (N % 4 || b_st[0] % 4 || b_st[1] % 4 || b_st[2] % 4)) return 0;
     i64 r = std::min<i64>((i64)1 << bit_length((u64)std::max<i64>(M - 1, 0)), t.DOT_MAX_ROWS);
     i64 wg = lim.workgroup(t.DOT_WG);
-    if (wg < 128 || wg % r) return 0;
-    if (dot_chunk(lim, r, t) < 8) return 0;
+    if (wg < (i64)ops_qlmm_dot::MIN_WG || wg % r) return 0;
+    if (dot_chunk(lim, r, t) < (i64)ops_qlmm_dot::MIN_CHUNK) return 0;
     return r;
 }
 
@@ -76,7 +76,7 @@ bool dot_preferred(i64 M, bool b_cols, bool direct, const QlmmTuning &t) {
 i64 dot_chunk(const Limits &lim, i64 rows, const QlmmTuning &t) {
     i64 room = std::min<i64>(t.DOT_A_BYTES, (i64)lim.shared_memory_bytes - 4 * (rows + 1));
     if (room < 4 * (rows + 1) * (i64)t.DOT_COLS) return 0;  // the same memory holds partial tiles afterwards
-    i64 blocks = std::min<i64>(256, room / (16 * rows));
+    i64 blocks = std::min<i64>(ops_qlmm_dot::MAX_CHUNK, room / (16 * rows));
     return blocks > 0 ? (i64)1 << (bit_length((u64)blocks) - 1) : 0;
 }
 
@@ -87,7 +87,7 @@ std::vector<u32> dot_spec(const Limits &lim, i64 rows, const QlmmTuning &t) {
 i64 dot_splits(i64 tiles, i64 K, i64 wg, const QlmmTuning &t) {
     i64 nblocks = K / 16;
     return std::max<i64>(1, std::min({(i64)t.DOT_SPLIT_MAX, (i64)t.DOT_TARGET_GROUPS / tiles,
-                                      nblocks / ((wg / 32) * (i64)t.DOT_UNROLL)}));
+                                      nblocks / ((wg / ops_qlmm_dot::QUADS) * (i64)t.DOT_UNROLL)}));
 }
 
 // ------------------------------------------------------------------ stream.py
@@ -97,7 +97,7 @@ static i64 stream_pf(i64 nr) {  // TILES[nr]: steps in flight of the NR-wide var
     fail("the stream kernel has no variant " + std::to_string(nr) + " columns wide");
 }
 
-static i64 step_k(i64 nr) { return 128 / (nr / 16); }
+static i64 step_k(i64 nr) { return ops_qlmm_stream::STEP_ROWS / (nr / 16); }
 
 static i64 stream_tile_rows(i64 M, bool col_sums) {  // 0: above TILE_ROWS
     i64 mt = 16 * ceil_div(M + (col_sums ? 1 : 0), 16);
@@ -106,20 +106,21 @@ static i64 stream_tile_rows(i64 M, bool col_sums) {  // 0: above TILE_ROWS
 
 static i64 stream_width(i64 N, i64 batches, const QlmmTuning &t) {
     if (t.STREAM_NR != "auto") fail("QlmmTuning.STREAM_NR other than 'auto' is not ported");
-    if (ceil_div(N, 32) * batches <= (i64)t.STREAM_WAVE || ceil_div(N, 64) * batches < (i64)t.STREAM_TARGET_GROUPS)
-        return 32;
-    return 64;
+    using namespace ops_qlmm_stream;
+    if (ceil_div(N, NR_NARROW) * batches <= (i64)t.STREAM_WAVE || ceil_div(N, NR_WIDE) * batches < (i64)t.STREAM_TARGET_GROUPS)
+        return NR_NARROW;
+    return NR_WIDE;
 }
 
 static i64 stream_shared_bytes(i64 wg, i64 mt, i64 nr, bool split = true) {
     i64 sk = step_k(nr), sbs = sk + 16;
     i64 bslab = (nr / 16) * (16 * sbs + sk);
-    return (wg / 32) * (bslab + mt * sbs) + 4 * (mt * nr + mt + (split ? 1 : 0));
+    return (wg / ops_qlmm_stream::LANES) * (bslab + mt * sbs) + 4 * (mt * nr + mt + (split ? 1 : 0));
 }
 
 i64 stream_workgroup(const Limits &lim, i64 mt, i64 nr, const QlmmTuning &t) {
     i64 wg = lim.workgroup(t.STREAM_WG);
-    while (wg > 64 && stream_shared_bytes(wg, mt, nr) > (i64)lim.shared_memory_bytes) wg /= 2;
+    while (wg > (i64)ops_qlmm_stream::MIN_WG && stream_shared_bytes(wg, mt, nr) > (i64)lim.shared_memory_bytes) wg /= 2;
     return wg;
 }
 
@@ -128,7 +129,7 @@ bool stream_why_not(const Limits &lim, i64 M, i64 N, i64 batches, bool col_sums,
     if (!mt || M > (i64)t.STREAM_MAX_M) return false;
     nr = stream_width(N, batches, t);
     i64 wg = stream_workgroup(lim, mt, nr, t);
-    if (wg < 64 || !lim.subgroup_size || wg % lim.subgroup_size) return false;
+    if (wg < (i64)ops_qlmm_stream::MIN_WG || !lim.subgroup_size || wg % lim.subgroup_size) return false;
     if (stream_shared_bytes(wg, mt, nr) > (i64)lim.shared_memory_bytes) return false;
     return true;
 }
@@ -142,11 +143,11 @@ std::string stream_kernel(i64 mt, i64 nr) {
 i64 stream_splits(i64 tiles, i64 K, i64 nr, i64 wg, const QlmmTuning &t) {
     i64 steps = ceil_div(K, step_k(nr));
     i64 want = ceil_div(t.STREAM_TARGET_GROUPS, tiles);
-    return std::max<i64>(1, std::min({(i64)t.STREAM_SPLIT_MAX, want, steps / ((wg / 32) * stream_pf(nr))}));
+    return std::max<i64>(1, std::min({(i64)t.STREAM_SPLIT_MAX, want, steps / ((wg / ops_qlmm_stream::LANES) * stream_pf(nr))}));
 }
 
 // ------------------------------------------------------------------ gemv.py
-static i64 gemv_slice_max(i64 mr) { return 4096 / mr; }  // K rows of A a workgroup stages: 16 KiB of int32
+static i64 gemv_slice_max(i64 mr) { return ops_qlmm_gemv::SLICE_WORDS / mr; }  // K rows of A a workgroup stages
 
 static i64 gemv_shared_bytes(i64 mr, bool split) {
     return 4 * (mr * gemv_slice_max(mr) + mr * (i64)ops_qlmm_gemv::COLS + mr + (split ? 1 : 0));

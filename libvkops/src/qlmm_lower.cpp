@@ -60,8 +60,9 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
     i64 bm = 0, bn = 0, tm = 0, tn = 0, tk = 0;
     if (which == "portable") {
         u32 wg = lim.workgroup(L::PORTABLE_WG);
-        if (wg < 128)
-            fail_limit("the portable QLinearMatMul kernel needs 128-invocation workgroups; " + lim.name + " allows " +
+        if (wg < L::PORTABLE_MIN_WG)
+            fail_limit("the portable QLinearMatMul kernel needs " + std::to_string(L::PORTABLE_MIN_WG) +
+                       "-invocation workgroups; " + lim.name + " allows " +
                        std::to_string(lim.max_workgroup_invocations));
         kname = "qlmm";
         spec = {wg};
@@ -86,7 +87,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
         std::vector<i64> c = cm_check_config(config);
         tm = c[0], tn = c[1], tk = c[2];
         i64 sw = c[3], sh = c[4];
-        spec = {(u32)(32 * sw * sh), (u32)tm, (u32)tn, (u32)tk, (u32)sw, (u32)sh, std::max<u32>(1, t.COOPMAT_GROUP_M)};
+        spec = {(u32)(ops_qlmm_coopmat::LANES * sw * sh), (u32)tm, (u32)tn, (u32)tk, (u32)sw, (u32)sh, std::max<u32>(1, t.COOPMAT_GROUP_M)};
         bm = tm;
         bn = tn;
     }

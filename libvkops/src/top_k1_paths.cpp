@@ -1,7 +1,7 @@
 // TOP_K1's path rule (vkops/ops/top_k1/paths.py), the default choice: AUTO_RULE's rows in order, each path's
 // sizing (rsort_path, rows_path, Facts.seg/filter/sort), the shared-memory budgets, merge groups and tune bits.
-// The tuning comes from the generated TopK1Tuning, the kernels' fixed facts from ops_top_k1_paths; the few bare
-// numbers below are literals of paths.py's code (each marked "paths.py literal").
+// The tuning comes from the generated TopK1Tuning, the kernels' fixed facts and the rule's own constants (MAX_B,
+// ROWS_*, RSORT_*, the chunking's, COMPACT_CAP) from ops_top_k1_paths.
 #include "top_k1_paths.hpp"
 
 #include <algorithm>
@@ -33,7 +33,7 @@ u64 top_k1_pow2(u64 x) { return x <= 1 ? 1 : 1ull << bit_length(x - 1); }
 u64 top_k1_shared_bytes(u64 B, u64 workgroup) { return 4 * (2 * B + workgroup + NBINS + NBINS / 32 + 8); }
 
 u64 top_k1_buffer_entries(u64 shared, u64 workgroup, const TopK1Tuning &t) {
-    u64 b = 2048;  // paths.py literal: the largest buffer
+    u64 b = MAX_B;
     while (b > std::max<u64>(t.MIN_B, workgroup) && top_k1_shared_bytes(b, workgroup) > shared) b /= 2;
     if (top_k1_shared_bytes(b, workgroup) > shared)
         fail_limit("TOP_K1 needs " + std::to_string(top_k1_shared_bytes(b, workgroup)) + " bytes of shared memory (B=" +
@@ -69,9 +69,9 @@ bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_b
     if (length > t.ROWS_RADIX_MIN_L && key_bits > 8 && k >= t.SHORT_ROW_RADIX_MIN_K && n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ)
         return false;  // radix select with the short rows' buffer and workgroup (ROWS_RADIX_MIN_L)
     u64 smin = lim.min_subgroup_size, smax = lim.max_subgroup_size;
-    u64 wg = lim.workgroup(std::min<u64>(128, 4 * smin));  // paths.py literal: at most 128 invocations
+    u64 wg = lim.workgroup(std::min<u64>(ROWS_MAX_WG, ROWS_SUBGROUPS * smin));
     if (wg < smax) return false;
-    u64 cap = std::max<u64>(Kp, std::min<u64>(256, std::max<u64>(128, 2 * Kp)));  // paths.py literals: cap in [128, 256]
+    u64 cap = std::max<u64>(Kp, std::min<u64>(ROWS_MAX_CAP, std::max<u64>(ROWS_MIN_CAP, 2 * Kp)));
     u64 nsub = div_by(wg, smin);
     u64 B = std::max<u64>(t.MIN_B, top_k1_pow2(nsub * std::max<u64>(NBINS, cap)));
     if (top_k1_shared_bytes(B, wg) > lim.shared_memory_bytes) return false;
@@ -91,9 +91,8 @@ bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const To
     if (!has_ops(lim, ROWS_SUBGROUP_OPS)) return false;
     if (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= t.RSORT_MAX_L) || n_seq < t.RSORT_MIN_SEQ)
         return false;
-    // paths.py literal 64: the smallest workgroup
-    u64 wg = lim.workgroup(std::min<u64>(RSORT_MAX_WG, std::max<u64>(64, top_k1_pow2(length) / RSORT_MAX_E)));
-    while (wg >= std::max<u64>(64, lim.max_subgroup_size) && ceil_div(length, wg) <= RSORT_MAX_E) {
+    u64 wg = lim.workgroup(std::min<u64>(RSORT_MAX_WG, std::max<u64>(RSORT_MIN_WG, top_k1_pow2(length) / RSORT_MAX_E)));
+    while (wg >= std::max<u64>(RSORT_MIN_WG, lim.max_subgroup_size) && ceil_div(length, wg) <= RSORT_MAX_E) {
         u64 B = wg * ceil_div(length, wg);
         u64 nsub = div_by(wg, lim.min_subgroup_size);
         u64 rs_sh = nsub * (NBINS / 2) + nsub;               // rsort_shared_words
@@ -158,10 +157,10 @@ struct Facts {
 TopK1Path Facts::filter(bool radix) {
     u64 wg = WG, b = B();
     u64 step = wg * EPI;
-    bool short_ = short_chunks && length >= 8 * step;  // paths.py literal: rows under 8 steps stay whole
-    // paths.py literals 56, 64: chunks of >= 56 (few rows) or 64 x pow2(K) elements; 4 B, 8 steps on a CPU
-    u64 per = n_seq * ceil_div(length, 56 * Kp) <= target_groups / 2 ? 56 : 64;
-    u64 min_chunk = short_ ? std::max(step, per * Kp) : std::max(4 * b, 8 * step);
+    bool short_ = short_chunks && length >= SHORT_CHUNK_STEPS * step;
+    bool few = n_seq * ceil_div(length, FEW_ROWS_CHUNK_KP * Kp) <= target_groups / 2;
+    u64 per = few ? FEW_ROWS_CHUNK_KP : CHUNK_KP;
+    u64 min_chunk = short_ ? std::max(step, per * Kp) : std::max(CPU_CHUNK_B * b, CPU_CHUNK_STEPS * step);
     u64 want = ceil_div(target_groups, n_seq);
     bool wave = short_chunks && t.WAVE_MIN_SEQ <= n_seq && n_seq <= t.WAVE_MAX_SEQ && length <= t.WAVE_MAX_L &&
                 t.RADIX_SHORT_MIN_KP <= Kp && Kp <= t.WAVE_MAX_KP;
@@ -169,9 +168,8 @@ TopK1Path Facts::filter(bool radix) {
         want = ceil_div(target_groups / 2, n_seq);
         min_chunk = step;
     }
-    // paths.py literal 65536: at most 65536 / K chunks
     u64 chunks = std::max<u64>(1, std::min(std::min(want, ceil_div(length, min_chunk)),
-                                           std::max<u64>(65536 / k, target_groups / 2 / n_seq)));
+                                           std::max<u64>(MAX_CHUNK_KEYS / k, target_groups / 2 / n_seq)));
     u64 chunk_len = ceil_div(length, chunks);
     chunk_len = ceil_div(chunk_len, step) * step;
     chunks = ceil_div(length, chunk_len);
@@ -197,7 +195,7 @@ TopK1Path Facts::filter(bool radix) {
     p.Kp = Kp;
     p.chunks = chunks;
     p.chunk_len = chunk_len;
-    p.cap = std::min(b, std::max(std::max<u64>(512, wg), 4 * Kp));  // paths.py literal 512: compact early
+    p.cap = std::min(b, std::max(std::max<u64>(COMPACT_CAP, wg), 4 * Kp));
     p.radix = radix;
     p.workgroup = wg;
     p.merge_group = top_k1_merge_group(chunks, b, Kp, t);

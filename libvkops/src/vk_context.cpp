@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "api.hpp"
+#include "tuning_gen.hpp"
 #include "vk.hpp"
 
 namespace vkops {
@@ -95,8 +96,8 @@ Limits limits_of(const Vk &vk, VkPhysicalDevice pd, const DeviceFacts &f, uint32
     uint32_t coop_needs = 0;
     for (size_t i = 0; i < KERNEL_COUNT; i++)
         if (KERNELS[i].extensions & EXT_COOPERATIVE_MATRIX) coop_needs |= KERNELS[i].features;
-    l.cooperative_matrix = coop_ext && coop_needs && (features & coop_needs) == coop_needs && l.subgroup_size == 32 &&
-                           l.shared_memory_bytes >= 48 * 1024 && coopmat_shape_offered(vk, pd);
+    l.cooperative_matrix = coop_ext && coop_needs && (features & coop_needs) == coop_needs && l.subgroup_size == ops_qlmm_coopmat::LANES &&
+                           l.shared_memory_bytes >= ops_qlmm_coopmat::COOPMAT_MIN_SHARED && coopmat_shape_offered(vk, pd);
     l.integer_dot_product = (features & FEAT_INTEGER_DOT_PRODUCT) != 0;
     return l;
 }

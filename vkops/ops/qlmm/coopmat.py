@@ -46,6 +46,8 @@ COOPMAT_CONFIGS = {
     "64x64x128_4x2": (64, 64, 128, 4, 2),
     "128x64x128_4x2": (128, 64, 128, 4, 2),
 }
+LANES = 32  # lanes a subgroup: qlmm_coopmat.comp (and qlmm_stream.comp) run 32-lane subgroups, 32 * SG_W * SG_H a workgroup
+SMALL_MAX_M, LOW_MAX_M = 32, 64  # auto_config: SMALL_CONFIG up to 32 rows, LOW_CONFIG up to 64 (their tiles' rows)
 # The knobs (COOPMAT_CONFIG, LARGE_CONFIG, AUTO_MIN_GROUPS, MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS,
 # BT_CONFIGS, SMALL_CONFIG, LOW_CONFIG, FEW_TILES_CONFIG, COOPMAT_SPLIT_K, SPLIT_TARGET_GROUPS,
 # SPLIT_MIN_CHUNKS, SPLIT_MAX, COOPMAT_GROUP_M, COOPMAT_DIRECT, DIRECT_CONFIG, DIRECT_MAX_M, COOPMAT_COLS)
@@ -67,12 +69,12 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT) -> str
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
     workgroups; else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG above."""
     t = tuning
-    if M <= 32:
+    if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
     tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
     if -(-M // tm) * -(-N // tn) * batch >= t.AUTO_MIN_GROUPS:
         return t.LARGE_CONFIG
-    if M <= 64:
+    if M <= LOW_MAX_M:
         return t.LOW_CONFIG
     return t.MID_CONFIG if M <= t.MID_MAX_M else t.FEW_TILES_CONFIG
 
@@ -103,7 +105,7 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
 
 def check_config(name: str) -> Tuple[int, int, int, int, int]:
     tm, tn, tk, sw, sh = cfg = COOPMAT_CONFIGS[name]
-    inv = 32 * sw * sh
+    inv = LANES * sw * sh
     ok = (tk % 32 == 0 and tm % (16 * sh) == 0 and tn % (16 * sw) == 0 and inv % (tk // 16) == 0
           and tm % (inv // (tk // 16)) == 0 and inv % (tn // 16) == 0 and tk % (inv // (tn // 16)) == 0)
     if not ok:
@@ -112,12 +114,13 @@ def check_config(name: str) -> Tuple[int, int, int, int, int]:
 
 
 COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
+COOPMAT_MIN_SHARED = 48 * 1024  # bytes of shared memory a device must offer for the cooperative-matrix kernels' tiles
 def coopmat_supported(dev) -> bool:
     """The device offers the s8 16x16x32 shape at subgroup scope, with 32-lane subgroups, and the
     features the kernel's SPIR-V declares (cooperativeMatrix, shaderInt8, vulkanMemoryModel) are enabled."""
     info = dev.info
     return (dev.cooperative_matrix and COOPMAT_SHAPE in tuple(info.cooperative_matrix_shapes)
-            and dev.subgroup_size == 32 and dev.shared_memory_bytes >= 48 * 1024
+            and dev.subgroup_size == LANES and dev.shared_memory_bytes >= COOPMAT_MIN_SHARED
             and all(dev.supports(k) for k in _COOPMAT_KERNELS))  # features the SPIR-V declares, enabled
 
 

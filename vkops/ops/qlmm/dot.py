@@ -11,6 +11,10 @@ from .tuning import DEFAULT, QlmmTuning
 
 # The knobs (DOT, DOT_MAX_M, DOT_MAX_M_COOPMAT, DOT_MAX_ROWS, DOT_COLS, DOT_WG, DOT_TARGET_GROUPS,
 # DOT_COOP_MAX_M, DOT_SPLIT_MAX, DOT_UNROLL, DOT_A_BYTES) are QlmmTuning's fields (tuning.py).
+MIN_WG = 128  # invocations a workgroup at least: qlmm_dot.comp's NT is 256, or 128 where that is the limit
+QUADS = 32  # column quads a workgroup: qlmm_dot.comp's COLS = 128 columns, KS = NT / 32 threads along K each
+MIN_CHUNK = 8  # 16-byte k blocks of A a chunk at least, else the device's shared memory is too small for the kernel
+MAX_CHUNK = 256  # 16-byte k blocks of A a chunk at most (next to DOT_A_BYTES)
 F_NEED_SA, F_NEED_SB = 1024, 2048  # row sums of a' (zb' may be non-zero) / column sums of b' (za')
 
 
@@ -28,9 +32,9 @@ def rows(lim: Limits, M: int, K: int, N: int, b_st, b_cols: bool,
         return None, f"row-major b needs N and its strides multiples of 4; got N={N}, strides {b_st}"
     r = min(1 << max(M - 1, 0).bit_length(), tuning.DOT_MAX_ROWS)
     wg = lim.workgroup(tuning.DOT_WG)
-    if wg < 128 or wg % r:
-        return None, f"needs 128-invocation workgroups; {lim.name} allows {lim.max_workgroup_invocations}"
-    if chunk(lim, r, tuning) < 8:
+    if wg < MIN_WG or wg % r:
+        return None, f"needs {MIN_WG}-invocation workgroups; {lim.name} allows {lim.max_workgroup_invocations}"
+    if chunk(lim, r, tuning) < MIN_CHUNK:
         return None, f"{lim.name}'s {lim.shared_memory_bytes} bytes of shared memory are too few"
     return r, ""
 
@@ -53,7 +57,7 @@ def chunk(lim: Limits, rows: int, tuning: QlmmTuning = DEFAULT) -> int:
     room = min(tuning.DOT_A_BYTES, lim.shared_memory_bytes - 4 * (rows + 1))
     if room < 4 * (rows + 1) * tuning.DOT_COLS:  # the same memory holds partial tiles (and column sums) afterwards
         return 0
-    blocks = min(256, room // (16 * rows))
+    blocks = min(MAX_CHUNK, room // (16 * rows))
     return 1 << (blocks.bit_length() - 1) if blocks > 0 else 0
 
 
@@ -67,5 +71,5 @@ def splits(tiles: int, K: int, wg: int, split_k=None, tuning: QlmmTuning = DEFAU
     blocks of K (at most DOT_SPLIT_MAX); an int split_k forces it (at most one split per block)."""
     nblocks = K // 16
     if split_k in (None, "auto"):
-        return max(1, min(tuning.DOT_SPLIT_MAX, tuning.DOT_TARGET_GROUPS // tiles, nblocks // ((wg // 32) * tuning.DOT_UNROLL)))
+        return max(1, min(tuning.DOT_SPLIT_MAX, tuning.DOT_TARGET_GROUPS // tiles, nblocks // ((wg // QUADS) * tuning.DOT_UNROLL)))
     return max(1, min(int(split_k), nblocks))

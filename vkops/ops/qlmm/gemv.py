@@ -14,6 +14,7 @@ WG = 256                 # the kernel's lane layout: 16 lanes across 256 columns
 COLS = 256               # output columns per workgroup
 U = 16                   # B rows in flight per lane (the kernel's U): 16 beat 8 by 0-13% on the H100
 STEP = 16 * U            # B rows per workgroup step
+SLICE_WORDS = 4096       # int32 of A a workgroup stages: 16 KiB (SLICE_MAX = 4096u / MR in qlmm_gemv.comp)
 
 
 def rows_variant(M: int) -> Optional[int]:
@@ -22,7 +23,7 @@ def rows_variant(M: int) -> Optional[int]:
 
 def slice_max(mr: int) -> int:
     """K rows of A a workgroup stages (SLICE_MAX in the kernel): 16 KiB of int32."""
-    return 4096 // mr
+    return SLICE_WORDS // mr
 
 
 def shared_bytes(mr: int, split: bool) -> int:

@@ -25,6 +25,7 @@ from ..slice1 import lower_packed
 # (32 x 64) where a workgroup may have only 128 invocations.
 PORTABLE_BN = 64
 PORTABLE_WG = 256
+PORTABLE_MIN_WG = 128  # qlmm.comp's smallest layout: 16 x 8 threads (a 32 x 64 tile)
 # Host mirror of the push-constant block in kernels/qlmm/qlmm_common.glsl.
 QLMM_PUSH = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("flags", "<u4"), ("C", "<u4"),
                       ("a_sb", "<u4"), ("a_sc", "<u4"), ("a_sm", "<u4"),
@@ -109,8 +110,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
 
     if which == "portable":
         wg = lim.workgroup(PORTABLE_WG)
-        if wg < 128:
-            raise DeviceLimitError(f"the portable QLinearMatMul kernel needs 128-invocation workgroups; "
+        if wg < PORTABLE_MIN_WG:
+            raise DeviceLimitError(f"the portable QLinearMatMul kernel needs {PORTABLE_MIN_WG}-invocation workgroups; "
                                    f"{lim.name} allows {lim.max_workgroup_invocations}")
         kname, spec, bm, bn = "qlmm", (wg,), 4 * (wg // 16), PORTABLE_BN
     elif which == "dot":
@@ -123,7 +124,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     else:
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = t.COOPMAT_GROUP_M if group_m is None else int(group_m)
-        spec, bm, bn = (32 * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
+        spec, bm, bn = (cm.LANES * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
     if b_cols and not (which in ("dot", "stream") or direct):
         b_cols = False
         b = packed_inner(b)

@@ -15,7 +15,11 @@ from .tuning import DEFAULT, QlmmTuning
 # STREAM_SPLIT_MAX) are QlmmTuning's fields (tuning.py). Tile widths (variants.py): NR columns with
 # PF steps in flight, 32 while the column tiles fit about a wave (STREAM_WAVE workgroups) or 64 would need
 # split-K, else 64.
-TILES = {32: 2, 64: 4}
+NR_NARROW, NR_WIDE = 32, 64  # the two widths (variants.py ships NR = 32 and 64; width() picks)
+TILES = {NR_NARROW: 2, NR_WIDE: 4}
+LANES = 32  # lanes a subgroup: qlmm_stream.comp needs 32-lane subgroups (NSG = gl_WorkGroupSize.x / 32u)
+MIN_WG = 2 * LANES  # two subgroups at least: workgroup() halves no further, why_not() refuses fewer
+STEP_ROWS = 128  # qlmm_stream.comp's STEP_K = 128u / LPR: k rows a step for one lane a row (2 KiB of B)
 # MT: 16 rows (the row of ones for B's column sums included). The kernel takes 32 too, but 16 rows and
 # the row of ones lost there (H100, uint8 with zero points: 16 x 4096^2 30.7 us against the dot kernel's
 # 24.4; 16 x 8192^2 112 against 68): twice A's traffic and products.
@@ -24,7 +28,7 @@ TILE_ROWS = (16,)
 
 def step_k(nr: int) -> int:
     """B rows a subgroup takes per step: 2 KiB of B, 16 bytes a lane for 4 rows."""
-    return 128 // (nr // 16)
+    return STEP_ROWS // (nr // 16)
 
 
 def tile_rows(M: int, col_sums: bool) -> Optional[int]:
@@ -37,9 +41,10 @@ def width(N: int, batches: int, tuning: QlmmTuning = DEFAULT) -> int:
     """NR for N columns (and `batches` GEMMs): STREAM_NR, or by the rule above."""
     if tuning.STREAM_NR != "auto":
         return tuning.STREAM_NR
-    if -(-N // 32) * batches <= tuning.STREAM_WAVE or -(-N // 64) * batches < tuning.STREAM_TARGET_GROUPS:
-        return 32
-    return 64
+    if (-(-N // NR_NARROW) * batches <= tuning.STREAM_WAVE
+            or -(-N // NR_WIDE) * batches < tuning.STREAM_TARGET_GROUPS):
+        return NR_NARROW
+    return NR_WIDE
 
 
 def shared_bytes(wg: int, mt: int, nr: int, split: bool = True) -> int:
@@ -48,13 +53,13 @@ def shared_bytes(wg: int, mt: int, nr: int, split: bool = True) -> int:
     sk = step_k(nr)
     sbs = sk + 16
     bslab = (nr // 16) * (16 * sbs + sk)
-    return (wg // 32) * (bslab + mt * sbs) + 4 * (mt * nr + mt + int(split))
+    return (wg // LANES) * (bslab + mt * sbs) + 4 * (mt * nr + mt + int(split))
 
 
 def workgroup(lim: Limits, mt: int, nr: int, tuning: QlmmTuning = DEFAULT) -> int:
     """STREAM_WG invocations (or the device's most), halved while the slabs do not fit shared memory."""
     wg = lim.workgroup(tuning.STREAM_WG)
-    while wg > 64 and shared_bytes(wg, mt, nr) > lim.shared_memory_bytes:
+    while wg > MIN_WG and shared_bytes(wg, mt, nr) > lim.shared_memory_bytes:
         wg //= 2
     return wg
 
@@ -72,7 +77,7 @@ def why_not(lim: Limits, M: int, N: int, batches: int, col_sums: bool,
         raise ValidationError(f"the stream kernel's config must be one of {[f'nr{w}' for w in TILES]}; got {config!r}")
     nr = int(config[2:]) if config is not None else width(N, batches, tuning)
     wg = workgroup(lim, mt, nr, tuning)
-    if wg < 64 or wg % lim.subgroup_size:
+    if wg < MIN_WG or wg % lim.subgroup_size:
         return None, f"needs workgroups of two or more 32-lane subgroups; {lim.name} allows {lim.max_workgroup_invocations}"
     if shared_bytes(wg, mt, nr) > lim.shared_memory_bytes:
         return None, f"{shared_bytes(wg, mt, nr)} bytes of shared memory; {lim.name} has {lim.shared_memory_bytes}"
@@ -101,5 +106,5 @@ def splits(tiles: int, K: int, nr: int, wg: int, split_k=None, tuning: QlmmTunin
     steps = -(-K // step_k(nr))
     if split_k in (None, "auto"):
         want = -(-tuning.STREAM_TARGET_GROUPS // tiles)
-        return max(1, min(tuning.STREAM_SPLIT_MAX, want, steps // ((wg // 32) * TILES[nr])))
+        return max(1, min(tuning.STREAM_SPLIT_MAX, want, steps // ((wg // LANES) * TILES[nr])))
     return max(1, min(int(split_k), steps))

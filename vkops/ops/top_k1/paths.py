@@ -76,6 +76,7 @@ class Path:
 
 
 NBINS = 256  # radix histogram bins (NBINS in kernels/top_k1/head.glsl)
+MAX_B = 2048  # the largest buffer: on an H200, B=2048 streamed 1.5-2x faster than 4096 (buffer_entries)
 
 
 def shared_bytes(B: int, workgroup: int) -> int:
@@ -104,13 +105,22 @@ def buffer_entries(shared: int, workgroup: int = DEFAULT.WORKGROUP, t: TopK1Tuni
     """Largest power of two B <= 2048 (and >= the workgroup: a filter step buffers one entry per thread)
     whose shared arrays fit. 2048 also under NVIDIA's 48 KiB: on an H200, B=2048 (16 KiB, more
     workgroups per SM) streamed 1.5-2x faster than B=4096 on every filter shape of bench_top_k1.py."""
-    b = 2048
+    b = MAX_B
     while b > max(t.MIN_B, workgroup) and shared_bytes(b, workgroup) > shared:
         b //= 2
     if shared_bytes(b, workgroup) > shared:
         raise DeviceLimitError(f"TOP_K1 needs {shared_bytes(b, workgroup)} bytes of shared memory (B={b} entries, "
                                f"workgroup {workgroup}); maxComputeSharedMemorySize is {shared}")
     return b
+
+
+# Chunking of the filter / radix rows (Facts.filter; the measurements are in its comment):
+SHORT_CHUNK_STEPS = 8  # rows under 8 filter steps stay one chunk (the merge costs more than it saves)
+FEW_ROWS_CHUNK_KP = 56  # chunks of >= 56 x pow2(K) elements while the rows give <= target_groups / 2 of them
+CHUNK_KP = 64  # else chunks of >= 64 x pow2(K): more chunks than about a workgroup per SM lost (H100)
+CPU_CHUNK_B, CPU_CHUNK_STEPS = 4, 8  # a CPU (short_chunks False) keeps chunks of >= 4 buffers and 8 steps
+MAX_CHUNK_KEYS = 65536  # at most 65536 / K chunks: every chunk's K candidates are merged
+COMPACT_CAP = 512  # compact early for small K: entries buffered before a compaction (>= WG, 4 pow2(K))
 
 
 class Facts:
@@ -187,9 +197,10 @@ class Facts:
             # (session 12 kept 128 with the two-level merge: 0.229 ms, 256 chunks 0.267): 1 x 2^26 K=1024
             # ran 0.549 ms in 128 chunks of 2^19 against 0.880 in 64 and 1.010
             # in 256; 2 x 2^25 0.368 in 2 x 64 against 0.732 in 2 x 128 (H100, session 11).
-            short = short_chunks and length >= 8 * step
-            per = 56 if n_seq * -(-length // (56 * Kp)) <= target_groups // 2 else 64
-            min_chunk = max(step, per * Kp) if short else max(4 * B, 8 * step)
+            short = short_chunks and length >= SHORT_CHUNK_STEPS * step
+            few = n_seq * -(-length // (FEW_ROWS_CHUNK_KP * Kp)) <= target_groups // 2
+            per = FEW_ROWS_CHUNK_KP if few else CHUNK_KP
+            min_chunk = max(step, per * Kp) if short else max(CPU_CHUNK_B * B, CPU_CHUNK_STEPS * step)
             want = -(-target_groups // n_seq)
             wave = (short_chunks and t.WAVE_MIN_SEQ <= n_seq <= t.WAVE_MAX_SEQ and length <= t.WAVE_MAX_L
                     and t.RADIX_SHORT_MIN_KP <= Kp <= t.WAVE_MAX_KP)
@@ -197,7 +208,7 @@ class Facts:
                 # Tens of vocabulary-sized rows: about one wave of workgroups (target_groups / 2), chunks
                 # of whole steps, rows under 8 steps too; radix select from pow2(K) = 64 (measured so).
                 want, min_chunk = -(-(target_groups // 2) // n_seq), step
-            chunks = max(1, min(want, -(-length // min_chunk), max(65536 // k, target_groups // 2 // n_seq)))
+            chunks = max(1, min(want, -(-length // min_chunk), max(MAX_CHUNK_KEYS // k, target_groups // 2 // n_seq)))
         chunk_len = -(-length // chunks)
         chunk_len = -(-chunk_len // step) * step
         chunks = -(-length // chunk_len)
@@ -222,7 +233,7 @@ class Facts:
                     B = max(min(B, max(2 * Kp, t.RADIX_ONE_CHUNK_WIDE_B)), WG)
         # Compact early for small K: the threshold rises after fewer buffered elements, and each
         # compaction sorts fewer entries.
-        cap = min(B, max(512, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
+        cap = min(B, max(COMPACT_CAP, WG, 4 * Kp))  # >= WG: the seeding step buffers one per thread
         return Path("filter", B, Kp, chunks=chunks, chunk_len=chunk_len, cap=cap, radix=radix, workgroup=WG,
                     merge_group=merge_group(chunks, B, Kp, t))
 
@@ -333,6 +344,13 @@ def tune_bits(p: Path, n_seq: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> i
     return TUNE_GUESS | (TUNE_SELECT if p.Kp >= t.TUNE_SELECT_MIN_KP_NARROW else 0)
 
 
+# ROWS (rows_path): a workgroup of at most 4 subgroups of the smallest size and 128 invocations, so each
+# subgroup owns >= B/4; the candidate cap 2 pow2(K) within [128, 256] (measured in rows_path).
+ROWS_SUBGROUPS = 4  # subgroups a ROWS workgroup at most
+ROWS_MAX_WG = 128  # invocations a ROWS workgroup at most
+ROWS_MIN_CAP, ROWS_MAX_CAP = 128, 256  # candidate cap bounds: 2 pow2(K) within them was best on an H100
+
+
 def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False,
               cap: Optional[int] = None, key_bits: int = 32, t: TopK1Tuning = DEFAULT) -> Optional[Path]:
     """The ROWS lowering (one subgroup per sequence) where it applies, else None. Subgroup g of a workgroup
@@ -347,13 +365,13 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
             and n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ):
         return None  # radix select with the short rows' buffer and workgroup (ROWS_RADIX_MIN_L)
     smin, smax = limits.min_subgroup_size, limits.max_subgroup_size
-    wg = limits.workgroup(min(128, 4 * smin))
+    wg = limits.workgroup(min(ROWS_MAX_WG, ROWS_SUBGROUPS * smin))
     if wg < smax:
         return None
     # Stop resolving digits once the keys at or above the prefix fit `cap`. On an H100 (32768 x 1024,
     # 16384 x 2048) 2 pow2(K) within [128, 256] was best: K=64 0.449 ms (cap 32: 0.473), K=256 0.685 (cap
     # 512: 0.934, a longer sort).
-    cap = max(Kp, cap or min(256, max(128, 2 * Kp)))
+    cap = max(Kp, cap or min(ROWS_MAX_CAP, max(ROWS_MIN_CAP, 2 * Kp)))
     # Each subgroup's region holds the histogram, then the candidates; no more shared memory than that
     # (what is left over serves as L1 cache for the re-read rows).
     nsub = wg // smin
@@ -366,6 +384,7 @@ def rows_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fal
 
 RSORT_MAX_E = 8       # items a lane at most (RS_E in rsort.comp); the workgroup is pow2(L) / 8 in [64, 512]
 RSORT_MAX_WG = 512    # rows of <= 4096 (RS_IB in rsort.comp: 12 index bits)
+RSORT_MIN_WG = 64     # the smallest workgroup rsort_path tries (pow2(L) / 8 in [64, 512])
 
 
 def rsort_shared_words(workgroup: int, min_subgroup: int) -> int:
@@ -392,8 +411,8 @@ def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = Fa
         return None
     # The wanted workgroup, or a smaller one (more items a lane) where its counters do not fit: devices
     # with small subgroups need 128 words for each of many subgroups.
-    wg = limits.workgroup(min(RSORT_MAX_WG, max(64, _pow2(length) // RSORT_MAX_E)))
-    while wg >= max(64, limits.max_subgroup_size) and -(-length // wg) <= RSORT_MAX_E:
+    wg = limits.workgroup(min(RSORT_MAX_WG, max(RSORT_MIN_WG, _pow2(length) // RSORT_MAX_E)))
+    while wg >= max(RSORT_MIN_WG, limits.max_subgroup_size) and -(-length // wg) <= RSORT_MAX_E:
         B = wg * -(-length // wg)  # the items: a lane's E, padded
         rs_sh = rsort_shared_words(wg, limits.min_subgroup_size)
         if rsort_shared_bytes(B, wg, rs_sh) <= limits.shared_memory_bytes:
