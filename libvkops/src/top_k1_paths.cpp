@@ -122,9 +122,17 @@ struct Facts {
     u64 Kp, P;
     u64 B_ = 0;
 
+    // paths.py Facts.B: where pow2(K) > B/2 on rows longer than B, B doubled up to LARGE_K_MAX_B while shared
+    // memory allows, if that makes pow2(K) <= B/2 (radix select instead of the global sort).
     u64 B() {
-        if (!B_) B_ = top_k1_buffer_entries(shared, WG, t);
-        return B_;
+        if (B_) return B_;
+        u64 b = top_k1_buffer_entries(shared, WG, t);
+        if (Kp > b / 2 && P > b) {
+            u64 g = b;
+            while (Kp > g / 2 && 2 * g <= t.LARGE_K_MAX_B && top_k1_shared_bytes(2 * g, WG) <= shared) g *= 2;
+            if (Kp <= g / 2) b = g;
+        }
+        return B_ = b;
     }
     bool short_radix() {
         u64 b = B();

@@ -138,8 +138,18 @@ class Facts:
 
     @cached_property
     def B(self) -> int:
-        """Shared buffer entries (DeviceLimitError where not even MIN_B fit)."""
-        return buffer_entries(self.shared, self.WG, self.t)
+        """Shared buffer entries (DeviceLimitError where not even MIN_B fit). Where pow2(K) > B/2 on rows longer
+        than B (the global sort's case), doubled up to LARGE_K_MAX_B while shared memory allows, if that makes
+        pow2(K) <= B/2: radix select then keeps K candidates instead of sorting the row (rows that fit B stay
+        in SEG's buffer, which a larger one slowed: docs/tuning/top_k1.md#large_k_max_b)."""
+        b = buffer_entries(self.shared, self.WG, self.t)
+        if self.Kp > b // 2 and self.P > b:
+            g = b
+            while self.Kp > g // 2 and 2 * g <= self.t.LARGE_K_MAX_B and shared_bytes(2 * g, self.WG) <= self.shared:
+                g *= 2
+            if self.Kp <= g // 2:
+                b = g
+        return b
 
     @cached_property
     def short_radix(self) -> bool:

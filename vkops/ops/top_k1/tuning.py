@@ -14,7 +14,7 @@ from ..tuning import Tuning
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
-POW2 = ("WORKGROUP", "MIN_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+POW2 = ("WORKGROUP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
 
 
@@ -62,6 +62,8 @@ class TopK1Tuning(Tuning):
     RSORT_MIN_L: int = 513  # RSORT from here: 32768 x 1024 K=1024 0.84 ms against SEG's 1.55 (#rsort_min_l)
     RSORT_MAX_L: int = 2048  # rows of 4096 keep radix select: 0.66 against 0.355 ms (#rsort_min_l)
     RSORT_MIN_SEQ: int = 64  # one row 0.016 against SEG's 0.013 ms: from 64 rows (#rsort_min_l)
+    # -- large K
+    LARGE_K_MAX_B: int = 4096  # pow2(K) > MAX_B / 2 keeps radix select in buffers up to this: 64x131072 K=2048 1.864 -> 0.077 ms (#large_k_max_b)
 
     OP = "TOP_K1"
 
