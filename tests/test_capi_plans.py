@@ -99,3 +99,16 @@ def test_slice1_device_limit_is_its_own_status():
     # 2^27 bytes is Vulkan 1.1's maxStorageBufferRange: a larger input is valid by the spec, beyond the device.
     d = Slice1Desc(TensorDesc("float32", (1 << 25, 2)), TensorDesc("float32", (1, 1)), (0, 0), (1, 1), (1, 1))
     assert same(capi.OP_SLICE1, d, slice1_plan, LIMITS["minimum"]) == "error"
+
+
+def test_shared_library_exports_the_c_api_only():
+    # libvkops.so links libstdc++ statically; its symbols stay private (a host's own libstdc++ must not be
+    # interposed: libvkops/vkops.map), and every function of the header is exported.
+    import re
+    import subprocess
+    out = subprocess.run(["nm", "-D", "--defined-only", str(capi.LIB)], capture_output=True, text=True, check=True).stdout
+    names = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    header = (capi.ROOT / "libvkops/include/vkops.h").read_text()
+    api = set(re.findall(r"VKOPS_API [^;]*?\b(vkops_\w+)\(", header))
+    assert len(api) >= 15 and api <= {n.split("@")[0] for n in names}
+    assert {n.split("@")[0] for n in names if not n.startswith("VKOPS_")} == api
