@@ -653,6 +653,70 @@ def test_sort_path(dev, rng, direction):
     check(x[:, :300], 5, 1, direction, force="sort")
 
 
+def one_chunk_b(dev):
+    """The buffer of one radix chunk a row at B/2 < pow2(K) <= B (Facts.one_chunk): the device's, doubled up to
+    LARGE_K_MAX_B while shared memory allows (lavapipe's 32 KiB: 2048; an H100: 4096)."""
+    wg, b = dev.limits.workgroup(TUN.WORKGROUP), shared_b(dev)
+    while 2 * b <= TUN.LARGE_K_MAX_B and paths.shared_bytes(2 * b, wg) <= dev.shared_memory_bytes:
+        b *= 2
+    return b
+
+
+def large_k_data(rng, dtype, shape, kind):
+    """radix_data, or (kind "nan") rounded values with a third of them NaN (floats; integers: ties), so that
+    the K-th key is tied many times (NaN itself where K reaches into them)."""
+    if kind != "nan":
+        return radix_data(rng, dtype, shape, kind)
+    x = radix_data(rng, dtype, shape, "ties")
+    if np.dtype(dtype).kind == "f":
+        x[rng.random(shape) < 1 / 3] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint8"])
+def test_large_k_one_chunk(dev, rng, dtype):
+    """B/2 < pow2(K) <= B on rows longer than B: radix select in one chunk a row, whose buffer ends holding at
+    most B collected keys (the exact select stops once the keys at or above the K-th key's prefix fit B, or
+    takes the tied K-th keys by position), then sorts pow2(K) = B of them. Rows of B + 1, 2 B, a filter step
+    (WG x 16) +- 1, 32000 and 2^17 (the sampled guess at K = B/2 + 1), K from B/2 + 1 to B, both directions,
+    ties of the K-th key (by ascending index), NaN, constant rows."""
+    B = one_chunk_b(dev)
+    step = dev.limits.workgroup(TUN.WORKGROUP) * paths.EPI
+    bits = np.dtype(dtype).itemsize * 8
+    ks = sorted({B // 2 + 1, B * 1500 // 2048, B * 2000 // 2048, B})
+    kinds = itertools.cycle(itertools.product(("ties", "nan", "random", "special", "ties", "const"), DIRS))
+    for L in sorted({B + 1, 2 * B, step - 1, step, step + 1, 32000, 1 << 17}):
+        if L <= B:
+            continue
+        rows = 2 if L > 16384 else 3
+        for k in ks:
+            p = paths.device_path(dev.limits, rows, L, k, key_bits=bits)
+            assert (p.path, p.radix, p.chunks, p.Kp, p.B) == ("filter", True, 1, B, B), (L, k, p)
+            for kind, direction in (next(kinds), next(kinds)):
+                check(large_k_data(rng, dtype, (rows, L), kind), k, -1, direction)
+
+
+def test_large_k_one_chunk_tune_and_strides(dev, rng):
+    """One radix chunk a row at pow2(K) = B with the TUNE_* bits (the rule's on >= RADIX_ONE_CHUNK_WG_MIN_SEQ
+    rows; compact's select_front where at most 4 WG entries came in, giving up on ties past pow2(K)), on a
+    strided axis (element loads, no vectors) and where the knob turns it off (the global sort)."""
+    B = one_chunk_b(dev)
+    both = paths.TUNE_GUESS | paths.TUNE_SELECT
+    n = TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ
+    p = paths.device_path(dev.limits, n, 4 * B + 1, B // 2 + 1)  # one chunk longer than 4 B, many rows
+    assert (p.radix, p.chunks, p.Kp, p.B) == (True, 1, B, B)
+    assert paths.tune_bits(p, n, 32) == both
+    check(large_k_data(rng, "float32", (n, 4 * B + 1), "ties"), B // 2 + 1, -1, "decreasing")
+    for kind, direction, k in (("random", "increasing", B // 2 + 1), ("ties", "decreasing", B - 3),
+                               ("nan", "increasing", B), ("const", "decreasing", B * 3 // 4)):
+        x = large_k_data(rng, "float32", (2, 4 * B + 5), kind)
+        check(x, k, -1, direction, tune=both)
+        check(np.ascontiguousarray(x.T), k, 0, direction)  # strided: element loads
+    off = TUN.replace(LARGE_K_ONE_CHUNK_MAX_L=1)
+    assert paths.device_path(dev.limits, 2, 4 * B + 5, B, tuning=off).path == "sort"
+    check(large_k_data(rng, "float32", (2, 4 * B + 5), "ties"), B, -1, "decreasing", tuning=off)
+
+
 @pytest.mark.subgroup_free
 def test_row_of_2_pow_20(dev, rng):
     x = rng.standard_normal((1, 1 << 20)).astype(np.float32)

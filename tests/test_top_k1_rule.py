@@ -140,6 +140,20 @@ def test_rule_row_radix():
     one = _choose(grid.H100, 4096, 32768, 64).plan  # one long chunk a row on many rows, 32-bit keys
     assert (one.chunks, one.B, one.workgroup) == (1, 512, 128)
     assert _choose(grid.H100, 4096, 32768, 64, key_bits=16).plan.workgroup == 256
+    # B/2 < pow2(K) <= B on rows longer than B: one chunk a row in the largest buffer (H100: 4096, K = 2049-4096;
+    # lavapipe's 32 KiB: 2048, K = 1025-2048), the usual workgroup; the sort where the knob turns it off
+    for lim, n, L, k in ((grid.H100, 64, 131072, 3000), (grid.H100, 1, 4097, 4096), (grid.LAVAPIPE, 3, 2049, 1025),
+                         (grid.LAVAPIPE, 64, 131072, 2048), (grid.LIMITS["minimum"], 2, 32000, 1000)):
+        c = _choose(lim, n, L, k)
+        p = c.plan
+        assert (c.path, p.path, p.radix, p.chunks, p.merge_group) == ("radix", "filter", True, 1, 0), (lim.name, L, k)
+        assert p.B // 2 < p.Kp == p.B < L <= p.chunk_len and "one chunk a row" in c.why
+        assert p.workgroup == lim.workgroup(DEFAULT.WORKGROUP)
+        assert _choose(lim, n, L, k, tuning=DEFAULT.replace(LARGE_K_ONE_CHUNK_MAX_L=L - 1)).path == "sort"
+        assert _choose(lim, n, L, k, force="radix").plan == p  # forced: the same one chunk
+        assert _choose(lim, n, L, k, force="radix", chunks=1).plan == p
+    assert _choose(grid.H100, 64, 131072, 3000).plan.B == 4096  # where the sort keeps 2048
+    assert _choose(grid.H100, 64, 131072, 3000, tuning=DEFAULT.replace(LARGE_K_ONE_CHUNK_MAX_L=1)).plan.B == 2048
 
 
 def test_rule_row_filter():
@@ -149,8 +163,11 @@ def test_rule_row_filter():
 
 
 def test_rule_row_sort():
-    c = _choose(grid.H100, 2, 5000, 3000)
-    assert (c.path, c.plan.path, c.plan.P) == ("sort", "sort", 8192) and "pow2(K) > B/2" in c.why
+    c = _choose(grid.H100, 2, 10000, 5000)
+    assert (c.path, c.plan.path, c.plan.P, c.plan.B) == ("sort", "sort", 16384, 2048) and "pow2(K) > B/2" in c.why
+    assert _choose(grid.H100, 2, 4096, 3000).plan.B == 2048  # rows that fit 4096: the sort's buffer stays
+    assert _choose(grid.LAVAPIPE, 2, 5000, 3000).path == "sort"  # pow2(K) > B = 2048
+    assert _choose(grid.H100, 2, 5000, 3000, chunks=2).path == "sort"  # chunks asked for: no one chunk a row
 
 
 def test_forced_paths_map_one_to_one_and_name_why_they_cannot_run():
@@ -168,7 +185,9 @@ def test_forced_paths_map_one_to_one_and_name_why_they_cannot_run():
     assert _choose(grid.H100, 2, 40000, 8, force="radix", chunks=3).plan.chunks == 3
     for lim, kw, why in (
             (grid.H100, {"force": "seg", "L": 3000}, "seg path needs pow2"),
-            (grid.LAVAPIPE, {"force": "radix", "k": 3000}, "filter path needs pow2"),
+            (grid.LAVAPIPE, {"force": "radix", "k": 3000},
+             r"radix path needs pow2\(K\) <= 1024 \(radix: pow2\(K\) <= 2048 in one"),
+            (grid.LAVAPIPE, {"force": "filter", "k": 2000}, r"filter path needs pow2\(K\) <= 1024; got"),
             (grid.LIMITS["minimum"], {"force": "rows"}, "rows path needs subgroup ballot"),
             (grid.LIMITS["minimum"], {"force": "rsort"}, "rsort path needs subgroup ballot"),
             (grid.H100, {"force": "bitonic"}, "TOP_K1 force must be None or one of 'rsort', 'rows'"),

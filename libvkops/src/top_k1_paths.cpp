@@ -123,14 +123,16 @@ struct Facts {
     u64 B_ = 0;
 
     // paths.py Facts.B: where pow2(K) > B/2 on rows longer than B, B doubled up to LARGE_K_MAX_B while shared
-    // memory allows, if that makes pow2(K) <= B/2 (radix select instead of the global sort).
+    // memory allows, if that makes pow2(K) <= B/2 (radix select instead of the global sort); else the largest
+    // such B where it holds pow2(K) and the row (of at most LARGE_K_ONE_CHUNK_MAX_L) is longer (one radix chunk
+    // a row).
     u64 B() {
         if (B_) return B_;
         u64 b = top_k1_buffer_entries(shared, WG, t);
         if (Kp > b / 2 && P > b) {
             u64 g = b;
             while (Kp > g / 2 && 2 * g <= t.LARGE_K_MAX_B && top_k1_shared_bytes(2 * g, WG) <= shared) g *= 2;
-            if (Kp <= g / 2) b = g;
+            if (Kp <= g / 2 || (Kp <= g && g < P && length <= t.LARGE_K_ONE_CHUNK_MAX_L)) b = g;
         }
         return B_ = b;
     }
@@ -139,6 +141,20 @@ struct Facts {
         return b / 2 < P && length <= 4 * b && t.SHORT_ROW_RADIX_MIN_K <= k && Kp <= b / 2;
     }
     bool fits_filter() { return Kp <= B() / 2; }
+    // paths.py Facts.fits_one_chunk / one_chunk: B/2 < pow2(K) <= B on rows longer than B, one radix chunk a row
+    bool fits_one_chunk() { return B() / 2 < Kp && Kp <= B() && B() < P && length <= t.LARGE_K_ONE_CHUNK_MAX_L; }
+    TopK1Path one_chunk() {
+        TopK1Path p;
+        p.path = "filter";
+        p.B = B();
+        p.Kp = Kp;
+        p.chunks = 1;
+        p.chunk_len = ceil_div(length, WG * EPI) * (WG * EPI);
+        p.cap = p.B;
+        p.radix = true;
+        p.workgroup = WG;
+        return p;
+    }
 
     TopK1Path seg() {
         TopK1Path p;
@@ -226,6 +242,8 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
         // Facts.chunked, which both the radix and the filter rows read
         TopK1Path ch = f.filter(f.Kp >= t.RADIX_MIN_KP || f.short_radix());
         c = {ch.radix ? "radix" : "filter", ch};
+    } else if (f.fits_one_chunk()) {
+        c = {"radix", f.one_chunk()};
     } else {
         c = {"sort", f.sort()};
     }

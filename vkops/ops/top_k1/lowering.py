@@ -18,7 +18,9 @@ module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
           workgroup radix-sorts the whole row in shared memory (8-bit digits, ballot-matched ranks: a
           stable order, so ties keep ascending indices), then writes its first K
           (rsort.comp).
-  sort    pow2(K) > B/2 on long rows: a global bitonic sort of (key, index) rows in a scratch
+          B/2 < pow2(K) <= B on rows longer than B: radix select, one chunk a row (no merge: it needs two
+          runs of pow2(K) in the buffer).
+  sort    pow2(K) > B on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
           the last one writes the first K.
 """

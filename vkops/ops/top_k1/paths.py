@@ -141,13 +141,16 @@ class Facts:
         """Shared buffer entries (DeviceLimitError where not even MIN_B fit). Where pow2(K) > B/2 on rows longer
         than B (the global sort's case), doubled up to LARGE_K_MAX_B while shared memory allows, if that makes
         pow2(K) <= B/2: radix select then keeps K candidates instead of sorting the row (rows that fit B stay
-        in SEG's buffer, which a larger one slowed: docs/tuning/top_k1.md#large_k_max_b)."""
+        in SEG's buffer, which a larger one slowed: docs/tuning/top_k1.md#large_k_max_b). Else the largest
+        such buffer where it holds pow2(K) and the row (of at most LARGE_K_ONE_CHUNK_MAX_L) is longer than it,
+        no chunks asked for: radix select in one chunk a row (fits_one_chunk)."""
         b = buffer_entries(self.shared, self.WG, self.t)
         if self.Kp > b // 2 and self.P > b:
             g = b
             while self.Kp > g // 2 and 2 * g <= self.t.LARGE_K_MAX_B and shared_bytes(2 * g, self.WG) <= self.shared:
                 g *= 2
-            if self.Kp <= g // 2:
+            if self.Kp <= g // 2 or (self.Kp <= g < self.P and self.length <= self.t.LARGE_K_ONE_CHUNK_MAX_L
+                                         and self.chunks in (None, 1)):
                 b = g
         return b
 
@@ -176,6 +179,24 @@ class Facts:
     @property
     def fits_filter(self) -> bool:
         return self.Kp <= self.B // 2
+
+    @property
+    def fits_one_chunk(self) -> bool:
+        """B/2 < pow2(K) <= B on rows longer than B (up to LARGE_K_ONE_CHUNK_MAX_L), no chunks asked for: radix
+        select, one chunk a row (one_chunk)."""
+        return (self.B // 2 < self.Kp <= self.B < self.P and self.length <= self.t.LARGE_K_ONE_CHUNK_MAX_L
+                and self.chunks in (None, 1))
+
+    def one_chunk(self) -> Path:
+        """Radix select, one chunk a row, for B/2 < pow2(K) <= B: its buffer holds the collected keys (K to B of
+        them: the exact select stops once the keys at or above the K-th key's prefix fit B, or takes the tied
+        K-th keys by position) and then the sorted top pow2(K), and nothing else. Several chunks a row cannot:
+        merge_cand merges two runs of pow2(K) at a time (B / pow2(K) >= 2), and the threshold filter keeps its
+        top pow2(K) beside incoming entries."""
+        step = self.WG * EPI
+        chunk_len = -(-self.length // step) * step
+        return Path("filter", self.B, self.Kp, chunks=1, chunk_len=chunk_len, cap=self.B, radix=True,
+                    workgroup=self.WG)
 
     def seg(self) -> Path:
         B, P = self.B, self.P
@@ -277,18 +298,21 @@ AUTO_RULE = (
     ("seg", lambda f: f.P <= f.B and not f.short_radix,
      "SEG: the padded row fits the buffer (pow2(L) <= B) and is no short radix row: rows bitonic-sorted in "
      "shared memory, several a workgroup"),
-    ("radix", lambda f: f.fits_filter and f.chunked.radix,
+    ("radix", lambda f: f.fits_filter and f.chunked.radix or f.fits_one_chunk,
      "radix select: pow2(K) <= B/2, and pow2(K) >= RADIX_MIN_KP, a short row (B/2 < L <= 4B, K >= "
-     "SHORT_ROW_RADIX_MIN_K), or pow2(K) >= RADIX_SHORT_MIN_KP on chunks <= RADIX_SHORT_CHUNK_B * B or in a wave"),
+     "SHORT_ROW_RADIX_MIN_K), or pow2(K) >= RADIX_SHORT_MIN_KP on chunks <= RADIX_SHORT_CHUNK_B * B or in a wave; "
+     "or B/2 < pow2(K) <= B on rows longer than B (up to LARGE_K_ONE_CHUNK_MAX_L): one chunk a row"),
     ("filter", lambda f: f.fits_filter,
      "threshold filter: pow2(K) <= B/2, chunks streamed once through a running K-th best"),
     ("sort", lambda f: True,
-     "global bitonic sort: pow2(K) > B/2"),
+     "global bitonic sort: pow2(K) > B/2, and pow2(K) > B or rows that fit B or are longer than "
+     "LARGE_K_ONE_CHUNK_MAX_L"),
 )
 
 
 def _auto(f: Facts, name: str) -> Path:
-    return {"rsort": lambda: f.rsort, "rows": lambda: f.rows, "seg": f.seg, "radix": lambda: f.chunked,
+    return {"rsort": lambda: f.rsort, "rows": lambda: f.rows, "seg": f.seg,
+            "radix": lambda: f.chunked if f.fits_filter else f.one_chunk(),
             "filter": lambda: f.chunked, "sort": f.sort}[name]()
 
 
@@ -314,9 +338,12 @@ def _forced(f: Facts, force: str) -> Path:
         if f.P > f.B:
             raise ValidationError(f"seg path needs pow2(L) <= {f.B}; got L={length}")
         return f.seg()
+    if force == "radix" and not f.fits_filter and f.Kp <= f.B and f.chunks in (None, 1):
+        return f.one_chunk()  # one chunk a row holds pow2(K) <= B (Facts.one_chunk)
     if force in ("filter", "radix"):
         if not f.fits_filter:
-            raise ValidationError(f"filter path needs pow2(K) <= {f.B // 2}; got K={k}")
+            more = f" (radix: pow2(K) <= {f.B} in one chunk a row)" if force == "radix" else ""
+            raise ValidationError(f"{force} path needs pow2(K) <= {f.B // 2}{more}; got K={k}")
         return f.filter(radix=force == "radix", auto=False)
     if force == "sort":
         return f.sort()
