@@ -64,7 +64,7 @@ class TopK1Tuning(Tuning):
     RSORT_MIN_SEQ: int = 64  # one row 0.016 against SEG's 0.013 ms: from 64 rows (#rsort_min_l)
     # -- large K
     LARGE_K_MAX_B: int = 4096  # pow2(K) > MAX_B / 2 keeps radix select in buffers up to this: 64x131072 K=2048 1.864 -> 0.077 ms (#large_k_max_b)
-    LARGE_K_ONE_CHUNK_MAX_L: int = 1 << 31  # B/2 < pow2(K) <= B on rows of B < L <= this: radix select, one chunk a row (B up to LARGE_K_MAX_B), not the global sort; 1: off (#large_k_one_chunk_max_l)
+    LARGE_K_ONE_CHUNK_MAX_L: int = 1 << 18  # B/2 < pow2(K) <= B on rows of B < L <= this: radix select, one chunk a row; 64x131072 K=4096 1.866 -> 0.180 ms, 1x2^20 lost (#large_k_one_chunk_max_l)
 
     OP = "TOP_K1"
 
