@@ -7,7 +7,9 @@ lowering makes (the caller's `Limits` put back in; notes, buffers, dispatches eq
 
   1. $VKOPS_LIBVKOPS (a path to libvkops.so);
   2. the package's own copy, vkops/_native/libvkops.so (what a wheel ships);
-  3. a source tree's build/libvkops/libvkops.so next to the package (`make libvkops`, `make setup`).
+  3. a source tree's build/libvkops/libvkops.so next to the package (`make libvkops`, `make setup`), unless
+     older than a source it is built from (vkops/ops, libvkops/, the kernel manifest): a stale build would
+     plan by old rules, so the operators stay on Python's until `make libvkops`.
 
 VKOPS_NATIVE_PLANNER=0 turns it off; a library not found (or one that fails to load) leaves the operators
 on their Python lowering, silently (`python -m vkops info` says which planner runs).
@@ -92,6 +94,23 @@ def candidates():
     return out
 
 
+def stale(so: Path) -> Optional[Path]:
+    """A source newer than a source tree's build/libvkops/libvkops.so (its C++ sources, header, version
+    script, generators, the kernel manifest) or than the stamp of its generated tuning header (the Python
+    vkops/ops/*/*.py it reads: libvkops/Makefile.inc), else None."""
+    root = so.parents[2]
+    stamp = so.parent / "tuning_gen.stamp"
+    checks = [(so, [*root.glob("libvkops/src/*"), *root.glob("libvkops/include/*"), root / "libvkops" / "vkops.map",
+                    *root.glob("libvkops/*.py"), root / "vkops" / "spv" / "manifest.json"]),
+              (stamp, list(root.glob("vkops/ops/*/*.py")))]
+    for built, srcs in checks:
+        t = built.stat().st_mtime if built.is_file() else 0.0
+        newer = next((f for f in srcs if f.is_file() and f.stat().st_mtime > t), None)
+        if newer is not None:
+            return newer
+    return None
+
+
 _lib = None
 _path: Optional[Path] = None
 _tried = False
@@ -113,8 +132,13 @@ def lib():
     global _lib, _path, _tried, _why
     if not _tried:
         _tried = True
+        tree = PACKAGE.parent / "build" / "libvkops" / "libvkops.so"
         for p in candidates():
             if not p.is_file():
+                continue
+            newer = stale(p) if p == tree else None
+            if newer is not None:
+                _why = f"{p} is older than {newer}: make libvkops"
                 continue
             try:
                 _lib, _path = load(p), p
