@@ -13,7 +13,10 @@ KP_PATCH := patches/kp-0.9.0/kp.patch
 KP_PREPARE := patches/kp-0.9.0/kp_build.py
 KP_BUILD := build/kp
 KP_SRC := $(KP_BUILD)/kp-0.9.0
+# libvkops after the SPIR-V it embeds: its planner is the one Python's default plan() calls (vkops/native.py
+# finds build/libvkops/libvkops.so next to the package).
 setup: $(VENV)/.vkops-ready spv
+	@$(MAKE) -s libvkops
 
 $(VENV)/.apt-ready:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -97,15 +100,16 @@ $(VENV)/.wheel-tools: $(VENV)/.apt-ready
 	@touch $@
 
 # One Python's wheel: its patched kp wheel (reused while newer than the patched tree), vkops with that
-# extension inside (setup.py, VKOPS_KP_WHEEL), then auditwheel repair into dist/.
-wheel-for: kp-src
+# extension and libvkops.so (vkops/_native/, the default planner) inside (setup.py, VKOPS_KP_WHEEL,
+# VKOPS_LIBVKOPS_SO), then auditwheel repair into dist/.
+wheel-for: kp-src $(LV)/libvkops.so
 	@set -e; tag=$$($(PY) -c 'import sys; print("cp%d%d" % sys.version_info[:2])'); \
 	kpw=$$(ls -t $(KP_BUILD)/wheel/kp-0.9.0-$$tag-*.whl 2>/dev/null | head -1); \
 	if [ -z "$$kpw" ] || [ $(KP_SRC)/.patched -nt "$$kpw" ]; then \
 	  $(MAKE) -s kp-wheel PY=$(PY) OUT=$(KP_BUILD)/wheel; kpw=$$(ls -t $(KP_BUILD)/wheel/kp-0.9.0-$$tag-*.whl | head -1); fi; \
 	[ -x $(KP_VENV)/bin/python ] || $(PY) -m venv $(KP_VENV); $(KP_VENV)/bin/python -m pip install -q 'setuptools>=61' wheel; \
 	raw=build/wheels/$$tag; rm -rf $$raw dist/vkops-*-$$tag-*.whl; \
-	VKOPS_KP_WHEEL=$(abspath .)/$$kpw $(KP_VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w $$raw .; \
+	VKOPS_KP_WHEEL=$(abspath .)/$$kpw VKOPS_LIBVKOPS_SO=$(abspath $(LV)/libvkops.so) $(KP_VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w $$raw .; \
 	PATH=$(abspath $(VENV))/bin:$$PATH $(VPY) -m auditwheel repair -w dist $$raw/vkops-*.whl 2>&1 | grep -E '^Fixed-up|rror' || true; \
 	ls dist/vkops-*-$$tag-*manylinux*.whl >/dev/null
 

@@ -7,7 +7,11 @@ Editable installs (`make setup`) leave them to `make spv`.
 With VKOPS_KP_WHEEL=<the patched kp wheel for the building Python> (what `make wheels` sets), the wheel also
 carries kp's extension as vkops/_vendor/kp.*.so and becomes a CPython- and platform-specific wheel, which
 auditwheel then repairs (vendors libvulkan and fmt). Without it, the wheel is pure Python and needs the
-patched kp installed beside it."""
+patched kp installed beside it.
+
+With VKOPS_LIBVKOPS_SO=<build/libvkops/libvkops.so> (what `make wheel-for` sets), the wheel carries libvkops as
+vkops/_native/libvkops.so: the planner each operator's default plan() calls (vkops/native.py); without it the
+operators plan with their Python lowering."""
 import importlib.util
 import os
 import subprocess
@@ -47,9 +51,18 @@ class BuildPy(build_py):
         if KP_WHEEL:
             vendor.mkdir(parents=True, exist_ok=True)
             (vendor / kp_extension_name()).write_bytes(kp_extension(KP_WHEEL))
+        lib = Path(self.build_lib) / "vkops" / "_native" / "libvkops.so"
+        if lib.exists():  # reused across wheel kinds as well
+            lib.unlink()
+        if LIBVKOPS_SO:
+            if not Path(LIBVKOPS_SO).is_file():
+                raise SystemExit(f"vkops: VKOPS_LIBVKOPS_SO={LIBVKOPS_SO} is not a file (make libvkops)")
+            lib.parent.mkdir(parents=True, exist_ok=True)
+            lib.write_bytes(Path(LIBVKOPS_SO).read_bytes())
 
 
 KP_WHEEL = os.environ.get("VKOPS_KP_WHEEL")
+LIBVKOPS_SO = os.environ.get("VKOPS_LIBVKOPS_SO")
 
 
 def kp_extension_name() -> str:
@@ -68,7 +81,7 @@ def kp_extension(wheel: str) -> bytes:
 
 class VendoredKp(Distribution):
     def has_ext_modules(self):  # the wheel is tagged for this CPython and platform
-        return bool(KP_WHEEL)
+        return bool(KP_WHEEL or LIBVKOPS_SO)
 
 
 setup(cmdclass={"build_py": BuildPy}, distclass=VendoredKp)

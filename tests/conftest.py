@@ -229,6 +229,31 @@ def _install_audit():
 
     Builder.__init__ = audited_init
 
+    # libvkops' planner (vkops.native, each operator's default plan) reads Limits in C, unseen: for a
+    # device's Limits the Python planner (proven equal, tests/test_capi_*.py) plans too, so the reads and
+    # the Builder that decide the markers are the same as without it; the C call itself is not counted.
+    from vkops import native
+    from vkops.errors import ValidationError
+    native_plan = native.plan
+
+    @functools.wraps(native_plan)
+    def audited_native_plan(op, desc, limits):
+        if isinstance(limits, Limits) and flagged(limits):
+            from vkops.ops import qlmm, slice1, top_k1  # noqa: PLC0415
+            python = {native.OP_SLICE1: slice1.python_plan, native.OP_TOP_K1: top_k1.python_plan,
+                      native.OP_QLMM: qlmm.python_plan}[op]
+            try:
+                python(desc, limits)
+            except ValidationError:
+                pass
+        quiet[0] += 1
+        try:
+            return native_plan(op, desc, limits)
+        finally:
+            quiet[0] -= 1
+
+    native.plan = audited_native_plan
+
     # A plan a later call replays carries whether its planning read the subgroup size.
     sized = weakref.WeakKeyDictionary()
     local = threading.local()

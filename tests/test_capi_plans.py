@@ -1,6 +1,6 @@
 """libvkops' planner against Python's: for dense grids and thousands of random shapes per operator, under the
 H100's, lavapipe's and Vulkan 1.1's minimum limits, the C library's plan equals Python's plan (buffers,
-dispatches, push words, specialization values, barriers), and an invalid descriptor gets the same error
+dispatches, push words, specialization values, barriers, notes), and an invalid descriptor gets the same error
 (status and message) from both. Needs build/libvkops (make libvkops)."""
 import math
 import random
@@ -10,7 +10,8 @@ import pytest
 import capi
 from plan_grid import LIMITS
 from vkops.errors import DeviceLimitError, ValidationError
-from vkops.ops.slice1 import plan as slice1_plan
+from vkops.ops.slice1 import python_plan as slice1_plan
+from vkops.plan import Plan
 from vkops.ops.slice1.desc import Slice1Desc
 from vkops.tensor import TensorDesc
 
@@ -20,17 +21,20 @@ TYPES = ["float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "ui
 
 
 def same(op, desc, python_plan, limits):
-    """Python's plan (or its error) and libvkops' agree."""
+    """Python's plan (or its error) and libvkops' agree: as dicts (to_dict()'s form, notes included) and as
+    Plans (libvkops' read back by Plan.from_dict with Python's limits: notes' values and order too)."""
     try:
-        want = python_plan(desc, limits).to_dict()
+        plan = python_plan(desc, limits)
     except ValidationError as e:
         status = -2 if isinstance(e, DeviceLimitError) else -1
         with pytest.raises(capi.CError) as got:
             capi.plan(op, desc, limits)
         assert (got.value.status, got.value.message) == (status, str(e))
         return "error"
+    want = plan.to_dict()
     got = capi.plan(op, desc, limits)
     assert capi.comparable(got) == capi.comparable(want), f"{desc} under {limits.name}"
+    assert Plan.from_dict(got, limits=limits) == plan, f"{desc} under {limits.name}: notes {got['notes']} vs {plan.notes}"
     return want["dispatches"][0]["kernel"]
 
 

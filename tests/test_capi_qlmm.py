@@ -1,4 +1,4 @@
-"""libvkops' QUANTIZED_LINEAR_MATRIX_MULTIPLY planner against Python's (vkops.ops.qlmm.plan, kernel "auto", the
+"""libvkops' QUANTIZED_LINEAR_MATRIX_MULTIPLY planner against Python's (vkops.ops.qlmm.python_plan, kernel "auto", the
 default tuning): every case of the recorded plan grid, thousands of random shapes per limit set (broadcast
 batches, strided and column-major b, int8/uint8 mixes, per-tensor/row/column scales and zero points), the
 tiles' and the rule's thresholds +-1, and every rule of QuantizedLinearMatMulDesc.validate() with the same
@@ -37,7 +37,7 @@ class Record:
         self.kernels = Counter()
 
     def __call__(self, desc, limits):
-        p = qlmm.plan(desc.validate(), limits)
+        p = qlmm.python_plan(desc.validate(), limits)
         self.kernels[p.dispatches[-1].kernel] += 1
         self.kernels["kernel=" + p.note("kernel")] += 1
         if len(p.dispatches) > 1:
@@ -181,7 +181,7 @@ def test_random_shapes_under_other_limits_notes_too():
         for _ in range(300):
             d = random_case(rng)
             if same(OP, d, rec, lim) != "error":
-                assert capi.plan(OP, d, lim)["notes"] == qlmm.plan(d, lim).to_dict()["notes"]
+                assert capi.plan(OP, d, lim)["notes"] == qlmm.python_plan(d, lim).to_dict()["notes"]
     assert {"kernel=gemv", "kernel=stream", "kernel=dot", "kernel=coopmat", "kernel=portable"} <= set(rec.kernels)
 
 
@@ -293,7 +293,7 @@ def test_inputs_are_the_descriptors_tensors_in_order():
             for zo in (None, "tensor"):
                 d = make(4, 32, 48, "uint8", "uint8", "int8", za=za, zb=zb, zo=zo)
                 want = [f for f in fields if getattr(d, f) is not None]
-                for p in (qlmm.plan(d.validate(), LIMITS["h100"]).to_dict(), capi.plan(OP, d, LIMITS["h100"])):
+                for p in (qlmm.python_plan(d.validate(), LIMITS["h100"]).to_dict(), capi.plan(OP, d, LIMITS["h100"])):
                     assert [b["name"] for b in p["buffers"] if b["role"] == "input"] == want
                     assert [b["tensor"] for b in p["buffers"] if b["role"] == "input"] == [
                         {"data_type": getattr(d, f).data_type.value, "sizes": list(getattr(d, f).sizes),

@@ -29,7 +29,7 @@ class Python:
         self.paths = set()
 
     def __call__(self, desc, limits):
-        p = top_k1.plan(desc.validate(), limits)
+        p = top_k1.python_plan(desc.validate(), limits)
         self.paths.add(p.note("path"))
         return p
 

@@ -124,6 +124,7 @@ def test_self_contained_wheel(tmp_path, capsys):
     assert any(n.startswith("vkops/_vendor/kp.") for n in vendored), vendored
     assert any(n.startswith("vkops.libs/libvulkan") for n in vendored), vendored
     assert any(n.startswith("vkops.libs/libfmt") for n in vendored), vendored
+    assert "vkops/_native/libvkops.so" in vendored, vendored  # libvkops: the default planner
     manifest = json.loads(zipfile.ZipFile(wheel).read("vkops/spv/manifest.json"))
     assert all(f"vkops/spv/{m['file']}" in names for m in manifest["modules"].values())
     with capsys.disabled():
@@ -152,6 +153,7 @@ def test_self_contained_wheel(tmp_path, capsys):
     assert loaders and all(l.startswith(f"{site}/vkops.libs/libvulkan") for l in loaders), out
     info = run(py, "-m", "vkops", "info", env=env, cwd=tmp_path)  # says which loader: the bundled one
     assert f"Vulkan loader: {site}/vkops.libs/libvulkan" in info and "kp 0.9.0 (in the vkops wheel)" in info, info
+    assert f"planner: libvkops ({site}/vkops/_native/libvkops.so)" in info, info
     if os.environ.get("VK_INSTANCE_LAYERS"):  # the suite's validation layer, found by the bundled loader
         assert "LAYER True" in out, out
     with capsys.disabled():

@@ -23,6 +23,7 @@ LAYER_OF = {
     "vkops.errors": "pure", "vkops.dtypes": "pure", "vkops.tensor": "pure", "vkops.limits": "pure",
     "vkops.plan": "pure", "vkops.inputs": "pure",
     "vkops.reference": "reference",        # the NumPy oracles
+    "vkops.native": "native",              # libvkops' planner through ctypes
     "vkops.drivers": "platform", "vkops.vkinfo": "platform",   # the Vulkan loader and device facts, no kp
     "vkops._vendor": "vendor",             # the wheel's kp
     "vkops.runtime": "runtime",            # the package and its modules
@@ -37,14 +38,15 @@ LAYER_OF = {
 MAY_IMPORT = {
     "pure": {"pure"},
     "reference": {"pure"},
+    "native": {"pure"},
     "platform": {"pure", "platform"},
     "vendor": set(),
     "runtime": {"pure", "platform", "vendor", "runtime"},
-    "ops": {"pure", "reference", "runtime", "ops"},
+    "ops": {"pure", "reference", "native", "runtime", "ops"},
     "face": {"pure", "runtime", "ops", "face"},
     "users": {"pure", "runtime", "ops", "face"},
-    "bench": {"pure", "reference", "platform", "runtime", "ops", "face", "bench"},
-    "command": {"pure", "reference", "platform", "runtime", "ops", "face", "users", "bench", "command"},
+    "bench": {"pure", "reference", "native", "platform", "runtime", "ops", "face", "bench"},
+    "command": {"pure", "reference", "native", "platform", "runtime", "ops", "face", "users", "bench", "command"},
 }
 
 # Names outside vkops that no vkops module may import (the repository's bench/ folder and tests), and
@@ -136,7 +138,7 @@ def test_the_table_is_whole():
     assert all(allowed <= set(MAY_IMPORT) for allowed in MAY_IMPORT.values())
     assert [m for m in all_modules() if layer(m) is None] == []
     # the direction the docstrings state
-    for low in ("pure", "reference", "platform", "runtime"):
+    for low in ("pure", "reference", "native", "platform", "runtime"):
         assert not MAY_IMPORT[low] & {"ops", "bench", "face", "users", "command"}, low
     assert "runtime" not in MAY_IMPORT["pure"] and "bench" not in MAY_IMPORT["ops"]
 
@@ -158,6 +160,7 @@ BAD = [
     ("vkops.bench.fake", False, "import bench.run\n", "the repository's bench/ or tests/"),
     ("vkops.ops.qlmm", False, "from tests.conftest import x\n", "the repository's bench/ or tests/"),
     ("vkops.ops.fake", False, "import kp\n", "only runtime may"),
+    ("vkops.native", False, "from .ops.top_k1 import TopK1Desc\n", "vkops.ops.top_k1 (ops)"),
     ("vkops.newthing", False, "import numpy\n", "not in tests/test_layers.py's LAYER_OF"),
 ]
 
@@ -190,7 +193,7 @@ def test_relative_imports_resolve_to_absolute_names():
 
 DOCSTRINGS = ["vkops/__init__.py", "vkops/ops/__init__.py", "vkops/runtime/__init__.py",
               "vkops/bench/__init__.py", "vkops/plan.py", "vkops/limits.py", "vkops/tensor.py",
-              "vkops/dtypes.py", "vkops/errors.py"]
+              "vkops/dtypes.py", "vkops/errors.py", "vkops/native.py"]
 
 
 @pytest.mark.parametrize("path", DOCSTRINGS)

@@ -156,8 +156,9 @@ class Plan:
         return text
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Plan":
-        """A Plan from to_dict()'s form, checked (see check()); raises ValidationError when malformed."""
+    def from_dict(cls, d: dict, limits: Optional[Limits] = None) -> "Plan":
+        """A Plan from to_dict()'s form, checked (see check()); raises ValidationError when malformed.
+        `limits`: the plan's Limits instead of d["limits"] (libvkops names limits its own way: vkops.native)."""
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise ValidationError(f"plan.format must be {FORMAT!r}; got {d.get('format') if isinstance(d, dict) else d!r}")
         bufs = []
@@ -169,8 +170,8 @@ class Plan:
                                None if data is None else tuple(int(x) for x in data)))
         disp = [Dispatch(x["kernel"], tuple(x["spec"]), tuple(x["groups"]), tuple(x["push"]), tuple(x["bindings"]),
                          tuple(x["writes"]), tuple(x.get("barrier", ()))) for x in d["dispatches"]]
-        plan = cls(d.get("op", "?"), tuple(bufs), tuple(disp), Limits.from_dict(d.get("limits", {})),
-                   tuple(d.get("notes", {}).items()))
+        plan = cls(d.get("op", "?"), tuple(bufs), tuple(disp), Limits.from_dict(d.get("limits", {})) if limits is None else limits,
+                   tuple((k, _tuples(v)) for k, v in d.get("notes", {}).items()))
         return plan.check()
 
     @classmethod
@@ -203,6 +204,11 @@ class Plan:
             raise ValidationError(f"plan barriers before dispatches {[j for j, b in enumerate(got) if b]} do not "
                                   f"order its dependencies (needed before {[j for j, b in enumerate(want) if b]})")
         return self
+
+
+def _tuples(v):
+    """A note's value as the lowering recorded it: JSON lists back to tuples (notes are hashable data)."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 
 class Hazards:

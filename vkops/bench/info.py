@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import __version__, drivers
+from .. import __version__, drivers, native
 from ..runtime.device import EXTENSIONS, devices
 
 OPTIONAL = {"matplotlib": "report plots", "tqdm": "progress bar", "jsonschema": "schema checks in tests",
@@ -96,6 +96,12 @@ def spirv_set() -> dict:
             "sha256": h.hexdigest()[:16]}
 
 
+def planner() -> dict:
+    """Which planner the operators' default plans come from: libvkops (vkops.native, its path) or Python."""
+    return {"native": native.enabled(), "library": None if native.path() is None else str(native.path()),
+            "text": native.describe()}
+
+
 def versions(extra: Optional[List[str]] = None) -> Dict[str, Optional[str]]:
     import numpy  # noqa: PLC0415
 
@@ -109,6 +115,7 @@ def collect(features: bool = True) -> dict:
     from .baselines import status  # noqa: PLC0415
 
     return {"vkops": __version__, "machine": machine(), "kp": kp_build(), "spirv": spirv_set(),
+            "planner": planner(),
             "devices": [device_facts(i.index, features) for i in devices()], "vulkan": drivers.report(),
             "baselines": status(),
             "optional": {name: {"version": _dist_version(name), "for": why} for name, why in OPTIONAL.items()}}
@@ -145,6 +152,7 @@ def text(facts: dict) -> str:
                      f"sha256 {sp['sha256']}) from {sp['manifest']}")
     else:
         lines.append(f"SPIR-V: {sp['error']}")
+    lines.append(f"planner: {facts['planner']['text']}")
     lines += vulkan_lines(facts["vulkan"])
     for d in facts["devices"]:
         lim = d["limits"]

@@ -10,6 +10,7 @@ import numpy as np
 from ...dtypes import DataType
 from ...errors import DeviceLimitError
 from ...tensor import TensorDesc
+from ... import native
 from ...limits import Limits
 from ...plan import Builder, Plan, Ref
 from . import coopmat as cm
@@ -58,7 +59,20 @@ def plan(desc: QuantizedLinearMatMulDesc, limits: Limits, *, kernel: str = "auto
     descriptor's tensors in order, absent zero points left out. `zero_points` = (a_zp, b_zp) as NumPy
     arrays when the host knows them (lets the cooperative-matrix path skip the row/column sums).
     `config`: a cooperative-matrix tile (coopmat.COOPMAT_CONFIGS), or "nr32" / "nr64" with
-    kernel="stream" (the B-streaming kernel's width). `tuning`: the knobs (None: tuning.DEFAULT)."""
+    kernel="stream" (the B-streaming kernel's width). `tuning`: the knobs (None: tuning.DEFAULT).
+    With every option at its default, libvkops' planner (vkops.native) where the library loaded; else
+    python_plan()."""
+    if kernel == "auto" and zero_points is None and config is None and group_m is None and split_k is None and \
+            (tuning is None or tuning == DEFAULT) and native.enabled():
+        return native.plan(native.OP_QLMM, desc, limits)
+    return python_plan(desc, limits, kernel=kernel, zero_points=zero_points, config=config, group_m=group_m,
+                       split_k=split_k, tuning=tuning)
+
+
+def python_plan(desc: QuantizedLinearMatMulDesc, limits: Limits, *, kernel: str = "auto",
+                zero_points: Optional[Tuple] = None, config: Optional[str] = None, group_m: Optional[int] = None,
+                split_k=None, tuning: Optional[QlmmTuning] = None) -> Plan:
+    """plan() by the Python lowering (pure), whatever the options: the planner libvkops' is checked against."""
     bld = Builder("qlmm", limits)
     ins = [None if getattr(desc, f) is None else bld.input(getattr(desc, f), f) for f in _INPUTS]
     out = bld.output(desc.output, "output")

@@ -8,6 +8,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from ... import native
 from ...limits import Limits
 from ...plan import Builder, Plan, Ref
 from ...tensor import MAX_DIMS, merge_dims
@@ -34,7 +35,15 @@ def affine(desc: Slice1Desc, input_strides: Sequence[int]) -> Tuple[int, Tuple[i
 
 
 def plan(desc: Slice1Desc, limits: Limits, *, tuning: Optional[Slice1Tuning] = None) -> Plan:
-    """The dispatches of a validated SLICE1 (pure: no device) under `tuning` (DEFAULT when None)."""
+    """The dispatches of a validated SLICE1 (no device) under `tuning` (DEFAULT when None): libvkops' planner
+    (vkops.native) under the default tuning where the library loaded, else python_plan()."""
+    if (tuning is None or tuning == DEFAULT) and native.enabled():
+        return native.plan(native.OP_SLICE1, desc, limits)
+    return python_plan(desc, limits, tuning=tuning)
+
+
+def python_plan(desc: Slice1Desc, limits: Limits, *, tuning: Optional[Slice1Tuning] = None) -> Plan:
+    """plan() by the Python lowering (pure), whatever the options: the planner libvkops' is checked against."""
     b = Builder("slice1", limits)
     lower(b, desc, b.input(desc.input, "input"), b.output(desc.output, "output"), tuning=tuning)
     return b.finish()

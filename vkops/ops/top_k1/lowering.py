@@ -32,6 +32,7 @@ import numpy as np
 
 from ...dtypes import DataType
 from ...errors import DeviceLimitError
+from ... import native
 from ...limits import Limits
 from ...plan import Builder, Plan, Ref
 from ...tensor import TensorDesc, merge_dims
@@ -82,8 +83,19 @@ MAX_OTHER_DIMS = 6
 
 def plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None,
          shuffle: Optional[bool] = None, tune: Optional[int] = None, tuning: Optional[TopK1Tuning] = None) -> Plan:
-    """The dispatches of a validated TOP_K1 (pure: no device) under `tuning` (DEFAULT when None). `force` /
-    `chunks` / `shuffle` / `tune` pick a path for tests."""
+    """The dispatches of a validated TOP_K1 (no device) under `tuning` (DEFAULT when None). `force` /
+    `chunks` / `shuffle` / `tune` pick a path for tests. Without them and under the default tuning, libvkops'
+    planner (vkops.native) where the library loaded; else python_plan()."""
+    if force is None and chunks is None and shuffle is None and tune is None and \
+            (tuning is None or tuning == DEFAULT) and native.enabled():
+        return native.plan(native.OP_TOP_K1, desc, limits)
+    return python_plan(desc, limits, force=force, chunks=chunks, shuffle=shuffle, tune=tune, tuning=tuning)
+
+
+def python_plan(desc: TopK1Desc, limits: Limits, *, force: Optional[str] = None, chunks: Optional[int] = None,
+                shuffle: Optional[bool] = None, tune: Optional[int] = None,
+                tuning: Optional[TopK1Tuning] = None) -> Plan:
+    """plan() by the Python lowering (pure), whatever the options: the planner libvkops' is checked against."""
     b = Builder("top_k1", limits)
     x = b.input(desc.input, "input")
     v, i = b.output(desc.output_value, "output_value"), b.output(desc.output_index, "output_index")
