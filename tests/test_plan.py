@@ -49,7 +49,7 @@ def qlmm_desc(M, K, N, zp=True):
 PLANS = {
     "top_k seg": lambda: top_k1.plan(topk_desc((3, 100), 7), PAPER),
     "top_k chunks": lambda: top_k1.plan(topk_desc((2, 40000), 9), PAPER, force="filter", chunks=4),
-    "top_k sort": lambda: top_k1.plan(topk_desc((2, 3000), 1500, "float16", direction="increasing"), PAPER),
+    "top_k sort": lambda: top_k1.plan(topk_desc((2, 3000), 3000, "float16", direction="increasing"), PAPER),  # pow2(K) > B
     "slice": lambda: slice1.plan(slice_desc((5, 7, 9), (1, 0, 2), (4, 7, 6), (2, -3, 1)), PAPER),
     "qlmm zp": lambda: qlmm.plan(qlmm_desc(20, 48, 40), PAPER),
     "qlmm no zp": lambda: qlmm.plan(qlmm_desc(8, 32, 16, zp=False), PAPER),
