@@ -13,6 +13,8 @@ KP_PATCH := patches/kp-0.9.0/kp.patch
 KP_PREPARE := patches/kp-0.9.0/kp_build.py
 KP_BUILD := build/kp
 KP_SRC := $(KP_BUILD)/kp-0.9.0
+# libvkops/Makefile.inc (included at the end) builds in LV; wheel-for needs it before that.
+LV := build/libvkops
 # libvkops after the SPIR-V it embeds: its planner is the one Python's default plan() calls (vkops/native.py
 # finds build/libvkops/libvkops.so next to the package).
 setup: $(VENV)/.vkops-ready spv
