@@ -67,10 +67,16 @@ for _prefix, _src, _types, _defines in TOPK:
             f"{_prefix}_{_t[0]}", {"ELEM_BITS": _t[1], "KIND": _t[2], **_defines})
         VARIANTS[_name] = (f"top_k1/{_src}", _d, {"optimize": True})
 
+# Research modules (kernels/research/, names research_*): compiled, validated and in the manifest (libvkops embeds
+# them too) like every module, but planned by no operator; bench/research scripts dispatch them through a Plan
+# built by hand. The cooperative-matrix rate with no memory traffic (bench/research/coopmat_peak.py).
+RESEARCH_PREFIX = "research_"
+VARIANTS["research_coopmat_peak"] = ("research/coopmat_peak.comp", {})
+
 # The subgroup size a .comp's code assumes (the manifest's subgroup.size; any size where absent). The
 # cooperative-matrix kernels lay out a workgroup as 32-lane subgroups (INV = 32 * SG_W * SG_H, NSG =
 # gl_WorkGroupSize.x / 32u, lane loops of stride 32): ops/qlmm/coopmat.py plans them only where the
 # device's subgroupSize is 32 (coopmat_supported), ops/qlmm/stream.py with workgroups of 32-lane subgroups.
 # The subgroup-operation modules (top_k1 rows, rsort, *_sg_*) work at any size (rsort.comp has a <= 32 fast
 # path; ballots read all four words).
-SUBGROUP_SIZE = {"qlmm/qlmm_coopmat.comp": 32, "qlmm/qlmm_stream.comp": 32}
+SUBGROUP_SIZE = {"qlmm/qlmm_coopmat.comp": 32, "qlmm/qlmm_stream.comp": 32, "research/coopmat_peak.comp": 32}

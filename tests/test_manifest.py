@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "kernels"))
 from build import tool  # noqa: E402
 from reflect import instructions, reflect  # noqa: E402
 from reflect_requirements import shared_bytes  # noqa: E402
-from variants import SUBGROUP_SIZE, VARIANTS  # noqa: E402
+from variants import RESEARCH_PREFIX, SUBGROUP_SIZE, VARIANTS  # noqa: E402
 
 # CI legs (conftest.py): the manifest and SPIR-V reflection against the host mirrors; no plan, no kernel run.
 pytestmark = pytest.mark.host_only
@@ -36,6 +36,8 @@ sys.path.pop(0)
 
 # module-name prefix -> (host mirror of its push block, buffers the operator binds)
 HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLMM_PUSH, 9)}
+# Research modules (planned by no operator): the push block and buffers of the bench/research script that runs each
+RESEARCH = {"research_coopmat_peak": (np.dtype([("iters", "<u4")]), 2)}  # bench/research/coopmat_peak.py
 # TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1/lowering.py lower)
 TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3}
 
@@ -63,6 +65,8 @@ def push_differences(module: dict, mirror: np.dtype) -> list:
 
 
 def host_for(name):
+    if name.startswith(RESEARCH_PREFIX):
+        return RESEARCH[name]
     if name.startswith("top_k1_"):
         alg = top_k1.algorithm(name)
         return top_k1.PUSH[alg], TOPK_BUFFERS[alg]
@@ -334,10 +338,12 @@ def test_subgroup_requirements_match_the_planners(manifest):
             assert set(sg["operations"]) == set(top_k1_paths.ROWS_SUBGROUP_OPS) - unused, name
         elif "_sg_" in name:
             assert set(sg["operations"]) == set(top_k1_paths.SHUF_SUBGROUP_OPS), name
-        elif not name.startswith("qlmm_coopmat") and not name.startswith("qlmm_stream"):
+        elif not name.startswith(("qlmm_coopmat", "qlmm_stream", RESEARCH_PREFIX)):
             assert sg["operations"] == [], name  # planned on any Vulkan 1.1 device
-        # 32 exactly for the cooperative-matrix modules, which the planner gates on a 32-lane device
-        assert sg["size"] == (32 if name in qlmm_coopmat._COOPMAT_KERNELS else None), name
+        # 32 exactly for the cooperative-matrix modules, which the planner gates on a 32-lane device (research
+        # modules: their script, through coopmat_supported; the line after holds for them too)
+        if not name.startswith(RESEARCH_PREFIX):
+            assert sg["size"] == (32 if name in qlmm_coopmat._COOPMAT_KERNELS else None), name
         assert (sg["size"] == 32) == ("CooperativeMatrixKHR" in m["capabilities"]), name
     dev = SimpleNamespace(cooperative_matrix=True, info=SimpleNamespace(cooperative_matrix_shapes=[
         qlmm_coopmat.COOPMAT_SHAPE]), subgroup_size=32, shared_memory_bytes=1 << 16, supports=lambda k: True)
