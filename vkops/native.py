@@ -3,7 +3,7 @@ links libvkops uses, as the operators' default planner in Python too.
 
 `plan(op, desc, limits)` is vkops_plan_json of a Python descriptor, read back as the `Plan` Python's own
 lowering makes (the caller's `Limits` put back in; notes, buffers, dispatches equal: tests/test_capi_*.py).
-`available()` says whether the library loaded. Where it is searched, first found wins:
+`enabled()` says whether the operators plan through it (the library loaded, VKOPS_NATIVE_PLANNER not 0). Where it is searched, first found wins:
 
   1. $VKOPS_LIBVKOPS (a path to libvkops.so);
   2. the package's own copy, vkops/_native/libvkops.so (what a wheel ships);
@@ -161,8 +161,6 @@ def enabled() -> bool:
     and the library loaded."""
     return os.environ.get("VKOPS_NATIVE_PLANNER", "1") != "0" and lib() is not None
 
-
-available = enabled
 
 
 def describe() -> str:
