@@ -23,15 +23,17 @@ def rand_q(rng, shape, dt):
 
 def calls_of(f) -> int:
     """Python and builtin function calls made by f() (sys.setprofile: deterministic, unlike timings),
-    leaving out those under Batch.run and Batch._flush (the submission and its wait, which differ by
-    device) and the test harness's own (conftest.py's audit wrappers and what they call beside vkops):
+    leaving out those under Batch.run, Batch._flush and Device._retire (the submission and its wait,
+    which differ by device) and the test harness's own (conftest.py's audit wrappers and what they call beside vkops):
     the host work of recording the call."""
     import os
 
+    from vkops.runtime.device import Device
     from vkops.runtime.submit import Batch
 
     pkg = os.path.dirname(vkops.__file__)
-    skip_codes = {Batch.run.__code__, Batch._flush.__code__}
+    # Device._retire: waiting for the oldest of the calls left in flight
+    skip_codes = {Batch.run.__code__, Batch._flush.__code__, Device._retire.__code__}
     n = 0
     roots = []  # frames whose calls are left out, innermost last
 
@@ -192,7 +194,8 @@ def test_index_never_serves_a_stale_entry(dev, rng, index):
     np.testing.assert_array_equal(y6, y5)
     np.testing.assert_array_equal(y7, y5)
     entries = list(index().values())
-    assert len({e[4] for e in entries}) == len(entries) - 1  # every entry its own plan key but y2's and y3's
+    # every entry its own plan key but y2's and y3's (and y1's and y5's when a2 took another block)
+    assert len({e[4] for e in entries}) == len(entries) - 1 - (a2._buffer.serial != serial)
     # aliasing: b passed as both operands (square), then a copy
     sq = vkops.to_device(rand_q(rng, (32, 32), I8), dev)
     sq2 = vkops.to_device(sq.numpy(), dev)
@@ -302,7 +305,9 @@ def test_repeated_call_python_calls(dev, rng, index, variant):
         dev._faces.pop("qlmm", None)
         f()
 
-    for _ in range(3):
+    from vkops.runtime.device import ASYNC_MAX
+
+    for _ in range(ASYNC_MAX + 3):  # outputs rotate through the buffers the calls in flight hold
         f()
     fast = min(calls_of(f) for _ in range(3))
     normalising = min(calls_of(slow) for _ in range(3))

@@ -263,7 +263,9 @@ def test_steady_stream_allocates_nothing(dev, rng):
         del v, i, y
         vkops.top_k(x, 8)
 
-    for _ in range(5):  # the allocator's free lists settle into a cycle
+    from vkops.runtime.device import ASYNC_MAX
+
+    for _ in range(5 + ASYNC_MAX):  # the calls in flight fill up, the allocator's free lists settle into a cycle
         calls()
     gc.collect()
     s0 = dev.stats()
@@ -655,7 +657,8 @@ def test_repeated_eager_call_appends_its_prepared_recording(dev, rng, monkeypatc
         want = ref()
         want = want if isinstance(want, tuple) else (want,)
         for _ in range(3):
-            call()  # the output's buffer goes back to the pool when the result is dropped
+            call()  # the output's buffer goes back to the pool when the result is dropped and the call done
+            dev.synchronize()
         prep = list(dev._pipelines._prepared.values())[-1]
         kp_calls.clear()
         recorded.clear()
@@ -672,7 +675,9 @@ def test_repeated_eager_call_appends_its_prepared_recording(dev, rng, monkeypatc
             del r
             for g, w in zip(got, want):
                 assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes(), name
-        assert dict(made) == {"replays": 4, "submissions": 4, "buffers_reused": 4 * len(got)}, (name, made)
+        # each call returns in flight (its read waits for it)
+        assert dict(made) == {"replays": 4, "submissions": 4, "buffers_reused": 4 * len(got), "in_flight": 4}, \
+            (name, made)
         assert prep in dev._sequences._kept  # no "recorded_ops" above: the kept sequence went again
         assert kp_calls == [], (name, kp_calls)  # no OpAlgoDispatch, OpMemoryBarrier, tensor, Algorithm
         assert recorded == [len(prep.ops)] * 4, (name, recorded, len(prep.ops))
@@ -735,6 +740,7 @@ def test_prepared_recordings_in_batches_and_graphs(dev, rng):
     want_v, _ = vkops.top_k(a[::-1], 7)
     assert v.numpy().tobytes() == want_v.tobytes()
     vkops.top_k(y, 7)  # prepared eagerly, then captured: the outputs take the same buffers back
+    dev.synchronize()  # (once the eager call is done)
     s0 = dev.stats()
     with dev.graph() as g:
         gv, gi = vkops.top_k(y, 7)
@@ -757,11 +763,12 @@ def test_a_call_in_use_keeps_its_descriptor_set_under_lru_pressure(dev, rng, mon
     x = dev.tensor(a)
     want = a[:, 1:291][::-1, ::3].tobytes()
     hot = lambda: vkops.slice(x, (0, 1), (4, 290), (-1, 3))  # noqa: E731
-    hot()
+    hot().numpy()  # read: its output goes back to the pool once the call is done
     others = []
     for _ in range(8):
         others.append(dev.tensor(rng.standard_normal((4, 300)).astype(np.float32)))
         vkops.slice(others[-1], (0, 1), (4, 290), (-1, 3))  # a new descriptor set: one is evicted
+        dev.synchronize()  # its dropped output back in the pool, as hot()'s
         s0 = dev.stats()
         assert hot().numpy().tobytes() == want
         assert dev.stats()["algorithms"] == s0["algorithms"] and dev.stats()["prepared"] == s0["prepared"]

@@ -214,7 +214,7 @@ class Call:
             self._host = [t.from_words(self.batch.host_words(t)) for t in self._outputs]
             self.batch._release()
         else:
-            self.batch.run()
+            self.batch.run_async()  # device tensors: returns once submitted (Device.synchronize)
 
     def _failed(self, exc) -> None:
         if isinstance(exc, (DeviceMemoryError, DeviceLimitError)) and self._op and exc.args \

@@ -1,6 +1,7 @@
 """Devices: the facts vkops plans with, and the kp manager with its memory, pipelines and sequences."""
 from __future__ import annotations
 
+import atexit
 import collections
 import os
 import threading
@@ -32,8 +33,22 @@ EXTENSIONS = ("VK_KHR_8bit_storage", "VK_KHR_shader_float16_int8", "VK_EXT_subgr
 CONSTANT_BYTES = 64 << 10
 CONSTANT_ENTRIES = 256
 
+# Eager calls on device tensors in flight before the oldest is waited for (each holds its buffers
+# until then): enough to keep the GPU fed while Python records (docs/tuning/runtime.md#async-eager).
+ASYNC_MAX = 16
+
 _infos: Optional[List[vkinfo.DeviceInfo]] = None
 _infos_lock = threading.Lock()
+
+
+@atexit.register
+def _drain() -> None:
+    """Wait for the calls still in flight before kp's managers free what they use."""
+    for dev in list(Device._instances.values()):
+        try:
+            dev.synchronize()
+        except Exception:  # noqa: BLE001 - a lost device at exit: nothing left to save
+            pass
 
 
 def devices() -> List[vkinfo.DeviceInfo]:
@@ -82,6 +97,11 @@ class Device:
         self._lock = threading.RLock()
         self._mgr = None
         self._pending: "weakref.WeakSet[Batch]" = weakref.WeakSet()
+        # Eager calls on device tensors submitted and not yet waited for, oldest first (Batch.run_async),
+        # and the serials of the buffers they touch (a new set on every change: read without a lock).
+        self._async: List[Batch] = []
+        self._async_serials: frozenset = frozenset()
+        self._async_written: frozenset = frozenset()
         self._counters: Optional[DeviceTensor] = None
         self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
         self._owned: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()  # counters and constants
@@ -187,11 +207,13 @@ class Device:
         device and staging buffers made and reused, sequences made, submissions, plan cache hits
         ("replays"), plans made ("plans"), plan recordings prepared for a set of bound buffers
         ("prepared", runtime/execute.py) and ops recorded into kp sequences ("recorded_ops": a repeated
-        one-off call re-submits the sequence it recorded last time and records none)."""
+        one-off call re-submits the sequence it recorded last time and records none), and eager calls
+        submitted and not yet waited for ("in_flight", at most ASYNC_MAX)."""
         return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
                 "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
                 "staging_created": self._staging.created, "sequences": self._sequences.created,
                 "submissions": self._sequences.submissions, "recorded_ops": self._sequences.recorded_ops,
+                "in_flight": len(self._async),
                 "replays": self._plans.hits,
                 "plans": self._plans.stored, "prepared": self._pipelines.prepared_created,
                 "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
@@ -201,7 +223,9 @@ class Device:
         return self._pipelines.save()
 
     def trim(self) -> int:
-        """Free the device and staging memory idle in the caching allocators; returns bytes freed."""
+        """Free the device and staging memory idle in the caching allocators (after waiting for the
+        calls in flight, whose buffers then go idle); returns bytes freed."""
+        self.synchronize()
         return self._memory.trim() + self._staging.trim()
 
     # -- tensors ------------------------------------------------------------------------------ #
@@ -302,25 +326,37 @@ class Device:
         dst[nbytes:] = 0
 
     def _write(self, buf, words_data: np.ndarray) -> None:
-        """Overwrite the start of `buf` with uint32 words."""
+        """Overwrite the start of `buf` with uint32 words: mapped memory after the calls in flight that
+        use it, or a staged copy submitted without waiting (ordered after them by a barrier, before
+        later calls by theirs: Batch.run_async)."""
         self._check_not_pending(buf)
         n = words_data.size
-        with self._lock:
-            if buf.host_visible:
-                buf.host()[:n] = words_data
-                return
-            stage = self._staging.get(n)
-            stage.host()[:n] = words_data
-            self._sequences.run([K.kp().OpBufferCopy(stage.kp, buf.kp, n * 4)])
+        if buf.host_visible:
+            if buf.serial in self._async_serials:
+                self.synchronize()
+            buf.host()[:n] = words_data
+            return
+        b = Batch(self, pending=False)
+        stage = b.scratch_staging(n)
+        stage.host()[:n] = words_data
+        b.copy_buffer(stage, buf, n * 4)
+        b.run_async()
 
     def _read(self, tensor: DeviceTensor) -> np.ndarray:
-        """`tensor`'s elements as a new NumPy array: a batch of one download."""
-        self._check_not_pending(tensor._buffer)
-        if tensor._buffer.host_visible:  # every batch has been waited for: mapped memory is current
-            return tensor.from_words(tensor._buffer.host())
+        """`tensor`'s elements as a new NumPy array: a batch of one download (its barrier orders it
+        after the calls in flight; mapped memory waits for them first)."""
+        buf = tensor._buffer
+        self._check_not_pending(buf)
+        busy = buf.serial in self._async_written
+        if buf.host_visible:
+            if busy:
+                self.synchronize()
+            return tensor.from_words(buf.host())
         b = Batch(self)
         b.download(tensor)
         b.run()
+        if busy:
+            self.synchronize()  # done by now: lets go of their buffers
         return tensor.from_words(b.host_words(tensor))
 
     def _check_not_pending(self, buf):
@@ -328,6 +364,40 @@ class Device:
             if buf.serial in b._touched:
                 raise RuntimeError("this tensor belongs to a batch that has not run yet: leave the `with` "
                                    "block (or call batch.run()) first")
+
+    # -- eager calls in flight ---------------------------------------------------------------- #
+    def synchronize(self) -> None:
+        """Wait for every operator call submitted on this device. Eager calls on device tensors return
+        once submitted, as torch's do on a CUDA stream; reading or writing a tensor from the host
+        (`numpy()`, `upload()`, a graph's run) waits for the calls that use it by itself, so this is
+        only needed to time the GPU's work or to surface its errors at a known point."""
+        if self._async:
+            self._retire(0)
+
+    def _submitted(self, batch: Batch) -> None:
+        """A one-off call's batch was submitted without waiting (Batch.run_async)."""
+        with self._lock:
+            self._async.append(batch)
+            self._async_written = self._async_written | batch._writes
+            self._async_serials = self._async_serials | batch._touched
+            over = len(self._async) > ASYNC_MAX
+        if over:
+            self._retire(ASYNC_MAX // 2)  # half at a time: the serial sets are rebuilt once per half
+
+    def _retire(self, n: int) -> None:
+        """Wait for the oldest `n` calls in flight (0: all), then let go of their buffers. Under the
+        device's lock, waits included: the Algorithm LRU calls this holding it (Pipelines)."""
+        with self._lock:
+            done = self._async[:n] if n else list(self._async)
+            try:
+                for b in done:
+                    b._wait_all()
+            finally:
+                del self._async[:len(done)]
+                self._async_written = frozenset().union(*[b._writes for b in self._async])
+                self._async_serials = frozenset().union(*[b._touched for b in self._async])
+                for b in done:
+                    b._release()
 
     # -- batches ------------------------------------------------------------------------------ #
     def batch(self, timestamps: bool = False) -> Batch:

@@ -24,11 +24,14 @@ class Prepared:
     back to the allocator), and, for a batch with nothing tracked since its last barrier, the op list
     with the plan's own barriers already in it and the hazard state it leaves."""
 
-    __slots__ = ("plan", "steps", "ops", "written", "read", "barriers", "dispatches", "serials", "keys", "live")
+    __slots__ = ("plan", "steps", "ops", "written", "read", "barriers", "dispatches", "serials", "keys", "live",
+                 "writes", "_led")
 
     def __init__(self, plan, steps, keys, serials):
         self.plan, self.steps, self.keys, self.serials = plan, steps, keys, serials
         self.live = True  # False once an Algorithm it binds may be gone (Pipelines): never submitted again
+        self._led = None
+        self.writes = frozenset([s for _, _, wr in steps for s in wr])  # every buffer it writes
         self.dispatches = len(steps)
         h, ops, nb = Hazards(), [], 0
         for op, rd, wr in steps:
@@ -38,6 +41,30 @@ class Prepared:
                 nb += 1
             ops.append(("dispatch", op))
         self.ops, self.written, self.read, self.barriers = ops, dict(h.written), dict(h.read), nb
+
+
+    def led(self) -> "Led":
+        """This recording behind a barrier on all its buffers (made once): what an eager call records
+        when calls still in flight use its buffers (Batch.record)."""
+        if self._led is None:
+            self._led = Led(self)
+        return self._led
+
+
+class Led:
+    """A Prepared recording with a barrier on every buffer it binds in front: ordered after everything
+    submitted before it. Kept sequences key on it apart from the plain recording."""
+
+    __slots__ = ("base", "plan", "steps", "ops", "written", "read", "barriers", "dispatches", "serials", "keys", "writes")
+
+    def __init__(self, base: Prepared):
+        self.base, self.plan, self.steps, self.keys, self.serials = base, base.plan, base.steps, base.keys, base.serials
+        self.writes = base.writes
+        blocks = {s: b for _, rd, wr in base.steps for d in (rd, wr) for s, b in d.items()}
+        self.ops = [("op", barrier(blocks.values()))] + base.ops
+        self.written, self.read, self.barriers, self.dispatches = base.written, base.read, base.barriers + 1, base.dispatches
+
+    live = property(lambda self: self.base.live)
 
 
 def _bind(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[DeviceTensor]) -> List:

@@ -162,6 +162,7 @@ class Graph(Batch):
         if self._closed:
             raise RuntimeError("Graph.run: this graph was closed")
         writes = self._feeds(feed)
+        self.device.synchronize()  # eager calls in flight: the graph's feeds and dispatches come after them
         many = isinstance(fetch, (list, tuple))
         fetched = self._fetches(fetch if many else [fetch]) if fetch is not None else []
         outer = self.device._active_batch()

@@ -218,6 +218,7 @@ class Pipelines:
             self._by_serial[b.serial].add(key)
         over = len(self._algorithms) - len(self._pinned) - ALGORITHM_CACHE_SIZE  # pinned ones take no room
         if over > 0:
+            self.device.synchronize()  # an eager call in flight may bind one of them
             evict = [k for k in self._algorithms if not self._pinned.get(k) and k != key][:over]
             self._drop_prepared(evict)  # recordings that bind the Algorithms destroyed here
             for old_key in evict:

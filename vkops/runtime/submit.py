@@ -94,6 +94,7 @@ class Sequences:
                 kept = list(self._kept.values())
                 self._kept.clear()
             else:
+                preps = list(preps) + [p._led for p in preps if getattr(p, "_led", None) is not None]
                 kept = [h for h in (self._kept.pop(p, None) for p in preps) if h is not None]
         for cap, seq in kept:
             self.release(cap, seq)
@@ -161,7 +162,7 @@ class Batch:
     undefined, every other tensor and the device stay as they were."""
 
     __slots__ = ("device", "timestamps", "_ops", "_hazards", "_touched", "_refs", "_downloads", "_ran",
-                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "__dict__",
+                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "_covered", "_writes", "__dict__",
                  "__weakref__")
     _flushes = True  # a Graph submits nothing while it records
 
@@ -181,6 +182,8 @@ class Batch:
         self.gpu_ns: List[int] = []  # per dispatch, when timestamps=True
         self._pins = None  # a Graph keeps a list here: the Algorithms its recorded ops bind (pipelines.unpin)
         self._only = None  # the prepared recording the batch began with while it is all the batch holds
+        self._covered: set = set()  # buffers of calls in flight (Device._async) a barrier here already orders
+        self._writes: set = set()  # serials of every buffer the batch writes
         self._registered = pending
         if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
             device._pending.add(self)
@@ -216,6 +219,7 @@ class Batch:
         buf = dev._memory.get(words)
         self._refs.append(buf)
         self._touched.add(buf.serial)
+        self._writes.add(buf.serial)
         if buf.host_visible:
             dev._pack_into(buf, data, words)
         else:
@@ -273,10 +277,21 @@ class Batch:
         n = self._pending_dispatches + prep.dispatches
         if self._pins is not None:
             self.device._pipelines.pin(prep.keys, self._pins)
+        fast = not h.written and not h.read
+        dev = self.device
+        busy = dev._async_serials  # buffers of eager calls still in flight, and those they write
+        if busy and self._flushes and not prep.serials <= self._covered and \
+                (not prep.serials.isdisjoint(dev._async_written) or not prep.writes.isdisjoint(busy)):
+            if fast and not self._ops and not self._submitted:  # the batch's start: the recording behind a barrier
+                prep = prep.led()
+                self._covered |= prep.serials
+            else:  # dispatch by dispatch: _order adds the barriers
+                fast = False
         self._refs += bufs
         self._touched |= prep.serials
+        self._writes |= prep.writes
         limit = FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH
-        if not h.written and not h.read and (not self._flushes or n <= limit):  # a flush only after its last
+        if fast and (not self._flushes or n <= limit):  # a flush only after its last
             if not self._ops and not self._submitted:
                 self._only = prep  # its kept sequence may be submitted as it is (Sequences.submit)
             self._ops += prep.ops
@@ -316,6 +331,15 @@ class Batch:
         """A barrier before this op when it conflicts with an op since the last barrier (plan.Hazards:
         the rule plans derive their barriers with), over the buffers that rule names."""
         cover = self._hazards.step(reads, writes)
+        self._writes.update(writes)
+        busy = self.device._async_serials
+        if busy and self._flushes:  # ordered after the eager calls in flight that write what this reads or use what it writes
+            bw, done = self.device._async_written, self._covered
+            late = {s: b for s, b in reads.items() if s in bw and s not in done}
+            late.update((s, b) for s, b in writes.items() if s in busy and s not in done)
+            if late:
+                self._covered.update(late)
+                cover = {**cover, **late} if cover else late
         if cover:
             self._ops.append(("op", barrier(cover.values())))
             self.barriers += 1
@@ -326,11 +350,21 @@ class Batch:
         nbytes = words_for(src.desc.span, src.data_type) * 4
         if nbytes > dst._buffer.nbytes:
             raise ValidationError(f"copy: {nbytes} bytes do not fit dst's {dst._buffer.nbytes}")
-        s, d = src._buffer, dst._buffer
+        self.copy_buffer(src._buffer, dst._buffer, nbytes)
+
+    def copy_buffer(self, s, d, nbytes: int):
+        """Record a copy of `nbytes` from buffer s into buffer d, ordered like a dispatch."""
         self._order({s.serial: s}, {d.serial: d})
         self._ops.append(("dispatch", K.kp().OpBufferCopy(s.kp, d.kp, nbytes)))
         self._refs += [s, d]
         self._touched |= {s.serial, d.serial}
+
+    def scratch_staging(self, words: int):
+        """A host-visible staging buffer of at least `words` words that lives until this batch has run."""
+        self._check_open()
+        buf = self.device._staging.get(words)
+        self._refs.append(buf)
+        return buf
 
     def download(self, tensor: DeviceTensor):
         """Bring `tensor`'s words to host memory as the batch's last step; `host_words(tensor)` reads
@@ -384,6 +418,24 @@ class Batch:
             self._ran = True
             self._release(keep_downloads=True)
 
+    def run_async(self):
+        """Submit what is recorded and return without waiting (an eager call on device tensors): the
+        device keeps the batch, its buffers held, until a host read or write of one of them, a graph
+        run or Device.synchronize waits for it; later calls order after it by barriers (`_order`)."""
+        if self._ran:
+            return
+        try:
+            self._flush()
+        except BaseException:
+            self._ran = True
+            self._release()
+            raise
+        self._ran = True
+        if self._inflight:
+            self.device._submitted(self)
+        else:
+            self._release()
+
     def _wait_all(self):
         dev = self.device
         while self._inflight:
@@ -409,6 +461,8 @@ class Batch:
         self._touched.clear()
         self._refs.clear()
         self._hazards.clear()
+        self._covered.clear()
+        self._writes.clear()
         if not keep_downloads:
             self._downloads.clear()
 
