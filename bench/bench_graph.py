@@ -1,4 +1,4 @@
-"""Host time of 20 small operator calls: eager (one submission and wait each), in one batch, and as one
+"""Host time of 20 small operator calls: eager (20 submissions, then one wait), in one batch, and as one
 replay of a captured graph (Device.graph(); one submission, no Python work per operator).
 
 Two measurements: wall (the device runs the work: on lavapipe, a CPU driver, its execution dominates)
@@ -57,7 +57,9 @@ def main(n: int = 50) -> None:
 
     def eager():
         x.upload(data)
-        return calls(dev, x, w)
+        out = calls(dev, x, w)
+        dev.synchronize()  # the calls return once submitted
+        return out
 
     def batched():
         x.upload(data)

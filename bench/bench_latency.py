@@ -119,6 +119,12 @@ def cases(torch, rng, small):
     return out
 
 
+def vk_sync(dev, f):
+    """f, then a wait for the device's calls in flight: eager calls on device tensors return once
+    submitted, as torch's do (whose side gets torch.cuda.synchronize())."""
+    return lambda: (f(), dev.synchronize())
+
+
 def interleaved(fns, rounds=5):
     """Median wall ms of each callable (None stays None), timed in turns over `rounds` rounds and
     the lowest round kept: the card's clock and the host wander from one second to the next."""
@@ -138,7 +144,7 @@ def eager_rows(dev, torch, rng, small):
         s0 = dev.stats()
         sync = (lambda f: (lambda: (f(), torch.cuda.synchronize()))) if torch is not None else None
         np_ms, dev_ms, t_np, t_dev = interleaved([
-            c.np_call, c.dev_call, c.t_np and sync(c.t_np), c.t_dev and sync(c.t_dev)])
+            c.np_call, vk_sync(dev, c.dev_call), c.t_np and sync(c.t_np), c.t_dev and sync(c.t_dev)])
         s1 = dev.stats()
         row = {"case": c.name, "vk numpy ms": np_ms, "vk device ms": dev_ms,
                "torch numpy ms": t_np, "torch device ms": t_dev,
@@ -164,7 +170,7 @@ def breakdown_rows(dev, rng, small):
     floor = wall_ms(empty, REPS)
     rows = []
     for c in cases(None, rng, small):
-        full = wall_ms(c.dev_call, REPS)
+        full = wall_ms(vk_sync(dev, c.dev_call), REPS)
         b = dev.batch(timestamps=True)
         with b:
             c.dev_call()
@@ -173,7 +179,7 @@ def breakdown_rows(dev, rng, small):
         submit.Sequences.submit = lambda self, ops, timestamps=False, reuse=None: None
         submit.Sequences.wait = lambda self, pending, timestamps=False: []
         try:
-            py = wall_ms(c.dev_call, REPS)
+            py = wall_ms(vk_sync(dev, c.dev_call), REPS)
         finally:
             submit.Sequences.submit, submit.Sequences.wait = real
         row = {"case": c.name, "wall ms": full, "python ms": py, "empty submit ms": floor, "GPU ms (1 call)": gpu,
@@ -203,9 +209,10 @@ def new_shape_rows(dev, rng, small):
             s0 = dev.stats()
             t = time.perf_counter()
             call(x)
+            dev.synchronize()
             first = (time.perf_counter() - t) * 1e3
             s1 = dev.stats()
-            again = wall_ms(lambda: call(x), 10)
+            again = wall_ms(vk_sync(dev, lambda: call(x)), 10)
             row = {"case": f"{name} n={n}", "first ms": first, "repeat ms": again, "ratio": first / again,
                    "new pipelines": s1["pipelines"] - s0["pipelines"]}
             rows.append(row)

@@ -4,8 +4,8 @@ tail, per token, every way vkops can run it beside torch on the same card, every
 The step: x (1 x hidden, int8) -> QLinearMatMul to ffn -> to hidden -> to vocab (int8 weights and
 outputs, per-tensor scales, requantized) -> top_k K on the logits. Output scales are powers of two, so
 the scale product is exact in float32 and float64 alike and every implementation must give the oracle's
-bits. Per token: vkops eager (four calls on device tensors, each submitted and waited), vkops batch (the
-four in one batch), vkops graph (captured once, replayed with the token fed into its submission),
+bits. Per token: vkops eager (four calls on device tensors, each submitted without waiting, as torch's
+are; reading the top-k waits), vkops batch (the four in one batch), vkops graph (captured once, replayed with the token fed into its submission),
 torch eager and torch with a CUDA graph (`_int_mm` with B column-major, A padded to 32 rows as
 `_int_mm` needs, requantized in float32, `topk`), and the memory limit: the weights' bytes at the
 card's peak HBM rate, where the card is known. Wall time per token includes writing the token in and

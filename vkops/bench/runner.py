@@ -228,7 +228,7 @@ class Sweep:
             note = spec.note(case, dev) if name.startswith("vkops") else None
             record = lambda i: call(i, outs[i % n])  # noqa: E731
             gpu = vk_gpu_ms(record, m.reps, dev, method=m)
-            wall = wall_ms(lambda: record(0), m.reps)
+            wall = wall_ms(lambda: (record(0), dev.synchronize()), m.reps)  # eager calls return once submitted
             bwall = vk_batch_wall_ms(record, method=m)
             ok, how = spec.check(case, problem, spec.read(outs[0]), strict=True)
         except Exception as e:  # noqa: BLE001 - reported in the document, the sweep goes on
