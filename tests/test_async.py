@@ -30,7 +30,7 @@ def memory(request, dev):
 
     dev.synchronize()
     saved = dev._memory
-    dev._memory = Allocator(dev, "storage", 64 << 20, dev._pipelines.forget)
+    dev._memory = Allocator(dev, "storage", 64 << 20, dev._forget)
     try:
         yield request.param
     finally:
@@ -186,3 +186,26 @@ def test_threads_each_with_a_chain_in_flight(dev, rng):
         t.join()
     assert not errors, errors
     dev.synchronize()
+
+
+def test_repeated_read_submits_its_recorded_download(dev, data, memory):
+    """Staged: a read of a small device-local tensor keeps its download recorded; reading it again
+    records nothing and submits once; the recording goes with the buffer's memory."""
+    a, b, x, _ = data
+    t = vkops.slice(x, (0, 0), (8, 4096), (1, -1))
+    np.testing.assert_array_equal(t.numpy(), a[:8, ::-1])
+    for src in (b, a):
+        vkops.slice(dev.tensor(src), (0, 0), (8, 4096), (1, -1), out=t)
+        s0 = dev.stats()
+        np.testing.assert_array_equal(t.numpy(), src[:8, ::-1])
+        s1 = dev.stats()
+        assert s1["recorded_ops"] == s0["recorded_ops"] and s1["submissions"] - s0["submissions"] == \
+            (1 if memory == "staged" else 0)
+    serial = t._buffer.serial
+    assert any(k[0] == serial for k in dev._reads) == (memory == "staged")
+    del t
+    import gc
+
+    gc.collect()
+    dev.trim()  # frees the idle block: its kept read goes with it
+    assert not any(k[0] == serial for k in dev._reads)

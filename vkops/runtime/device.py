@@ -20,7 +20,7 @@ from . import memory as memory_mod
 from .memory import Allocator, DeviceTensor
 from .pipelines import Pipelines
 from .plancache import PlanCache
-from .submit import Batch, Sequences
+from .submit import Batch, Sequences, barrier
 
 # Extensions whose features vkops' kernels use; requested where the device offers them, and the
 # patched kp enables the features they bring (Device.features lists what was enabled).
@@ -36,6 +36,11 @@ CONSTANT_ENTRIES = 256
 # Eager calls on device tensors in flight before the oldest is waited for (each holds its buffers
 # until then): enough to keep the GPU fed while Python records (docs/tuning/runtime.md#async-eager).
 ASYNC_MAX = 16
+
+# Reads of device-local tensors up to READ_KEPT_BYTES keep their download recorded (a kp sequence and its
+# staging buffer, READ_KEPT of them): a repeated read records nothing (docs/tuning/runtime.md#async-eager).
+READ_KEPT_BYTES = 1 << 20
+READ_KEPT = 16
 
 _infos: Optional[List[vkinfo.DeviceInfo]] = None
 _infos_lock = threading.Lock()
@@ -102,6 +107,7 @@ class Device:
         self._async: List[Batch] = []
         self._async_serials: frozenset = frozenset()
         self._async_written: frozenset = frozenset()
+        self._reads: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()  # _read_kept's
         self._counters: Optional[DeviceTensor] = None
         self._constants: "collections.OrderedDict[tuple, DeviceTensor]" = collections.OrderedDict()
         self._owned: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()  # counters and constants
@@ -183,7 +189,7 @@ class Device:
                 idle = min(max(self.info.device_local_bytes // 8, 256 << 20), 2 << 30)
                 cpu = self.device_type == "cpu"  # host memory is device memory: no staging copies
                 self._pipelines = Pipelines(self, mgr)
-                self._memory = Allocator(self, "host" if cpu else "storage", idle, self._pipelines.forget)
+                self._memory = Allocator(self, "host" if cpu else "storage", idle, self._forget)
                 self._staging = Allocator(self, "host", min(idle, 256 << 20))
                 self._sequences = Sequences(mgr, self._lock)
                 self._features = tuple(mgr.enabled_features())
@@ -352,12 +358,59 @@ class Device:
             if busy:
                 self.synchronize()
             return tensor.from_words(buf.host())
-        b = Batch(self)
-        b.download(tensor)
-        b.run()
+        words = words_for(tensor.desc.span, tensor.data_type)
+        if words * 4 <= READ_KEPT_BYTES:
+            data = self._read_kept(buf, words)
+        else:
+            b = Batch(self)
+            b.download(tensor)
+            b.run()
+            data = b.host_words(tensor)
         if busy:
             self.synchronize()  # done by now: lets go of their buffers
-        return tensor.from_words(b.host_words(tensor))
+        return tensor.from_words(data)
+
+    def _read_kept(self, buf, words: int) -> np.ndarray:
+        """Download `words` of `buf` through a sequence recorded for it once (barrier, copy into its
+        own staging buffer, barrier to the host) and submitted again on the next read; a copy of them."""
+        key = (buf.serial, words)
+        with self._lock:
+            hit = self._reads.pop(key, None)  # out while in use: another thread records its own
+        if hit is None:
+            stage = self._staging.get(words)
+            cap, seq = self._sequences.acquire(0)
+            ops = [barrier([buf], dst_access=K.TRANSFER_READ, dst_stage=K.STAGE_TRANSFER),
+                   K.kp().OpBufferCopy(buf.kp, stage.kp, words * 4),
+                   barrier([stage], K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST)]
+            with self._lock:
+                for op in ops:
+                    seq.record(op)
+                self._sequences.recorded_ops += len(ops)
+            hit = (stage, cap, seq)
+        stage, cap, seq = hit
+        try:
+            self._sequences.replay(seq)
+            data = stage.host()[:words].copy()
+        except BaseException:
+            self._sequences.release(cap, seq)
+            raise
+        with self._lock:
+            if key in self._reads:  # another thread's, kept meanwhile
+                self._sequences.release(cap, seq)
+            else:
+                self._reads[key] = hit
+                while len(self._reads) > READ_KEPT:
+                    self._sequences.release(*self._reads.popitem(last=False)[1][1:])
+        return data
+
+    def _forget(self, serial: int) -> None:
+        """A device buffer's memory is being freed: drop what is recorded with it (Algorithms, prepared
+        recordings, kept reads)."""
+        self._pipelines.forget(serial)
+        if self._reads:
+            with self._lock:
+                for key in [k for k in self._reads if k[0] == serial]:
+                    self._sequences.release(*self._reads.pop(key)[1:])
 
     def _check_not_pending(self, buf):
         for b in list(self._pending):
