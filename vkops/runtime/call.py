@@ -71,6 +71,8 @@ class Call:
         if outer is not None and not outer._flushes:  # capturing a graph (runtime/graph.py)
             outer.admit(key[0] if key else "call", inputs, names, params)
         self.batch = outer or Batch(dev, pending=False)  # a one-off: runs before the caller sees a tensor
+        if outer is None and numpy_in:
+            self.batch._keep_ops = []  # the same op objects call after call: its recording is kept
         self._inputs: Optional[List[DeviceTensor]] = inputs if every else None
         self._outputs: List[DeviceTensor] = []
         self._host: List[np.ndarray] = []

@@ -34,11 +34,11 @@ CONSTANT_BYTES = 64 << 10
 CONSTANT_ENTRIES = 256
 
 # Eager calls on device tensors in flight before the oldest is waited for (each holds its buffers
-# until then): enough to keep the GPU fed while Python records (docs/tuning/runtime.md#async-eager).
+# until then): enough to keep the GPU fed while Python records (docs/tuning/runtime.md#2026-11-25-session-20-async-eager).
 ASYNC_MAX = 16
 
 # Reads of device-local tensors up to READ_KEPT_BYTES keep their download recorded (a kp sequence and its
-# staging buffer, READ_KEPT of them): a repeated read records nothing (docs/tuning/runtime.md#async-eager).
+# staging buffer, READ_KEPT of them): a repeated read records nothing (docs/tuning/runtime.md#2026-11-25-session-20-async-eager).
 READ_KEPT_BYTES = 1 << 20
 READ_KEPT = 16
 
@@ -190,7 +190,7 @@ class Device:
                 cpu = self.device_type == "cpu"  # host memory is device memory: no staging copies
                 self._pipelines = Pipelines(self, mgr)
                 self._memory = Allocator(self, "host" if cpu else "storage", idle, self._forget)
-                self._staging = Allocator(self, "host", min(idle, 256 << 20))
+                self._staging = Allocator(self, "host", min(idle, 256 << 20), self._forget_staging)
                 self._sequences = Sequences(mgr, self._lock)
                 self._features = tuple(mgr.enabled_features())
                 self._mgr = mgr
@@ -349,8 +349,8 @@ class Device:
         b.run_async()
 
     def _read(self, tensor: DeviceTensor) -> np.ndarray:
-        """`tensor`'s elements as a new NumPy array: a batch of one download (its barrier orders it
-        after the calls in flight; mapped memory waits for them first)."""
+        """`tensor`'s elements as a new NumPy array: a download (its barrier orders it after the calls in
+        flight; mapped memory waits for them first); then every call in flight is waited for."""
         buf = tensor._buffer
         self._check_not_pending(buf)
         busy = buf.serial in self._async_written
@@ -366,8 +366,8 @@ class Device:
             b.download(tensor)
             b.run()
             data = b.host_words(tensor)
-        if busy:
-            self.synchronize()  # done by now: lets go of their buffers
+        if self._async:
+            self.synchronize()  # a host read is a sync point, as torch's .cpu(): lets go of what is done
         return tensor.from_words(data)
 
     def _read_kept(self, buf, words: int) -> np.ndarray:
@@ -402,6 +402,10 @@ class Device:
                 while len(self._reads) > READ_KEPT:
                     self._sequences.release(*self._reads.popitem(last=False)[1][1:])
         return data
+
+    def _forget_staging(self, serial: int) -> None:
+        """A staging buffer's memory is being freed: drop the copies recorded with it."""
+        self._pipelines.forget_transfers()
 
     def _forget(self, serial: int) -> None:
         """A device buffer's memory is being freed: drop what is recorded with it (Algorithms, prepared

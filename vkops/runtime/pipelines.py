@@ -196,6 +196,19 @@ class Pipelines:
                     dropped.append(prep)
         if dropped:
             self.device._sequences.forget_kept(dropped)
+        self.device._sequences.forget_ops()  # recordings kept by op list may bind them too
+
+    def copy_op(self, src, dst, nbytes: int):
+        """A kp copy of `nbytes` from buffer src into dst, made once per (src, dst, size) while both live:
+        repeated NumPy calls record the same op objects (Sequences keeps them recorded by op list)."""
+        key = (src.serial, dst.serial, nbytes)
+        op = self._barriers.get(key)
+        if op is None:
+            op = kp().OpBufferCopy(src.kp, dst.kp, nbytes)
+            if len(self._barriers) >= 256:
+                self._barriers.clear()
+            self._barriers[key] = op
+        return op
 
     def pin(self, keys, pins: list) -> None:
         """Keep these Algorithms out of the LRU's reach until `unpin(pins)` (a graph records them)."""
@@ -242,14 +255,20 @@ class Pipelines:
         keys = self._by_serial.pop(serial, ())
         if keys:
             self._drop_prepared(keys)
-        if self._barriers:
-            self._barriers.clear()
+        self.forget_transfers()
         for key in keys:
             algo = self._algorithms.pop(key, None)
             self._ops.pop(key, None)
             if algo is not None:
                 self._unlink(key)
                 algo.destroy()
+
+    def forget_transfers(self) -> None:
+        """Drop the cached copies and barriers and the recordings kept by op list: a device or staging
+        buffer is being freed (it may be one of theirs)."""
+        if self._barriers:
+            self._barriers.clear()
+        self.device._sequences.forget_ops()
 
     def _unlink(self, key):
         for serial in key[-1]:

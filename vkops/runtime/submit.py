@@ -43,6 +43,24 @@ FLUSH_DISPATCHES = 4
 KEPT_SEQUENCES = 32
 
 
+class OpsKey:
+    """A one-off NumPy call's op list as a key of kept sequences: the same op objects (cached copies and
+    barriers, a prepared recording's dispatches) in the same order are the same recording."""
+
+    __slots__ = ("ops", "_h", "keys")
+    live = True
+
+    def __init__(self, ops, keys):
+        self.ops, self.keys = tuple(ops), keys  # keys: the Algorithms its dispatches bind
+        self._h = hash(self.ops)  # kp ops hash and compare by identity
+
+    def __hash__(self):
+        return self._h
+
+    def __eq__(self, other):
+        return other.__class__ is OpsKey and other.ops == self.ops
+
+
 def _pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
@@ -96,6 +114,14 @@ class Sequences:
             else:
                 preps = list(preps) + [p._led for p in preps if getattr(p, "_led", None) is not None]
                 kept = [h for h in (self._kept.pop(p, None) for p in preps) if h is not None]
+        for cap, seq in kept:
+            self.release(cap, seq)
+
+    def forget_ops(self) -> None:
+        """Clear every recording kept by its op list (OpsKey): a buffer one of them copies is being freed."""
+        with self._lock:
+            keys = [k for k in self._kept if k.__class__ is OpsKey]
+            kept = [self._kept.pop(k) for k in keys]
         for cap, seq in kept:
             self.release(cap, seq)
 
@@ -162,7 +188,7 @@ class Batch:
     undefined, every other tensor and the device stay as they were."""
 
     __slots__ = ("device", "timestamps", "_ops", "_hazards", "_touched", "_refs", "_downloads", "_ran",
-                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "_covered", "_writes", "__dict__",
+                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "_covered", "_writes", "_keep_ops", "__dict__",
                  "__weakref__")
     _flushes = True  # a Graph submits nothing while it records
 
@@ -184,6 +210,9 @@ class Batch:
         self._only = None  # the prepared recording the batch began with while it is all the batch holds
         self._covered: set = set()  # buffers of calls in flight (Device._async) a barrier here already orders
         self._writes: set = set()  # serials of every buffer the batch writes
+        # A one-off NumPy call's (Call): a list of the Algorithm keys its prepared recordings bind, and its
+        # submissions are kept recorded by op list (OpsKey); False otherwise.
+        self._keep_ops = False
         self._registered = pending
         if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
             device._pending.add(self)
@@ -228,7 +257,7 @@ class Batch:
             dev._pack_into(stage, data, words)
             # A transfer write into a buffer no earlier op of this batch uses: kp's transfer->compute
             # barrier before each dispatch covers it.
-            self._ops.append(("op", K.kp().OpBufferCopy(stage.kp, buf.kp, words * 4)))
+            self._ops.append(("op", dev._pipelines.copy_op(stage, buf, words * 4)))
         return DeviceTensor(buf, desc, dev)
 
     def hold(self, tensor: DeviceTensor) -> None:
@@ -259,6 +288,7 @@ class Batch:
         self._order(rd, wr)
         if push.__class__ is not np.ndarray or push.dtype != np.uint32 or not push.flags.c_contiguous:
             push = np.ascontiguousarray(push, dtype=np.uint32)  # a plan's arrays are already
+        self._keep_ops = False  # a dispatch without a prepared recording: its Algorithm is not listed
         op = self.device._pipelines.dispatch_op(kernel, bufs, tuple(groups), tuple(spec), push, self._pins)
         self._refs.extend(bufs)
         self._ops.append(("dispatch", op))
@@ -277,6 +307,8 @@ class Batch:
         n = self._pending_dispatches + prep.dispatches
         if self._pins is not None:
             self.device._pipelines.pin(prep.keys, self._pins)
+        if self._keep_ops is not False:
+            self._keep_ops += prep.keys
         fast = not h.written and not h.read
         dev = self.device
         busy = dev._async_serials  # buffers of eager calls still in flight, and those they write
@@ -320,6 +352,8 @@ class Batch:
         only, self._only = self._only, None
         if only is not None and not extra and len(ops) == len(only.ops):  # nothing but that recording
             pending = self.device._sequences.submit(ops, self.timestamps, only)
+        elif self._keep_ops and not self.timestamps:
+            pending = self.device._sequences.submit(ops, False, OpsKey(ops, self._keep_ops))
         else:
             pending = self.device._sequences.submit(ops, self.timestamps)
         self._inflight.append((pending, kinds))
@@ -386,7 +420,7 @@ class Batch:
     def _download_ops(self) -> List:
         if not self._downloads:
             return []
-        k = K.kp()
+        pipes = self.device._pipelines
         src = {b.serial: b for b, _, _ in self._downloads}
         key = tuple(src)
         cache = self.device._pipelines._barriers  # the barrier before downloads of these buffers, made once
@@ -400,10 +434,17 @@ class Batch:
         hosts = []
         for buf, host, words in self._downloads:
             if host is not buf:
-                ops.append(k.OpBufferCopy(buf.kp, host.kp, words * 4))
+                ops.append(pipes.copy_op(buf, host, words * 4))
                 hosts.append(host)
         if hosts:
-            ops.append(barrier(hosts, K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST))
+            key = ("host",) + tuple([h.serial for h in hosts])
+            op = cache.get(key)
+            if op is None:
+                op = barrier(hosts, K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST)
+                if len(cache) >= 256:
+                    cache.clear()
+                cache[key] = op
+            ops.append(op)
         return ops
 
     def run(self):
@@ -417,6 +458,8 @@ class Batch:
         finally:
             self._ran = True
             self._release(keep_downloads=True)
+        if self.device._async and self._flushes:
+            self.device.synchronize()  # a waited batch is a sync point: the calls before it are done
 
     def run_async(self):
         """Submit what is recorded and return without waiting (an eager call on device tensors): the
