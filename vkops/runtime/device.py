@@ -434,10 +434,14 @@ class Device:
     def _submitted(self, batch: Batch) -> None:
         """A one-off call's batch was submitted without waiting (Batch.run_async)."""
         with self._lock:
-            self._async.append(batch)
-            self._async_written = self._async_written | batch._writes
-            self._async_serials = self._async_serials | batch._touched
-            over = len(self._async) > ASYNC_MAX
+            a = self._async
+            a.append(batch)
+            if len(a) == 1:
+                self._async_written, self._async_serials = frozenset(batch._writes), frozenset(batch._touched)
+            else:
+                self._async_written = self._async_written.union(batch._writes)
+                self._async_serials = self._async_serials.union(batch._touched)
+            over = len(a) > ASYNC_MAX
         if over:
             self._retire(ASYNC_MAX // 2)  # half at a time: the serial sets are rebuilt once per half
 
@@ -445,14 +449,19 @@ class Device:
         """Wait for the oldest `n` calls in flight (0: all), then let go of their buffers. Under the
         device's lock, waits included: the Algorithm LRU calls this holding it (Pipelines)."""
         with self._lock:
-            done = self._async[:n] if n else list(self._async)
+            a = self._async
+            done = a[:n] if 0 < n < len(a) else a
             try:
                 for b in done:
                     b._wait_all()
             finally:
-                del self._async[:len(done)]
-                self._async_written = frozenset().union(*[b._writes for b in self._async])
-                self._async_serials = frozenset().union(*[b._touched for b in self._async])
+                if done is a:
+                    self._async = []
+                    self._async_written = self._async_serials = frozenset()
+                else:
+                    del a[:len(done)]
+                    self._async_written = frozenset().union(*[b._writes for b in a])
+                    self._async_serials = frozenset().union(*[b._touched for b in a])
                 for b in done:
                     b._release()
 
