@@ -287,7 +287,7 @@ class Facts:
 
 # force= names, one a path: each runs its own kernels/top_k1/<name>.comp (radix: radix.comp's chunks; the
 # Path keeps path "filter" with radix=True, the chunk layout both share).
-PATHS = ("gradix", "rsort", "rows", "seg", "radix", "filter", "sort")
+PATHS = ("rsort", "rows", "seg", "radix", "filter", "sort", "gradix")
 
 
 @dataclass(frozen=True)
@@ -407,17 +407,19 @@ def gradix_shared_bytes(Kp: int) -> int:
 def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int, target_groups: int,
                 chunks: Optional[int] = None, t: TopK1Tuning = DEFAULT) -> Optional[Path]:
     """The GRADIX lowering (kernels/top_k1/gradix*.comp) where its sort fits shared memory, else None: chunks of
-    at least GRADIX_MIN_CHUNK elements toward target_groups workgroups in all (`chunks`: that many a row, for
-    tests and sweeps), digit passes and compaction in workgroups of GRADIX_WG (at most the device's), the
-    survivors' sort in one workgroup of `workgroup` a row over B = pow2(K) entries."""
+    GRADIX_MIN_CHUNK elements (rounded up to 16), or longer ones where that makes more than about target_groups
+    workgroups in all, the row's last chunk what is left (`chunks`: that many a row, for tests and sweeps);
+    digit passes and compaction in workgroups of GRADIX_WG (at most the device's), the survivors' sort in one
+    workgroup of `workgroup` a row over B = pow2(K) entries."""
     Kp = _pow2(k)
     if gradix_shared_bytes(Kp) > shared:
         return None
     wg = min(t.GRADIX_WG, workgroup)
-    if chunks is None:
-        chunks = max(1, min(-(-target_groups // n_seq), length // t.GRADIX_MIN_CHUNK))
-    chunk_len = -(-length // chunks)
-    chunk_len = -(-chunk_len // GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN
+    align = lambda n: -(-n // GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN  # noqa: E731
+    if chunks is None:  # about target_groups workgroups in all, chunks of >= GRADIX_MIN_CHUNK (a shorter last one)
+        chunk_len = max(align(t.GRADIX_MIN_CHUNK), align(-(-length // -(-target_groups // n_seq))))
+    else:
+        chunk_len = align(-(-length // chunks))
     chunks = -(-length // chunk_len)
     return Path("gradix", Kp, Kp, chunks=chunks, chunk_len=chunk_len, workgroup=wg, sort_wg=workgroup)
 
