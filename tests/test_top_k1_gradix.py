@@ -107,6 +107,11 @@ def test_forced_chunks_and_vector_tails(dev, rng):
         x = rng.standard_normal((2, L)).astype(np.float16)
         for chunks in (1, 2, 7, 40):
             check(x, 2049, chunks=chunks)
+    # long chunks: several blocks of slots a chunk (a block: GRADIX_WG x 4 loads), ties cut in a late block
+    x = rng.integers(0, 200, (2, 40000)).astype(np.float32)
+    for chunks in (1, 3):
+        check(x, 3000, chunks=chunks)
+        check(x[:, :39999], 3000, chunks=chunks)  # rows of L % 4 != 0: one element a load
 
 
 # ---- ties ---------------------------------------------------------------------------------------------------

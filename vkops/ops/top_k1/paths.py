@@ -99,8 +99,8 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "sort_tile": 2 * B, "sort_global": 0,
              "rows": 2 * B,                                  # subgroup regions of skey/sidx
              "rsort": B + rs_sh + 1,                         # skey, counters, s_flag
-             # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 4 scalars; skey/sidx[B]
-             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 4, "gradix_sort": 2 * B}
+             # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 6 scalars; skey/sidx[B]
+             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6, "gradix_sort": 2 * B}
     return 4 * words[algorithm]
 
 
