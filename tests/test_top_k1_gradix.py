@@ -2,7 +2,9 @@
 TopK1Tuning.GRADIX_MIN_KP): exact against reference.top_k1 for several dtypes, both directions, K on the pow2
 boundaries up to 4096, rows around chunk boundaries, constant rows, ties straddling the threshold, NaN/inf/-0.0,
 non-last and strided axes, repeated calls (the counters it must leave zero). Chunks are made short with
-GRADIX_MIN_CHUNK so that small rows run many workgroups a row; sizes stay small (lavapipe)."""
+GRADIX_MIN_CHUNK so that small rows run many workgroups a row; sizes stay small (lavapipe). The survivors' sort
+takes the register networks (top_k1_gradix_sort_sg_*) where the device has subgroup shuffles, so these tests
+carry no subgroup_free marker (CI's subgroup legs run them at other subgroup sizes), but for shuffle=False."""
 import numpy as np
 import pytest
 
@@ -20,7 +22,23 @@ CHUNK = 1024  # GRADIX_MIN_CHUNK in these tests: rows of a few thousand run seve
 T1K = TUN.replace(GRADIX_MIN_CHUNK=CHUNK)
 
 
+SHARED = {}  # the test device's shared memory (_device below)
+
+
+@pytest.fixture(autouse=True)
+def _device(request):
+    if "dev" in request.fixturenames:
+        SHARED["bytes"] = request.getfixturevalue("dev").shared_memory_bytes
+    yield
+
+
 def check(x, k, axis=-1, direction="decreasing", tuning=T1K, **kw):
+    """GRADIX's result against the oracle, bit for bit; where its sort does not fit the device's shared memory
+    (K > 2048 under Vulkan's minimum 16 KiB), the refusal instead."""
+    if paths.gradix_shared_bytes(paths._pow2(k)) > SHARED["bytes"]:
+        with pytest.raises(ValidationError, match="gradix path needs pow2"):
+            tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning, **kw)
+        return None
     v, i = tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning, **kw)
     rv, ri = reference.top_k1(np.asarray(x), k, axis, direction)
     np.testing.assert_array_equal(i, ri)
@@ -43,7 +61,6 @@ def ints(rng, dtype, shape, lo, hi):
 
 
 # ---- dtypes x directions x K on the pow2 boundaries ------------------------------------------------------
-@pytest.mark.subgroup_free
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8"])
 @pytest.mark.parametrize("direction", DIRS)
 def test_dtypes_directions_large_k(dev, rng, dtype, direction):
@@ -60,11 +77,9 @@ def test_dtypes_directions_large_k(dev, rng, dtype, direction):
     else:
         x = ints(rng, np.uint8, (2, L), 0, 256)
     for k in (2048, 2049, 4095, 4096):
-        if sort_fits(dev, k):
-            check(x, k, direction=direction)
+        check(x, k, direction=direction)
 
 
-@pytest.mark.subgroup_free
 @pytest.mark.parametrize("dtype", ["int16", "int8", "uint32", "uint16"])
 def test_other_dtypes(dev, rng, dtype):
     info = np.iinfo(dtype)
@@ -75,7 +90,6 @@ def test_other_dtypes(dev, rng, dtype):
         check(x, 2049, direction=direction)
 
 
-@pytest.mark.subgroup_free
 @pytest.mark.parametrize("k", [1, 7, 300, 1000])
 def test_small_k(dev, rng, k):
     x = rng.standard_normal((3, 5 * CHUNK - 3)).astype(np.float32)
@@ -84,8 +98,18 @@ def test_small_k(dev, rng, k):
     check(x.astype(np.float16), k, direction="increasing")
 
 
+@pytest.mark.parametrize("shuffle", [pytest.param(False, marks=pytest.mark.subgroup_free), True])
+def test_sort_networks_shared_and_registers(dev, rng, shuffle):
+    # gradix_sort and gradix_sort_sg (register networks where the device has subgroup shuffles)
+    if shuffle and not dev.limits.has_subgroup(*paths.SHUF_SUBGROUP_OPS):
+        pytest.skip("no subgroup shuffles")
+    x = rng.integers(0, 500, (2, 5 * CHUNK + 1)).astype(np.float32)
+    for k in (100, 2049, 4096):
+        check(x, k, shuffle=shuffle)
+        check(x.astype(np.float16), k, direction="increasing", shuffle=shuffle)
+
+
 # ---- chunk boundaries -------------------------------------------------------------------------------------
-@pytest.mark.subgroup_free
 @pytest.mark.parametrize("n_seq", [1, 3])
 def test_rows_around_chunk_boundaries(dev, rng, n_seq):
     c = 2048
@@ -99,7 +123,6 @@ def test_rows_around_chunk_boundaries(dev, rng, n_seq):
                 check(x, k, direction=direction, tuning=tun)
 
 
-@pytest.mark.subgroup_free
 def test_forced_chunks_and_vector_tails(dev, rng):
     # chunks forced (tests and sweeps): whole 16-element steps, a short last chunk; fp16 rows with L % 8 != 0
     # (no 16-byte loads) and == 0 (16-byte loads)
@@ -115,7 +138,6 @@ def test_forced_chunks_and_vector_tails(dev, rng):
 
 
 # ---- ties ---------------------------------------------------------------------------------------------------
-@pytest.mark.subgroup_free
 @pytest.mark.parametrize("dtype", ["float32", "float16", "uint8"])
 def test_constant_rows(dev, dtype):
     x = np.full((3, 4 * CHUNK + 100), 3, dtype)
@@ -125,7 +147,6 @@ def test_constant_rows(dev, dtype):
                 check(x, k, direction=direction)
 
 
-@pytest.mark.subgroup_free
 def test_negative_zero_ties_with_zero(dev, rng):
     x = np.where(rng.random((2, 5 * CHUNK)) < 0.5, np.float32(0.0), np.float32(-0.0)).astype(np.float32)
     x[0, 17] = 1.0
@@ -134,7 +155,6 @@ def test_negative_zero_ties_with_zero(dev, rng):
         check(x.astype(np.float16), 3000, direction=direction)
 
 
-@pytest.mark.subgroup_free
 @pytest.mark.parametrize("direction", DIRS)
 def test_duplicates_straddling_the_threshold(dev, rng, direction):
     # the K-th value repeated across every chunk, with the cut in the middle chunk: ties must go to the
@@ -153,7 +173,6 @@ def test_duplicates_straddling_the_threshold(dev, rng, direction):
     check(x.astype(np.int32), k, direction=direction)
 
 
-@pytest.mark.subgroup_free
 def test_ties_in_one_block_and_early_stop(dev, rng):
     # every tie of the K-th key in one chunk, clustered (the cut chunk's prefix sum over a dense block) and
     # sparse (blocks without ties skipped)
@@ -166,7 +185,6 @@ def test_ties_in_one_block_and_early_stop(dev, rng):
 
 
 # ---- NaN, inf, -0.0 ----------------------------------------------------------------------------------------
-@pytest.mark.subgroup_free
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("direction", DIRS)
 def test_nan_inf_negzero(dev, rng, dtype, direction):
@@ -182,12 +200,10 @@ def test_nan_inf_negzero(dev, rng, dtype, direction):
                                   np.uint32 if dtype == "float32" else np.uint16).tobytes(), dtype)[0]
     x[1, at[:3000 % L]] = nan2  # another NaN payload: values keep their bits
     for k in (2049, 4096):
-        if sort_fits(dev, k):
-            check(x, k, direction=direction)
+        check(x, k, direction=direction)
 
 
 # ---- axes, strides, repeated calls ---------------------------------------------------------------------------
-@pytest.mark.subgroup_free
 def test_non_last_axis_and_strided_views(dev, rng):
     x = rng.integers(0, 30, (5 * CHUNK + 7, 3)).astype(np.float32)
     for direction in DIRS:
@@ -199,19 +215,19 @@ def test_non_last_axis_and_strided_views(dev, rng):
     check(np.ascontiguousarray(np.moveaxis(y, 2, 1)), 2048, axis=1)
 
 
-@pytest.mark.subgroup_free
 def test_repeated_calls_leave_the_counters_zero(dev, rng):
     # the histograms, arrival and slot counters live in the plan's zeroed counters: every call must leave
     # them zero, or the next call (same plan, other data) goes wrong
     x = rng.standard_normal((3, 5 * CHUNK)).astype(np.float32)
     xt = dev.tensor(x)
+    k = 2049 if sort_fits(dev, 2049) else 2000
     for _ in range(3):
-        v, i = (t.numpy() for t in tk._top_k(xt, 2049, force="gradix", tuning=T1K))
-        rv, ri = reference.top_k1(x, 2049, -1)
+        v, i = (t.numpy() for t in tk._top_k(xt, k, force="gradix", tuning=T1K))
+        rv, ri = reference.top_k1(x, k, -1)
         np.testing.assert_array_equal(i, ri)
         np.testing.assert_array_equal(v, rv)
-    for k in (2049, 2050):  # another plan in between, then the same again
-        check(np.round(x, 1), k)
+    for kk in (k, k + 1):  # another plan in between, then the same again
+        check(np.round(x, 1), kk)
 
 
 # ---- the plan and the rule (host only) ------------------------------------------------------------------------
@@ -237,9 +253,14 @@ def test_off_by_default_and_the_knob():
         p = _plan(h, 1, 151936, 4096, dtype, tuning=on)
         assert p.note("path") == "gradix"
         assert [x.kernel for x in p.dispatches] == ([f"top_k1_gradix_hist_{s}"] * passes +
-                                                    [f"top_k1_gradix_collect_{s}", f"top_k1_gradix_sort_{s}"])
-        assert p.dispatches[-1].spec == (512, 4096) and p.dispatches[0].spec == (256,)
+                                                    [f"top_k1_gradix_collect_{s}", f"top_k1_gradix_sort_sg_{s}"])
+        assert p.dispatches[-1].spec == (1024, 4096) and p.dispatches[0].spec == (256,)  # 4 entries a thread
         assert p.dispatches[0].groups[0] == 38  # chunks of 4096
+        plain = _plan(h, 1, 151936, 4096, dtype, tuning=on, shuffle=False).dispatches[-1]
+        assert plain.kernel == f"top_k1_gradix_sort_{s}" and plain.spec == (512, 4096)
+    assert _plan(h, 1, 151936, 2048, tuning=on).dispatches[-1].spec == (512, 2048)
+    assert _plan(grid.LIMITS["minimum"], 1, 151936, 1024, force="gradix").dispatches[-1].kernel == \
+        "top_k1_gradix_sort_f32"  # no subgroup shuffles
     with pytest.raises(ValidationError, match="GRADIX_MIN_KP must be an int >= 0"):
         TUN.replace(GRADIX_MIN_KP=-1)
 

@@ -3,7 +3,9 @@
 // (gradix_collect), pads them to B = pow2(K) with sentinels, bitonic-sorts them in shared memory (networks.glsl's
 // sort_runs: key descending, then index ascending) and writes the first K; it leaves the row's survivor slot
 // counter zero. Bindings: the input, the output values and indices, work, ctr. Shared memory: skey/sidx[B]
-// (B = 4096: 32 KiB; vkops.ops.top_k1.paths.gradix_path plans it only where that fits).
+// (B = 4096: 32 KiB; vkops.ops.top_k1.paths.gradix_path plans it only where that fits). SHUF=1
+// (top_k1_gradix_sort_sg_*): the network's short strides in registers and subgroup shuffles, planned with a
+// workgroup of B/4 where the device allows (up to 1024).
 #extension GL_GOOGLE_include_directive : require
 #include "head.glsl"
 #define GRADIX_BINDING 3

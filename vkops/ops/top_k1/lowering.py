@@ -24,7 +24,8 @@ module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
           K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit,
           the row's last workgroup to arrive picks the digit), one compaction of the K survivors (gradix_collect:
           keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
-          memory, one workgroup a row (gradix_sort).
+          memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
+          registers).
   sort    pow2(K) > B on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
           the last one writes the first K.
@@ -170,7 +171,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
             dispatch("gradix_hist", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), shift=bits - 8 * (j + 1),
                      last=int(j == passes - 1), **fields)
         dispatch("gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), **fields)
-        dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), **fields)
+        dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf, **fields)
     elif p.path == "rows":  # G rows a workgroup, one a subgroup
         dispatch("rows", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, G=p.G, cap=p.cap or p.B)
     elif p.path == "rsort":  # one row a workgroup; its counters' size a specialization constant

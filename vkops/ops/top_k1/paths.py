@@ -396,6 +396,7 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
     return decide(f, force).plan
 
 
+GRADIX_SORT_RE = 4  # entries a thread of the register networks (RE in networks.glsl)
 GRADIX_CHUNK_ALIGN = 16  # GRADIX chunks are whole 16-byte loads of every dtype (gradix.glsl's chunk_len)
 
 
@@ -528,6 +529,14 @@ def choose(limits: Limits, n_seq: int, length: int, k: int, *, key_bits: int = 3
     c = decide(f, force)
     if c.path in ("rows", "rsort"):
         return c
+    if c.path == "gradix":
+        # The survivors' sort by the register networks (top_k1_gradix_sort_sg_*, SHUF) where the device has
+        # subgroup shuffles (`shuffle` False: the shared-memory networks), in a workgroup that holds pow2(K)
+        # entries at GRADIX_SORT_RE a thread where the device allows (reg_fits in networks.glsl).
+        p = c.plan
+        shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) if shuffle is None else bool(shuffle)
+        wg = limits.workgroup(max(p.sort_wg, p.Kp // GRADIX_SORT_RE)) if shuf else p.sort_wg
+        return dataclasses.replace(c, plan=dataclasses.replace(p, shuf=shuf, sort_wg=wg))
     shuf = shuffle
     if shuf is None:
         shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and c.plan.Kp >= t.SHUF_MIN_KP
