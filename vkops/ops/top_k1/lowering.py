@@ -164,7 +164,12 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     if p.path == "gradix":
         C = p.chunks
         ctr = b.counters(n_seq * GRADIX_CTR_WORDS)
-        work = b.scratch(TensorDesc(DataType.UINT32, (2 * n_seq + n_seq * C * 256 + 2 * n_seq * K,)))
+        words = 2 * n_seq + n_seq * C * 256 + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
+        if words * 4 > lim.max_storage_buffer_range:
+            raise DeviceLimitError(
+                f"TOP_K1 by GRADIX with k={K} on {n_seq} rows of {L} in {C} chunks needs {words * 4} bytes of "
+                f"scratch: more than {lim.name}'s maxStorageBufferRange of {lim.max_storage_buffer_range} bytes")
+        work = b.scratch(TensorDesc(DataType.UINT32, (words,)))
         fields = dict(chunks=C, chunk_len=p.chunk_len)
         passes = -(-bits // 8)
         for j in range(passes):  # digits from the most significant
