@@ -160,8 +160,9 @@ class Facts:
     @cached_property
     def gradix(self) -> Optional[Path]:
         """GRADIX's sizing where it fits (else None): gradix_path."""
+        groups = self.t.GRADIX_TARGET_GROUPS if self.short_chunks else self.target_groups  # a CPU: its own target
         return gradix_path(self.n_seq, self.length, self.k, shared=self.shared, workgroup=self.WG,
-                           target_groups=self.target_groups, chunks=self.chunks, t=self.t)
+                           target_groups=groups, chunks=self.chunks, t=self.t)
 
     @property
     def gradix_auto(self) -> bool:

@@ -70,7 +70,8 @@ class TopK1Tuning(Tuning):
     GRADIX_MIN_KP: int = 0  # 0: never (off by default; built, not yet measured): GRADIX from this pow2(K) (#gradix)
     GRADIX_MIN_L: int = 16384  # ... on rows at least this long (#gradix)
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
-    GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements, toward TARGET_GROUPS workgroups (#gradix)
+    GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
+    GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
 
     OP = "TOP_K1"
 
