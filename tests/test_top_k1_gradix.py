@@ -277,3 +277,12 @@ def test_refused_where_the_sort_does_not_fit():
     if lim.shared_memory_bytes < 32768:
         with pytest.raises(ValidationError, match="gradix path needs pow2"):
             _plan(lim, 1, 151936, 4096, force="gradix")
+
+
+def test_tiny_rows_and_k_equal_to_length(dev, rng):
+    # one chunk shorter than a load step, K = L (a full stable sort), and 8-bit keys (one digit pass)
+    for shape, k in (((1, 1), 1), ((3, 5), 5), ((2, 17), 3), ((4, 33), 33)):
+        for dtype in ("float32", "int8"):
+            x = (rng.standard_normal(shape) * 50).astype(dtype)
+            for direction in DIRS:
+                check(x, k, direction=direction)
