@@ -60,6 +60,10 @@ TOPK = [
     ("top_k1_sort_global", "sort_global.comp", (None,), {}),   # ... and its global steps (keys only)
     ("top_k1_rows", "rows.comp", TOPK_TYPES, {}),              # ROWS: one subgroup a row
     ("top_k1_rsort", "rsort.comp", TOPK_TYPES, {}),            # RSORT: one workgroup's radix sort a row
+    ("top_k1_gradix_hist", "gradix_hist.comp", TOPK_TYPES, {}),        # GRADIX: a digit pass, many workgroups a row
+    ("top_k1_gradix_collect", "gradix_collect.comp", TOPK_TYPES, {}),  # ... the compaction of the K survivors
+    ("top_k1_gradix_sort", "gradix_sort.comp", TOPK_TYPES, {}),        # ... their sort, one workgroup a row
+    ("top_k1_gradix_sort_sg", "gradix_sort.comp", TOPK_TYPES, {"SHUF": 1}),
 ]
 for _prefix, _src, _types, _defines in TOPK:
     for _t in _types:

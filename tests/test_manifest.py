@@ -39,7 +39,8 @@ HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLM
 # Research modules (planned by no operator): the push block and buffers of the bench/research script that runs each
 RESEARCH = {"research_coopmat_peak": (np.dtype([("iters", "<u4")]), 2)}  # bench/research/coopmat_peak.py
 # TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1/lowering.py lower)
-TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3}
+TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3,
+                "gradix_hist": 3, "gradix_collect": 3, "gradix_sort": 5}
 
 
 @pytest.fixture(scope="module")

@@ -87,7 +87,7 @@ def _choose(lim, n, L, k, **kw):
 def test_the_rule_is_its_rows_in_order():
     from vkops.ops.top_k1 import paths
 
-    assert [r[0] for r in paths.AUTO_RULE] == ["rsort", "rows", "seg", "radix", "filter", "sort"]
+    assert [r[0] for r in paths.AUTO_RULE] == ["gradix", "rsort", "rows", "seg", "radix", "filter", "sort"]
     assert sorted(paths.PATHS) == sorted(r[0] for r in paths.AUTO_RULE)  # force= names, one a path
     # 4096 rows of 1024 at K = 64 on the H100-like device: ROWS's condition holds, so SEG's (which holds too) never runs
     c = _choose(grid.H100, 4096, 1024, 64)

@@ -9,7 +9,16 @@ so a drift of the card's clock shows as a spread.
 
 A configuration is {"knobs": {KNOB: value, ...}, "kw": {force/chunks/shuffle/tune: value}} ("paths" is the old
 spelling of "knobs", as in docs/tuning/top_k1.md's log): each configuration plans with its own TopK1Tuning,
-which is part of the plan key, so configurations never share a plan.
+which is part of the plan key, so configurations never share a plan. The GRADIX path (off by default) against
+the default plans, with a chunk-length variant:
+
+    bash bench/gpu.sh python3 bench/research/research_topk_knobs.py \
+        --configs '{"default": {}, "gradix": {"kw": {"force": "gradix"}},
+                    "gradix_c2k": {"knobs": {"GRADIX_MIN_CHUNK": 2048}, "kw": {"force": "gradix"}}}' \
+        --case 1x151936:float32:1024,2048,3000,4096 --case 1x151936:float16:1024,2048,3000,4096
+
+Every row of 2-D cases with at most --check-all-rows rows is checked against the oracle (else 16 sampled rows);
+a wrong output prints WRONG.
 """
 import argparse
 import json
@@ -40,6 +49,8 @@ def main():
     ap.add_argument("--configs", required=True, help="JSON: name -> {paths: {...}, kw: {...}}")
     ap.add_argument("--case", action="append", required=True, help="RxL:dtype:k1,k2")
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--check-all-rows", type=int, default=256,
+                    help="check every row of 2-D cases with at most this many rows (else 16 sampled rows)")
     args = ap.parse_args()
     configs = json.loads(args.configs)
     tunings = {name: top_k1.DEFAULT.replace(**cfg.get("knobs", cfg.get("paths", {}))) for name, cfg in configs.items()}
@@ -53,7 +64,9 @@ def main():
         shape = tuple(map(int, shape_s.split("x")))
         x = data(shape, dtype, rng)
         xt = dev.tensor(x)
-        rows = sorted({0, shape[0] - 1} | set(rng.integers(0, shape[0], 14).tolist()))
+        n_rows = int(np.prod(shape[:-1]))
+        rows = (list(range(shape[0])) if len(shape) == 2 and n_rows <= args.check_all_rows else
+                sorted({0, shape[0] - 1} | set(rng.integers(0, shape[0], 14).tolist())))
         full_v, full_i = reference.top_k1(x[rows], shape[-1], -1)
         tx = torch.from_numpy(x).cuda() if torch is not None else None
         for k in map(int, ks.split(",")):
@@ -72,7 +85,9 @@ def main():
                                            key_bits=np.dtype(dtype).itemsize * 8, tuning=tun,
                                            **{a: b for a, b in kw.items() if a in ("force", "chunks", "shuffle")})
                         notes[name] = (f"{p.path}{' radix' if p.radix else ''} B={p.B} WG={p.workgroup} "
-                                       f"chunks={p.chunks}{' shuf' if p.shuf else ''}", ok)
+                                       f"chunks={p.chunks}{' shuf' if p.shuf else ''}"
+                                       f"{f' chunk_len={p.chunk_len} sort_wg={p.sort_wg}' if p.path == 'gradix' else ''}"
+                                       f" rows_checked={len(rows)}", ok)
                     res[name].append(timing.vk_gpu_ms(f, device=dev, method=M_))
             tms = ""
             if tx is not None:

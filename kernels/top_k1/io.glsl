@@ -1,11 +1,14 @@
 // TOP_K1 keys, addressing, loads and the outputs: what every module that reads the input includes
 // after its push block (which must hold flip, axis_stride, inner, K, n_other, o_sizes and o_strides).
-// Bindings 0-2: the input (also as 16-byte vectors), the output values and indices.
+// Bindings 0-2: the input (also as 16-byte vectors), the output values and indices (TOPK_NO_OUTPUTS defined:
+// the input only, for modules that write no output: gradix_hist.comp, gradix_collect.comp).
 
 layout(binding = 0) readonly buffer Src { uint src[]; };
 layout(binding = 0) readonly buffer Src4 { uvec4 src4[]; };   // the same buffer, 16 bytes at a time
+#ifndef TOPK_NO_OUTPUTS
 layout(binding = 1) buffer OutVal { uint oval[]; };           // atomics for 8/16-bit values
 layout(binding = 2) writeonly buffer OutIdx { uint oidx[]; };
+#endif
 
 const uint EV = 128u / ELEM_BITS;   // elements per uvec4
 
@@ -55,6 +58,7 @@ uint load_raw(uint base, uint i) { return LOAD_ELEM(src, base + i * pc.axis_stri
 #define VEC_ELEM(w, e) bitfieldExtract((w)[(e) / (32u / ELEM_BITS)], int(((e) % (32u / ELEM_BITS)) * ELEM_BITS), ELEM_BITS)
 #endif
 
+#ifndef TOPK_NO_OUTPUTS
 void write_out(uint s, uint j, uint idx, uint base) {
     uint o = (s / pc.inner) * pc.K * pc.inner + (s % pc.inner) + j * pc.inner;
     oidx[o] = idx;
@@ -71,6 +75,7 @@ void write_out(uint s, uint j, uint idx, uint base) {
     atomicOr(oval[w], raw << sh);
 #endif
 }
+#endif
 // Keys carry ELEM_BITS significant bits (above them only the INCREASING flip's ones, equal for all).
 const uint KEY_BITS_MASK = ELEM_BITS == 32 ? 0xFFFFFFFFu : ((1u << ELEM_BITS) - 1u);
 // The key bits from `shift` up: those a digit below them must match its prefix on.

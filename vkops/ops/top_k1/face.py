@@ -63,7 +63,8 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
            chunks: Optional[int] = None, shuffle: Optional[bool] = None, tune: Optional[int] = None,
            tuning: Optional[TopK1Tuning] = None):
     """top_k() with the path switches tests and benchmarks use: `force` (a name of paths.PATHS, one a path: "seg",
-    "filter" (the threshold filter), "radix", "sort", "rows" or "rsort"), `chunks` (workgroups per row on the filter path; ROWS' candidate cap), `shuffle`
+    "filter" (the threshold filter), "radix", "sort", "rows", "rsort" or "gradix"), `chunks` (workgroups per row on the
+    filter and gradix paths; ROWS' candidate cap), `shuffle`
     (the top_k1_*_sg_* modules or not) and `tune` (the TUNE_* bits of paths.py) override the choice of
     device_path() and tune_bits(); `tuning` (a TopK1Tuning) replaces the rule's knobs."""
     Call, freeze = face_runtime()

@@ -20,6 +20,12 @@ module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
           (rsort.comp).
           B/2 < pow2(K) <= B on rows longer than B: radix select, one chunk a row (no merge: it needs two
           runs of pow2(K) in the buffer).
+  gradix  only where TopK1Tuning.GRADIX_MIN_KP is set (0, the default: never) or forced (force="gradix"): the
+          K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit,
+          the row's last workgroup to arrive picks the digit), one compaction of the K survivors (gradix_collect:
+          keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
+          memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
+          registers).
   sort    pow2(K) > B on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
           the last one writes the first K.
@@ -42,6 +48,7 @@ from .paths import Path, device_path, tune_bits
 from .tuning import DEFAULT, TopK1Tuning
 
 SENT_IDX = 0xFFFFFFFF
+GRADIX_CTR_WORDS = 258  # a row's counters in gradix.glsl (CTR_WORDS): histogram, arrival, survivor slots
 
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
@@ -68,6 +75,9 @@ PUSH = {
     "rows": _push(_KEYS[:1] + ("n_seq",) + _KEYS[1:] + ("G", "vec", "cap")),
     "rsort": _push(_KEYS),
 }
+# GRADIX's three modules share one push block (kernels/top_k1/gradix.glsl).
+PUSH.update(dict.fromkeys(("gradix_hist", "gradix_collect", "gradix_sort"),
+                          _push(_HEAD + ("chunks", "chunk_len", "vec", "shift", "last"))))
 
 
 def algorithm(kernel: str) -> str:
@@ -151,7 +161,23 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
                    push=pc.reshape(1).view(np.uint32), spec=spec)
 
     spec = (p.workgroup, p.B)
-    if p.path == "rows":  # G rows a workgroup, one a subgroup
+    if p.path == "gradix":
+        C = p.chunks
+        ctr = b.counters(n_seq * GRADIX_CTR_WORDS)
+        words = 2 * n_seq + n_seq * C * 256 + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
+        if words * 4 > lim.max_storage_buffer_range:
+            raise DeviceLimitError(
+                f"TOP_K1 by GRADIX with k={K} on {n_seq} rows of {L} in {C} chunks needs {words * 4} bytes of "
+                f"scratch: more than {lim.name}'s maxStorageBufferRange of {lim.max_storage_buffer_range} bytes")
+        work = b.scratch(TensorDesc(DataType.UINT32, (words,)))
+        fields = dict(chunks=C, chunk_len=p.chunk_len)
+        passes = -(-bits // 8)
+        for j in range(passes):  # digits from the most significant
+            dispatch("gradix_hist", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), shift=bits - 8 * (j + 1),
+                     last=int(j == passes - 1), **fields)
+        dispatch("gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), **fields)
+        dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf, **fields)
+    elif p.path == "rows":  # G rows a workgroup, one a subgroup
         dispatch("rows", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, G=p.G, cap=p.cap or p.B)
     elif p.path == "rsort":  # one row a workgroup; its counters' size a specialization constant
         dispatch("rsort", [x, values, indices], [1, 2], n_seq, spec + (p.rs_sh,))

@@ -73,6 +73,7 @@ class Path:
     workgroup: int = 0   # always set by the rule
     rs_sh: int = 1       # rsort: words of its counters (RS_SH in kernels/top_k1/rsort.comp)
     shuf: bool = False   # seg, filter: the top_k1_*_sg_* modules (networks' short strides in shuffles)
+    sort_wg: int = 0     # gradix: the workgroup of its survivors' sort (B = Kp entries; `workgroup`: the passes')
 
 
 NBINS = 256  # radix histogram bins (NBINS in kernels/top_k1/head.glsl)
@@ -97,7 +98,9 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "radix": 2 * B + NBINS + NBINS // 32 + 5,
              "sort_tile": 2 * B, "sort_global": 0,
              "rows": 2 * B,                                  # subgroup regions of skey/sidx
-             "rsort": B + rs_sh + 1}                         # skey, counters, s_flag
+             "rsort": B + rs_sh + 1,                         # skey, counters, s_flag
+             # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 6 scalars; skey/sidx[B]
+             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6, "gradix_sort": 2 * B}
     return 4 * words[algorithm]
 
 
@@ -153,6 +156,20 @@ class Facts:
                                          and self.chunks in (None, 1)):
                 b = g
         return b
+
+    @cached_property
+    def gradix(self) -> Optional[Path]:
+        """GRADIX's sizing where it fits (else None): gradix_path."""
+        groups = self.t.GRADIX_TARGET_GROUPS if self.short_chunks else self.target_groups  # a CPU: its own target
+        return gradix_path(self.n_seq, self.length, self.k, shared=self.shared, workgroup=self.WG,
+                           target_groups=groups, chunks=self.chunks, t=self.t)
+
+    @property
+    def gradix_auto(self) -> bool:
+        """The rule takes GRADIX: GRADIX_MIN_KP set (0: never) and reached, rows of >= GRADIX_MIN_L, and it fits."""
+        t = self.t
+        return (t.GRADIX_MIN_KP > 0 and self.Kp >= t.GRADIX_MIN_KP and self.length >= t.GRADIX_MIN_L
+                and self.gradix is not None)
 
     @cached_property
     def short_radix(self) -> bool:
@@ -271,7 +288,7 @@ class Facts:
 
 # force= names, one a path: each runs its own kernels/top_k1/<name>.comp (radix: radix.comp's chunks; the
 # Path keeps path "filter" with radix=True, the chunk layout both share).
-PATHS = ("rsort", "rows", "seg", "radix", "filter", "sort")
+PATHS = ("rsort", "rows", "seg", "radix", "filter", "sort", "gradix")
 
 
 @dataclass(frozen=True)
@@ -289,6 +306,9 @@ class Choice:
 # docs/tuning/top_k1.md "Which path runs where" is this table. `chunks` given (tests, sweeps) skips the
 # subgroup paths.
 AUTO_RULE = (
+    ("gradix", lambda f: f.gradix_auto,
+     "GRADIX: pow2(K) >= GRADIX_MIN_KP (0, the default: never) on rows of >= GRADIX_MIN_L where pow2(K) (key, index) "
+     "pairs fit shared memory: a radix select of the K-th key over many workgroups a row, one compaction, one sort"),
     ("rsort", lambda f: f.chunks is None and f.rsort is not None,
      "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L with pow2(K) > ROWS_MAX_KP and subgroup ballot + "
      "arithmetic + shuffle: one workgroup radix-sorts a row"),
@@ -311,7 +331,7 @@ AUTO_RULE = (
 
 
 def _auto(f: Facts, name: str) -> Path:
-    return {"rsort": lambda: f.rsort, "rows": lambda: f.rows, "seg": f.seg,
+    return {"gradix": lambda: f.gradix, "rsort": lambda: f.rsort, "rows": lambda: f.rows, "seg": f.seg,
             "radix": lambda: f.chunked if f.fits_filter else f.one_chunk(),
             "filter": lambda: f.chunked, "sort": f.sort}[name]()
 
@@ -319,6 +339,12 @@ def _auto(f: Facts, name: str) -> Path:
 def _forced(f: Facts, force: str) -> Path:
     """The forced path, or ValidationError naming why it cannot run."""
     lim, length, k = f.limits, f.length, f.k
+    if force == "gradix":
+        p = f.gradix
+        if p is None:
+            raise ValidationError(f"gradix path needs pow2(K) (key, index) pairs in shared memory for its sort: "
+                                  f"{8 * f.Kp} bytes for K={k}; the device has {f.shared}")
+        return p
     if force == "rsort" and lim is not None:
         p = rsort_path(lim, f.n_seq, length, k, force=True, t=f.t)
         if p is None:
@@ -369,6 +395,35 @@ def choose_path(n_seq: int, length: int, k: int, shared: int, *, target_groups: 
     f = Facts(n_seq, length, k, shared=shared, target_groups=target_groups, short_chunks=short_chunks,
               workgroup=workgroup, key_bits=key_bits, chunks=chunks, t=tuning)
     return decide(f, force).plan
+
+
+GRADIX_SORT_RE = 4  # entries a thread of the register networks (RE in networks.glsl)
+GRADIX_CHUNK_ALIGN = 16  # GRADIX chunks are whole 16-byte loads of every dtype (gradix.glsl's chunk_len)
+
+
+def gradix_shared_bytes(Kp: int) -> int:
+    """Shared memory of GRADIX's sort (gradix_sort.comp: skey/sidx[pow2(K)]), its largest module."""
+    return 8 * Kp
+
+
+def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int, target_groups: int,
+                chunks: Optional[int] = None, t: TopK1Tuning = DEFAULT) -> Optional[Path]:
+    """The GRADIX lowering (kernels/top_k1/gradix*.comp) where its sort fits shared memory, else None: chunks of
+    GRADIX_MIN_CHUNK elements (rounded up to 16), or longer ones where that makes more than about target_groups
+    workgroups in all, the row's last chunk what is left (`chunks`: that many a row, for tests and sweeps);
+    digit passes and compaction in workgroups of GRADIX_WG (at most the device's), the survivors' sort in one
+    workgroup of `workgroup` a row over B = pow2(K) entries."""
+    Kp = _pow2(k)
+    if gradix_shared_bytes(Kp) > shared:
+        return None
+    wg = min(t.GRADIX_WG, workgroup)
+    align = lambda n: -(-n // GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN  # noqa: E731
+    if chunks is None:  # about target_groups workgroups in all, chunks of >= GRADIX_MIN_CHUNK (a shorter last one)
+        chunk_len = max(align(t.GRADIX_MIN_CHUNK), align(-(-length // -(-target_groups // n_seq))))
+    else:
+        chunk_len = align(-(-length // chunks))
+    chunks = -(-length // chunk_len)
+    return Path("gradix", Kp, Kp, chunks=chunks, chunk_len=chunk_len, workgroup=wg, sort_wg=workgroup)
 
 
 def tune_bits(p: Path, n_seq: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
@@ -475,6 +530,14 @@ def choose(limits: Limits, n_seq: int, length: int, k: int, *, key_bits: int = 3
     c = decide(f, force)
     if c.path in ("rows", "rsort"):
         return c
+    if c.path == "gradix":
+        # The survivors' sort by the register networks (top_k1_gradix_sort_sg_*, SHUF) where the device has
+        # subgroup shuffles (`shuffle` False: the shared-memory networks), in a workgroup that holds pow2(K)
+        # entries at GRADIX_SORT_RE a thread where the device allows (reg_fits in networks.glsl).
+        p = c.plan
+        shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) if shuffle is None else bool(shuffle)
+        wg = limits.workgroup(max(p.sort_wg, p.Kp // GRADIX_SORT_RE)) if shuf else p.sort_wg
+        return dataclasses.replace(c, plan=dataclasses.replace(p, shuf=shuf, sort_wg=wg))
     shuf = shuffle
     if shuf is None:
         shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and c.plan.Kp >= t.SHUF_MIN_KP

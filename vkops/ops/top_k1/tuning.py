@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...errors import ValidationError
 from ..tuning import Tuning
 
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
-POW2 = ("WORKGROUP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+POW2 = ("WORKGROUP", "GRADIX_WG", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
 
 
@@ -65,12 +66,21 @@ class TopK1Tuning(Tuning):
     # -- large K
     LARGE_K_MAX_B: int = 4096  # pow2(K) > MAX_B / 2 keeps radix select in buffers up to this: 64x131072 K=2048 1.864 -> 0.077 ms (#large_k_max_b)
     LARGE_K_ONE_CHUNK_MAX_L: int = 1 << 18  # B/2 < pow2(K) <= B on rows of B < L <= this: radix select, one chunk a row; 64x131072 K=4096 1.866 -> 0.180 ms, 1x2^20 lost (#large_k_one_chunk_max_l)
+    # -- GRADIX: a multi-workgroup radix select of the K-th key, one compaction, one sort of the survivors
+    GRADIX_MIN_KP: int = 0  # 0: never (off by default; built, not yet measured): GRADIX from this pow2(K) (#gradix)
+    GRADIX_MIN_L: int = 16384  # ... on rows at least this long (#gradix)
+    GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
+    GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
+    GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
 
     OP = "TOP_K1"
 
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        self.check_counts(self.knobs(), pow2=POW2)
+        self.check_counts([n for n in self.knobs() if n != "GRADIX_MIN_KP"], pow2=POW2)
+        v = self.GRADIX_MIN_KP
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValidationError(f"TopK1Tuning.GRADIX_MIN_KP must be an int >= 0 (0: never); got {v!r}")
         return self
 
 

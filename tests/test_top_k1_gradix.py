@@ -1,0 +1,288 @@
+"""TOP_K1's GRADIX path (kernels/top_k1/gradix*.comp; off by default, taken by force="gradix" or
+TopK1Tuning.GRADIX_MIN_KP): exact against reference.top_k1 for several dtypes, both directions, K on the pow2
+boundaries up to 4096, rows around chunk boundaries, constant rows, ties straddling the threshold, NaN/inf/-0.0,
+non-last and strided axes, repeated calls (the counters it must leave zero). Chunks are made short with
+GRADIX_MIN_CHUNK so that small rows run many workgroups a row; sizes stay small (lavapipe). The survivors' sort
+takes the register networks (top_k1_gradix_sort_sg_*) where the device has subgroup shuffles, so these tests
+carry no subgroup_free marker (CI's subgroup legs run them at other subgroup sizes), but for shuffle=False."""
+import numpy as np
+import pytest
+
+import vkops
+from vkops import reference
+from vkops.errors import ValidationError
+from vkops.ops import top_k1 as tk
+from vkops.ops.top_k1 import paths
+from vkops.ops.top_k1.tuning import DEFAULT as TUN
+
+import top_k1_plan_grid as grid
+
+DIRS = ["decreasing", "increasing"]
+CHUNK = 1024  # GRADIX_MIN_CHUNK in these tests: rows of a few thousand run several chunks
+T1K = TUN.replace(GRADIX_MIN_CHUNK=CHUNK)
+
+
+SHARED = {}  # the test device's shared memory (_device below)
+
+
+@pytest.fixture(autouse=True)
+def _device(request):
+    if "dev" in request.fixturenames:
+        SHARED["bytes"] = request.getfixturevalue("dev").shared_memory_bytes
+    yield
+
+
+def check(x, k, axis=-1, direction="decreasing", tuning=T1K, **kw):
+    """GRADIX's result against the oracle, bit for bit; where its sort does not fit the device's shared memory
+    (K > 2048 under Vulkan's minimum 16 KiB), the refusal instead."""
+    if paths.gradix_shared_bytes(paths._pow2(k)) > SHARED["bytes"]:
+        with pytest.raises(ValidationError, match="gradix path needs pow2"):
+            tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning, **kw)
+        return None
+    v, i = tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning, **kw)
+    rv, ri = reference.top_k1(np.asarray(x), k, axis, direction)
+    np.testing.assert_array_equal(i, ri)
+    assert v.dtype == np.asarray(x).dtype and v.tobytes() == rv.tobytes()  # bit patterns: NaN payloads, -0.0
+    return v, i
+
+
+def gradix_plan(dev, x, k, axis=-1, tuning=T1K, **kw):
+    d = tk.TopK1Desc(vkops.TensorDesc(x.dtype, x.shape), *tk.output_descs(vkops.TensorDesc(x.dtype, x.shape),
+                                                                          axis % x.ndim, k), axis % x.ndim, k)
+    return tk.python_plan(d.validate(), dev.limits, force="gradix", tuning=tuning, **kw)
+
+
+def sort_fits(dev, k):
+    return paths.gradix_shared_bytes(paths._pow2(k)) <= dev.shared_memory_bytes
+
+
+def ints(rng, dtype, shape, lo, hi):
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+# ---- dtypes x directions x K on the pow2 boundaries ------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8"])
+@pytest.mark.parametrize("direction", DIRS)
+def test_dtypes_directions_large_k(dev, rng, dtype, direction):
+    # rows of 8 chunks + 1 element (the last chunk holds one), 2 rows; values with ties (16-bit floats and
+    # bytes collide anyway; int32 from a small range)
+    L = 8 * CHUNK + 1
+    if dtype == "float32":
+        x = rng.standard_normal((2, L)).astype(np.float32)
+        x[:, ::7] = np.round(x[:, ::7], 1)  # some exact ties among the large values too
+    elif dtype == "float16":
+        x = rng.standard_normal((2, L)).astype(np.float16)
+    elif dtype == "int32":
+        x = ints(rng, np.int32, (2, L), -3000, 3000)
+    else:
+        x = ints(rng, np.uint8, (2, L), 0, 256)
+    for k in (2048, 2049, 4095, 4096):
+        check(x, k, direction=direction)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int8", "uint32", "uint16"])
+def test_other_dtypes(dev, rng, dtype):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, int(info.max) + 1, (2, 3 * CHUNK + 5), dtype=dtype)
+    x[0, :10] = info.min
+    x[1, -10:] = info.max
+    for direction in DIRS:
+        check(x, 2049, direction=direction)
+
+
+@pytest.mark.parametrize("k", [1, 7, 300, 1000])
+def test_small_k(dev, rng, k):
+    x = rng.standard_normal((3, 5 * CHUNK - 3)).astype(np.float32)
+    x[1] = np.round(x[1], 1)
+    check(x, k)
+    check(x.astype(np.float16), k, direction="increasing")
+
+
+@pytest.mark.parametrize("shuffle", [pytest.param(False, marks=pytest.mark.subgroup_free), True])
+def test_sort_networks_shared_and_registers(dev, rng, shuffle):
+    # gradix_sort and gradix_sort_sg (register networks where the device has subgroup shuffles)
+    if shuffle and not dev.limits.has_subgroup(*paths.SHUF_SUBGROUP_OPS):
+        pytest.skip("no subgroup shuffles")
+    x = rng.integers(0, 500, (2, 5 * CHUNK + 1)).astype(np.float32)
+    for k in (100, 2049, 4096):
+        check(x, k, shuffle=shuffle)
+        check(x.astype(np.float16), k, direction="increasing", shuffle=shuffle)
+
+
+# ---- chunk boundaries -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_seq", [1, 3])
+def test_rows_around_chunk_boundaries(dev, rng, n_seq):
+    c = 2048
+    tun = TUN.replace(GRADIX_MIN_CHUNK=c)
+    for L in (c - 1, c, c + 1, 3 * c - 1, 3 * c, 3 * c + 1):
+        x = ints(rng, np.float32, (n_seq, L), 0, 40)  # many ties of every value, the K-th key's among them
+        p = gradix_plan(dev, x, 1000, tuning=tun)
+        assert p.dispatches[0].kernel == "top_k1_gradix_hist_f32"
+        for k in (1000, min(L, 2049), min(L, 4096)):
+            for direction in DIRS:
+                check(x, k, direction=direction, tuning=tun)
+
+
+def test_forced_chunks_and_vector_tails(dev, rng):
+    # chunks forced (tests and sweeps): whole 16-element steps, a short last chunk; fp16 rows with L % 8 != 0
+    # (no 16-byte loads) and == 0 (16-byte loads)
+    for L in (6001, 6000):
+        x = rng.standard_normal((2, L)).astype(np.float16)
+        for chunks in (1, 2, 7, 40):
+            check(x, 2049, chunks=chunks)
+    # long chunks: several blocks of slots a chunk (a block: GRADIX_WG x 4 loads), ties cut in a late block
+    x = rng.integers(0, 200, (2, 40000)).astype(np.float32)
+    for chunks in (1, 3):
+        check(x, 3000, chunks=chunks)
+        check(x[:, :39999], 3000, chunks=chunks)  # rows of L % 4 != 0: one element a load
+
+
+# ---- ties ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float16", "uint8"])
+def test_constant_rows(dev, dtype):
+    x = np.full((3, 4 * CHUNK + 100), 3, dtype)
+    for direction in DIRS:
+        for k in (2048, 4096):
+            if sort_fits(dev, k):
+                check(x, k, direction=direction)
+
+
+def test_negative_zero_ties_with_zero(dev, rng):
+    x = np.where(rng.random((2, 5 * CHUNK)) < 0.5, np.float32(0.0), np.float32(-0.0)).astype(np.float32)
+    x[0, 17] = 1.0
+    for direction in DIRS:
+        check(x, 3000, direction=direction)  # values come back with their own sign bits
+        check(x.astype(np.float16), 3000, direction=direction)
+
+
+@pytest.mark.parametrize("direction", DIRS)
+def test_duplicates_straddling_the_threshold(dev, rng, direction):
+    # the K-th value repeated across every chunk, with the cut in the middle chunk: ties must go to the
+    # smallest indices over all chunks (reference.top_k1)
+    L = 10 * CHUNK
+    x = np.zeros((2, L), np.float32)
+    x[:, :] = rng.integers(-50, 50, (2, L))
+    x[0, rng.choice(L, 1500, replace=False)] = 100  # 1500 keys above, then a tie value...
+    tie = rng.choice(np.nonzero(x[0] != 100)[0], 2000, replace=False)
+    x[0, tie] = 60
+    if direction == "increasing":  # the same ranks from the other end
+        x = -x
+    k = 2600  # 1500 above, 1100 of the 2000 ties (more of them in the second row's random values)
+    check(x, k, direction=direction)
+    check(x.astype(np.float16), k, direction=direction)
+    check(x.astype(np.int32), k, direction=direction)
+
+
+def test_ties_in_one_block_and_early_stop(dev, rng):
+    # every tie of the K-th key in one chunk, clustered (the cut chunk's prefix sum over a dense block) and
+    # sparse (blocks without ties skipped)
+    L = 6 * CHUNK
+    x = rng.standard_normal((2, L)).astype(np.float32) - 10
+    x[0, :2000] = 5 + (np.arange(2000) % 3 == 0)  # 667 ones above, ties of 5 dense in chunks 0-1
+    x[1, ::3] = 5  # 2048 ties spread over the whole row
+    for k in (700, 2048, 2049, 2100):
+        check(x, k)
+
+
+# ---- NaN, inf, -0.0 ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("direction", DIRS)
+def test_nan_inf_negzero(dev, rng, dtype, direction):
+    L = 6 * CHUNK + 3
+    x = rng.standard_normal((2, L)).astype(dtype)
+    at = rng.choice(L, 600, replace=False)
+    x[0, at[:200]] = np.nan
+    x[0, at[200:300]] = np.inf
+    x[0, at[300:400]] = -np.inf
+    x[0, at[400:500]] = -0.0
+    x[0, at[500:]] = 0.0
+    nan2 = np.frombuffer(np.array([0x7FC00123 if dtype == "float32" else 0x7E01],
+                                  np.uint32 if dtype == "float32" else np.uint16).tobytes(), dtype)[0]
+    x[1, at[:3000 % L]] = nan2  # another NaN payload: values keep their bits
+    for k in (2049, 4096):
+        check(x, k, direction=direction)
+
+
+# ---- axes, strides, repeated calls ---------------------------------------------------------------------------
+def test_non_last_axis_and_strided_views(dev, rng):
+    x = rng.integers(0, 30, (5 * CHUNK + 7, 3)).astype(np.float32)
+    for direction in DIRS:
+        check(x, 2049, axis=0, direction=direction)
+    y = rng.standard_normal((3, 2, 4 * CHUNK)).astype(np.float16)
+    check(y, 2048, axis=2)
+    check(y[:, :, ::2], 2000, axis=2)  # a strided axis (no 16-byte loads)
+    check(y[::2, 1, :], 3000, axis=1)  # strided rows
+    check(np.ascontiguousarray(np.moveaxis(y, 2, 1)), 2048, axis=1)
+
+
+def test_repeated_calls_leave_the_counters_zero(dev, rng):
+    # the histograms, arrival and slot counters live in the plan's zeroed counters: every call must leave
+    # them zero, or the next call (same plan, other data) goes wrong
+    x = rng.standard_normal((3, 5 * CHUNK)).astype(np.float32)
+    xt = dev.tensor(x)
+    k = 2049 if sort_fits(dev, 2049) else 2000
+    for _ in range(3):
+        v, i = (t.numpy() for t in tk._top_k(xt, k, force="gradix", tuning=T1K))
+        rv, ri = reference.top_k1(x, k, -1)
+        np.testing.assert_array_equal(i, ri)
+        np.testing.assert_array_equal(v, rv)
+    for kk in (k, k + 1):  # another plan in between, then the same again
+        check(np.round(x, 1), kk)
+
+
+# ---- the plan and the rule (host only) ------------------------------------------------------------------------
+def _plan(lim, n, L, k, dtype="float32", tuning=TUN, **kw):
+    x = vkops.TensorDesc(dtype, (n, L))
+    d = tk.TopK1Desc(x, *tk.output_descs(x, 1, k), 1, k).validate()
+    return tk.python_plan(d, lim, tuning=tuning, **kw)
+
+
+@pytest.mark.host_only
+def test_off_by_default_and_the_knob():
+    h = grid.H100
+    for n, L, k in ((1, 151936, 4096), (64, 131072, 3000), (64, 32000, 2048), (1, 32000, 1024)):
+        assert _plan(h, n, L, k).note("path") != "gradix"  # GRADIX_MIN_KP = 0: never
+        assert paths.choose(h, n, L, k).path != "gradix"
+    on = TUN.replace(GRADIX_MIN_KP=2048)
+    assert paths.choose(h, 1, 151936, 4096, tuning=on).path == "gradix"
+    assert paths.choose(h, 64, 131072, 2049, tuning=on).path == "gradix"
+    assert paths.choose(h, 64, 131072, 1024, tuning=on).path != "gradix"  # pow2(K) below GRADIX_MIN_KP
+    assert paths.choose(h, 64, 8192, 4096, tuning=on).path != "gradix"  # rows under GRADIX_MIN_L
+    # dispatches: one digit pass a key byte, the compaction, the sort
+    for dtype, s, passes in (("float32", "f32", 4), ("float16", "f16", 2), ("uint8", "u8", 1)):
+        p = _plan(h, 1, 151936, 4096, dtype, tuning=on)
+        assert p.note("path") == "gradix"
+        assert [x.kernel for x in p.dispatches] == ([f"top_k1_gradix_hist_{s}"] * passes +
+                                                    [f"top_k1_gradix_collect_{s}", f"top_k1_gradix_sort_sg_{s}"])
+        assert p.dispatches[-1].spec == (1024, 4096) and p.dispatches[0].spec == (256,)  # 4 entries a thread
+        assert p.dispatches[0].groups[0] == 38  # chunks of 4096
+        plain = _plan(h, 1, 151936, 4096, dtype, tuning=on, shuffle=False).dispatches[-1]
+        assert plain.kernel == f"top_k1_gradix_sort_{s}" and plain.spec == (512, 4096)
+    assert _plan(h, 1, 151936, 2048, tuning=on).dispatches[-1].spec == (512, 2048)
+    assert _plan(grid.LIMITS["minimum"], 1, 151936, 1024, force="gradix").dispatches[-1].kernel == \
+        "top_k1_gradix_sort_f32"  # no subgroup shuffles
+    with pytest.raises(ValidationError, match="GRADIX_MIN_KP must be an int >= 0"):
+        TUN.replace(GRADIX_MIN_KP=-1)
+
+
+@pytest.mark.host_only
+def test_refused_where_the_sort_does_not_fit():
+    assert paths.gradix_path(1, 151936, 4096, shared=16384, workgroup=128, target_groups=256) is None
+    assert paths.gradix_path(1, 151936, 2048, shared=16384, workgroup=128, target_groups=256).B == 2048
+    with pytest.raises(ValidationError, match="gradix path needs pow2"):
+        paths.choose_path(1, 151936, 4096, 16384, force="gradix")
+    on = TUN.replace(GRADIX_MIN_KP=2048)
+    assert paths.choose_path(1, 151936, 4096, 16384, tuning=on).path != "gradix"  # the rule falls through
+    lim = grid.LIMITS["minimum"]
+    if lim.shared_memory_bytes < 32768:
+        with pytest.raises(ValidationError, match="gradix path needs pow2"):
+            _plan(lim, 1, 151936, 4096, force="gradix")
+
+
+def test_tiny_rows_and_k_equal_to_length(dev, rng):
+    # one chunk shorter than a load step, K = L (a full stable sort), and 8-bit keys (one digit pass)
+    for shape, k in (((1, 1), 1), ((3, 5), 5), ((2, 17), 3), ((4, 33), 33)):
+        for dtype in ("float32", "int8"):
+            x = (rng.standard_normal(shape) * 50).astype(dtype)
+            for direction in DIRS:
+                check(x, k, direction=direction)
