@@ -166,9 +166,11 @@ class Facts:
 
     @property
     def gradix_auto(self) -> bool:
-        """The rule takes GRADIX: GRADIX_MIN_KP set (0: never) and reached, rows of >= GRADIX_MIN_L, and it fits."""
+        """The rule takes GRADIX: GRADIX_MIN_KP set (0: never) and reached, rows of >= GRADIX_MIN_L, either few
+        (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K, and it fits."""
         t = self.t
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= t.GRADIX_MIN_KP and self.length >= t.GRADIX_MIN_L
+                and ((self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L) or self.k >= t.GRADIX_MIN_K)
                 and self.gradix is not None)
 
     @cached_property
@@ -307,8 +309,9 @@ class Choice:
 # subgroup paths.
 AUTO_RULE = (
     ("gradix", lambda f: f.gradix_auto,
-     "GRADIX: pow2(K) >= GRADIX_MIN_KP (0, the default: never) on rows of >= GRADIX_MIN_L where pow2(K) (key, index) "
-     "pairs fit shared memory: a radix select of the K-th key over many workgroups a row, one compaction, one sort"),
+     "GRADIX: pow2(K) >= GRADIX_MIN_KP on rows of >= GRADIX_MIN_L, either <= GRADIX_FEW_SEQ rows of >= "
+     "GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of "
+     "the K-th key over many workgroups a row, one compaction, one sort"),
     ("rsort", lambda f: f.chunks is None and f.rsort is not None,
      "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L with pow2(K) > ROWS_MAX_KP and subgroup ballot + "
      "arithmetic + shuffle: one workgroup radix-sorts a row"),

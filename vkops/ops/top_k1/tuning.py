@@ -67,8 +67,11 @@ class TopK1Tuning(Tuning):
     LARGE_K_MAX_B: int = 4096  # pow2(K) > MAX_B / 2 keeps radix select in buffers up to this: 64x131072 K=2048 1.864 -> 0.077 ms (#large_k_max_b)
     LARGE_K_ONE_CHUNK_MAX_L: int = 1 << 18  # B/2 < pow2(K) <= B on rows of B < L <= this: radix select, one chunk a row; 64x131072 K=4096 1.866 -> 0.180 ms, 1x2^20 lost (#large_k_one_chunk_max_l)
     # -- GRADIX: a multi-workgroup radix select of the K-th key, one compaction, one sort of the survivors
-    GRADIX_MIN_KP: int = 0  # 0: never (off by default; built, not yet measured): GRADIX from this pow2(K) (#gradix)
+    GRADIX_MIN_KP: int = 2048  # GRADIX from this pow2(K) (0: never); 1x151936 K=4096 0.184 -> 0.063 ms on an H200 (#gradix)
     GRADIX_MIN_L: int = 16384  # ... on rows at least this long (#gradix)
+    GRADIX_FEW_SEQ: int = 16  # ... on up to this many rows (16x131072 K=2048 0.076 -> 0.074; 64 rows lost below K=4000) (#gradix)
+    GRADIX_FEW_MIN_L: int = 65536  # ... of at least this length (8x32000 K=1500 lost: 0.041 -> 0.059) (#gradix)
+    GRADIX_MIN_K: int = 4000  # ... or on any rows from this K (64x131072 K=3700 lost 0.133 -> 0.143, K=4096 won 0.179 -> 0.147) (#gradix)
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
