@@ -7,6 +7,7 @@
 
 namespace vkops {
 
+using ops_top_k1_lowering::GRADIX_CTR_WORDS;
 using ops_top_k1_lowering::MAX_OTHER_DIMS;
 
 static const char *KERNEL_TYPE[] = {"f32", "f16", "i32", "i16", "i8", "u32", "u16", "u8"};  // _KERNELS, DT's order
@@ -94,7 +95,29 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
                           {"inner", inner}, {"n_other", other.size()}, {"vec", vec ? 1u : 0u}},
                 other, KERNEL_TYPE[(int)d.input.dt]};
     std::vector<u32> spec = {(u32)p.workgroup, (u32)p.B};
-    if (p.path == "rows") {  // G rows a workgroup, one a subgroup
+    if (p.path == "gradix") {
+        u64 C = p.chunks;
+        Ref ctr = b.counters(n_seq * GRADIX_CTR_WORDS);
+        // gradix.glsl's `work`: row state, each chunk's histogram of ties, survivors
+        u64 words = 2 * n_seq + n_seq * C * ops_top_k1_paths::NBINS + 2 * n_seq * K;
+        if (words * 4 > lim.max_storage_buffer_range)
+            fail_limit("TOP_K1 by GRADIX with k=" + std::to_string(K) + " on " + std::to_string(n_seq) + " rows of " +
+                       std::to_string(L) + " in " + std::to_string(C) + " chunks needs " + std::to_string(words * 4) +
+                       " bytes of scratch: more than " + lim.name + "'s maxStorageBufferRange of " +
+                       std::to_string(lim.max_storage_buffer_range) + " bytes");
+        Ref work = b.scratch(u32_tensor(words));
+        Fields fields = {{"chunks", C}, {"chunk_len", p.chunk_len}};
+        u64 passes = cdiv(bits, 8);
+        for (u64 j = 0; j < passes; j++) {  // digits from the most significant
+            Fields f = fields;
+            f.push_back({"shift", bits - 8 * (j + 1)});
+            f.push_back({"last", j == passes - 1 ? 1u : 0u});
+            lo.dispatch("gradix_hist", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f);
+        }
+        lo.dispatch("gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, fields);
+        lo.dispatch("gradix_sort", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq, {(u32)p.sort_wg, (u32)p.B}, p.shuf,
+                    fields);
+    } else if (p.path == "rows") {  // G rows a workgroup, one a subgroup
         lo.dispatch("rows", {x, values, indices}, {1, 2}, cdiv(n_seq, p.G), spec, false,
                     {{"G", p.G}, {"cap", p.cap ? p.cap : p.B}});
     } else if (p.path == "rsort") {  // one row a workgroup; its counters' size a specialization constant

@@ -1,7 +1,7 @@
 // TOP_K1's path rule (vkops/ops/top_k1/paths.py), the default choice: AUTO_RULE's rows in order, each path's
-// sizing (rsort_path, rows_path, Facts.seg/filter/sort), the shared-memory budgets, merge groups and tune bits.
-// The tuning comes from the generated TopK1Tuning, the kernels' fixed facts and the rule's own constants (MAX_B,
-// ROWS_*, RSORT_*, the chunking's, COMPACT_CAP) from ops_top_k1_paths.
+// sizing (gradix_path, rsort_path, rows_path, Facts.seg/filter/sort), the shared-memory budgets, merge groups and
+// tune bits. The tuning comes from the generated TopK1Tuning, the kernels' fixed facts and the rule's own constants
+// (MAX_B, ROWS_*, RSORT_*, GRADIX_*, the chunking's, COMPACT_CAP) from ops_top_k1_paths.
 #include "top_k1_paths.hpp"
 
 #include <algorithm>
@@ -110,6 +110,28 @@ bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const To
     return false;
 }
 
+// paths.gradix_shared_bytes: shared memory of GRADIX's sort (skey/sidx[pow2(K)]), its largest module.
+static u64 gradix_shared_bytes(u64 Kp) { return 8 * Kp; }
+
+bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup, u64 target_groups, const TopK1Tuning &t,
+                        TopK1Path &out) {
+    u64 Kp = top_k1_pow2(k);
+    if (gradix_shared_bytes(Kp) > shared) return false;
+    u64 wg = std::min<u64>(t.GRADIX_WG, workgroup);
+    auto align = [](u64 n) { return ceil_div(n, GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN; };
+    // about target_groups workgroups in all, chunks of >= GRADIX_MIN_CHUNK (a shorter last one)
+    u64 chunk_len = std::max(align(t.GRADIX_MIN_CHUNK), align(ceil_div(length, ceil_div(target_groups, n_seq))));
+    out = TopK1Path();
+    out.path = "gradix";
+    out.B = Kp;
+    out.Kp = Kp;
+    out.chunks = ceil_div(length, chunk_len);
+    out.chunk_len = chunk_len;
+    out.workgroup = wg;
+    out.sort_wg = workgroup;
+    return true;
+}
+
 namespace {
 
 // Python's Facts with chunks=None and limits given: B (and so its DeviceLimitError) only where a row needs it.
@@ -176,6 +198,18 @@ struct Facts {
         return p;
     }
     TopK1Path filter(bool radix);  // Facts.filter(radix, auto=True), chunks None
+
+    // Facts.gradix (a CPU: its own target groups) and Facts.gradix_auto: GRADIX_MIN_KP set (0: never) and reached,
+    // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K,
+    // and it fits.
+    bool gradix(TopK1Path &out) {
+        u64 groups = short_chunks ? t.GRADIX_TARGET_GROUPS : target_groups;
+        return top_k1_gradix_path(n_seq, length, k, shared, WG, groups, t, out);
+    }
+    bool gradix_auto(TopK1Path &out) {
+        return t.GRADIX_MIN_KP > 0 && Kp >= t.GRADIX_MIN_KP && length >= t.GRADIX_MIN_L &&
+               ((n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) || k >= t.GRADIX_MIN_K) && gradix(out);
+    }
 };
 
 TopK1Path Facts::filter(bool radix) {
@@ -234,6 +268,14 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
             lim.workgroup(t.WORKGROUP), key_bits, t, top_k1_pow2(k), top_k1_pow2(length)};
     TopK1Choice c;
     // AUTO_RULE's rows in order (paths.py states each row's reason)
+    if (f.gradix_auto(c.plan)) {
+        // choose(): the survivors' sort by the register networks (SHUF) where the device has subgroup shuffles, in a
+        // workgroup that holds pow2(K) entries at GRADIX_SORT_RE a thread where the device allows
+        c.path = "gradix";
+        c.plan.shuf = has_ops(lim, SHUF_SUBGROUP_OPS);
+        if (c.plan.shuf) c.plan.sort_wg = lim.workgroup(std::max<u64>(c.plan.sort_wg, c.plan.Kp / GRADIX_SORT_RE));
+        return c;
+    }
     if (top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; return c; }
     if (top_k1_rows_path(lim, n_seq, length, k, key_bits, t, c.plan)) { c.path = "rows"; return c; }
     if (f.P <= f.B() && !f.short_radix()) {

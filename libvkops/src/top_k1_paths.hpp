@@ -7,7 +7,7 @@ namespace vkops {
 
 // Python's Path (paths.py), field for field.
 struct TopK1Path {
-    std::string path;   // "seg", "filter", "sort", "rows" or "rsort"
+    std::string path;   // "seg", "filter", "sort", "rows", "rsort" or "gradix"
     u64 B = 0, Kp = 0;
     u64 G = 1, P = 1;
     u64 chunks = 1, chunk_len = 0, cap = 0;
@@ -16,6 +16,7 @@ struct TopK1Path {
     u64 workgroup = 0;
     u64 rs_sh = 1;
     bool shuf = false;
+    u64 sort_wg = 0;    // gradix: the workgroup of its survivors' sort (B = Kp entries; `workgroup`: the passes')
 };
 
 struct TopK1Choice {
@@ -29,6 +30,9 @@ u64 top_k1_buffer_entries(u64 shared, u64 workgroup, const TopK1Tuning &t);  // 
 u64 top_k1_merge_group(u64 chunks, u64 B, u64 Kp, const TopK1Tuning &t);
 u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, int key_bits, const TopK1Tuning &t);
 bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t, TopK1Path &out);
+// paths.gradix_path with chunks None: false where its sort does not fit shared memory.
+bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup, u64 target_groups, const TopK1Tuning &t,
+                        TopK1Path &out);
 bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const TopK1Tuning &t, TopK1Path &out);
 // paths.choose(limits, n_seq, length, k, key_bits=..., tuning=t) with no switches.
 TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t);
