@@ -15,11 +15,12 @@ from test_capi_plans import TYPES, same
 from vkops.errors import ValidationError
 from vkops.ops import top_k1
 from vkops.ops.top_k1 import AxisDirection, TopK1Desc
+from vkops.ops.top_k1.tuning import DEFAULT as TUN
 from vkops.tensor import TensorDesc
 
 pytestmark = pytest.mark.host_only
 
-PATHS = {"rows", "rsort", "seg", "radix", "filter", "sort"}
+PATHS = {"rows", "rsort", "seg", "radix", "filter", "sort", "gradix"}
 
 
 class Python:
@@ -135,6 +136,30 @@ def test_workgroup_and_kp_boundaries(wg):
     assert py.paths >= want, py.paths
 
 
+def test_gradix_rule_thresholds():
+    # GRADIX's rule row on both sides of each threshold (rows GRADIX_FEW_SEQ / + 1, rows of GRADIX_FEW_MIN_L - 1 / it
+    # and GRADIX_MIN_L - 1 / it, K of GRADIX_MIN_K - 1 / it, pow2(K) GRADIX_MIN_KP / 2 / it), with many rows (its
+    # chunks and the sort's workgroup), other key widths, INCREASING and a strided axis, under each limit set: the
+    # random shapes above rarely land there.
+    t, py = TUN, Python()
+    rows = (1, t.GRADIX_FEW_SEQ, t.GRADIX_FEW_SEQ + 1, 64, 300)
+    lengths = (t.GRADIX_MIN_L - 1, t.GRADIX_MIN_L, t.GRADIX_FEW_MIN_L - 1, t.GRADIX_FEW_MIN_L, 151936)
+    ks = (t.GRADIX_MIN_KP // 2, t.GRADIX_MIN_KP // 2 + 1, t.GRADIX_MIN_KP, t.GRADIX_MIN_K - 1, t.GRADIX_MIN_K,
+          2 * t.GRADIX_MIN_KP, 2 * t.GRADIX_MIN_KP + 1)
+    per_limits = {}
+    for name, lim in sorted(LIMITS.items()):
+        py.paths = set()
+        for n in rows:
+            for L in lengths:
+                for k in ks:
+                    check(desc("float32", (n, L), 1, k), lim, py)
+                    check(desc("uint8", (n, L), 1, k, AxisDirection.INCREASING), lim, py)
+                    check(desc("float16", (L, n), 0, k), lim, py)  # the axis strided by n
+        per_limits[name] = py.paths
+    assert "gradix" in per_limits["h100"] and "gradix" in per_limits["lavapipe"], per_limits
+    assert all(len(p) > 1 for p in per_limits.values()), per_limits  # both sides of the thresholds
+
+
 def test_strides_needing_a_packed_copy():
     # Eight dimensions whose seven non-axis ones merge into none: SLICE1 packs the input first.
     py = Python()
@@ -198,9 +223,13 @@ def test_device_limits_are_their_own_status():
     py = Python()
     tiny = LIMITS["minimum"].replace(name="tiny shared", shared_memory_bytes=2048)
     small_grid = LIMITS["h100"].replace(name="small grid", max_workgroup_count=(64, 2, 1))
+    small_range = LIMITS["h100"].replace(name="small range", max_storage_buffer_range=1 << 27)
+    with pytest.raises(ValidationError, match="GRADIX"):
+        top_k1.python_plan(desc("uint8", (4096, 16384), 1, 4000), small_range)
     cases = [(desc("float32", (1 << 25, 2), 1, 1), LIMITS["minimum"]),   # input beyond maxStorageBufferRange
              (desc("float32", (4, 5000), 1, 3), tiny),                     # not even MIN_B entries fit
              (desc("float32", (1024, 3000), 1, 8), small_grid),           # more workgroups than the grid
-             (desc("float32", (8, 1 << 22), 1, 3000), LIMITS["minimum"])]  # the sort's scratch beyond the range
+             (desc("float32", (8, 1 << 22), 1, 3000), LIMITS["minimum"]),  # the sort's scratch beyond the range
+             (desc("uint8", (4096, 16384), 1, 4000), small_range)]  # GRADIX's scratch beyond the range
     for d, lim in cases:
         assert check(d, lim, py) == "error", (d, lim.name)
