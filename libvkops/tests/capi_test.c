@@ -11,8 +11,8 @@
  * contract), that bad bindings are refused with VKOPS_ERROR_VALIDATION and a message, and that recording
  * allocated nothing through the context's VkAllocationCallbacks. Exits non-zero on any failure (a case
  * that fails to compile included) and on any validation-layer warning or error, and unless some TOP_K1
- * case ran with several dispatches, barriers, temporary and persistent memory and some ran rows in several
- * chunks (record_initialize's zeroed counters and the scratch layout in use).
+ * case ran with several dispatches, barriers, temporary and persistent memory, some ran rows in several
+ * chunks (record_initialize's zeroed counters and the scratch layout in use) and some by the GRADIX path.
  */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
@@ -27,6 +27,7 @@
 static int verbose, failures, vl_messages;
 static int topk_multi;   /* TOP_K1 cases run with > 1 dispatch, barriers, temporary and persistent memory */
 static int topk_chunked; /* TOP_K1 cases run with rows in several chunks (scratch, counters zeroed by record_initialize) */
+static int topk_gradix;  /* TOP_K1 cases run by the GRADIX path (digit passes, compaction, sort of the survivors) */
 #define FAIL(...) (printf("FAIL: " __VA_ARGS__), printf("\n"), failures++)
 #define VK(call) do { VkResult r_ = (call); if (r_ != VK_SUCCESS) { printf("FATAL: %s = %d\n", #call, (int)r_); exit(2); } } while (0)
 
@@ -354,6 +355,16 @@ static void topk_f32_sort(Case *C) {
     static const uint32_t s[] = {1, 4096};
     top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 2000, VKOPS_AXIS_DIRECTION_DECREASING, float_wide);
 }
+/* GRADIX (TopK1Tuning: pow2(K) >= GRADIX_MIN_KP on <= GRADIX_FEW_SEQ rows of >= GRADIX_FEW_MIN_L, or K >=
+ * GRADIX_MIN_K on rows of >= GRADIX_MIN_L): rows in several chunks, ties of the K-th key across them. */
+static void topk_f32_gradix(Case *C) {
+    static const uint32_t s[] = {2, 65536};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_FLOAT32, 2, s, NULL, 1, 2048, VKOPS_AXIS_DIRECTION_DECREASING, float_ties);
+}
+static void topk_i8_gradix_inc(Case *C) {
+    static const uint32_t s[] = {3, 16384};
+    top_k1_case(C, VKOPS_TENSOR_DATA_TYPE_INT8, 2, s, NULL, 1, 4000, VKOPS_AXIS_DIRECTION_INCREASING, int8_ties);
+}
 
 /* ------------------------------------------------------------------ QUANTIZED_LINEAR_MATRIX_MULTIPLY */
 /* The reference (vkops/reference.py quantized_linear_matmul): int64 sum of (a - za)(b - zb), times
@@ -493,6 +504,8 @@ static const CaseRow CASES[] = {
     {"TOP_K1 uint16 [300,3,5] axis 0 K=20 DECREASING", topk_u16_axis0},
     {"TOP_K1 float16 [5,777] K=33 INCREASING, ties/NaN/inf/-0", topk_f16_inc},
     {"TOP_K1 float32 [1,4096] K=2000 DECREASING (global sort)", topk_f32_sort},
+    {"TOP_K1 float32 [2,65536] K=2048 DECREASING, ties/NaN/inf/-0 (GRADIX)", topk_f32_gradix},
+    {"TOP_K1 int8 [3,16384] K=4000 INCREASING, 6 values (GRADIX)", topk_i8_gradix_inc},
     {"QLMM int8 x int8 -> int8, M=1 K=37 N=19, per-tensor", qlmm_i8_m1},
     {"QLMM uint8 x int8 -> int8, M=3 K=45 N=21, per-row/per-column", qlmm_u8i8_m3_axis},
     {"QLMM int8 x uint8 -> uint8, M=33 K=70 N=40, mixed, no a zero point", qlmm_i8u8_m33},
@@ -856,6 +869,8 @@ static void run_case(vkops_context *ctx, const CaseRow *row, int push) {
         if (C.op.type == VKOPS_OPERATOR_TOP_K1 && failures == before && strstr(notes, "\"chunks\": ") &&
             atoi(strstr(notes, "\"chunks\": ") + 10) > 1 && P.temporary_size > 0 && P.persistent_size > 0)
             topk_chunked++;
+        if (C.op.type == VKOPS_OPERATOR_TOP_K1 && failures == before && strstr(notes, "\"path\": \"gradix\""))
+            topk_gradix++;
         printf("%s %s [%s]: %u dispatch(es), %u barrier(s), output binding %lu bytes for %lu tensor bytes, temporary %lu, "
                "persistent %lu; %.*s\n", failures == before ? "ok  " : "FAIL", row->name, mode, P.dispatch_count,
                P.barrier_count, (unsigned long)P.output_binding_size[0], (unsigned long)C.out[0].bytes,
@@ -945,6 +960,8 @@ int main(int argc, char **argv) {
              "and the scratch layout untested)");
     if (topk_chunked < 2)
         FAIL("no TOP_K1 case ran rows in several chunks (the merge's counters and scratch untested)");
+    if (topk_gradix < 2)
+        FAIL("no TOP_K1 case ran by the GRADIX path (its digit passes, compaction and sort untested)");
     if (n_alloc != n_free) FAIL("the context's allocator: %ld allocations, %ld frees after vkops_context_destroy", n_alloc, n_free);
     vkDestroyCommandPool(G.device, G.pool, NULL);
     vkDestroyDevice(G.device, NULL);
