@@ -331,7 +331,8 @@ def test_qlmm_streams_b_for_decoding_sized_m():
 def test_qlmm_tiles_by_rows():
     """Where 128 x 128 tiles leave too few workgroups, tiles of subgroups 16 columns wide by row count: up to
     32 rows SMALL_CONFIG, 33..64 LOW_CONFIG, 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward
-    MID_TARGET_GROUPS); more rows 64 x 64 x 64; large products 128 x 128. Each is in the self-check."""
+    MID_TARGET_GROUPS); more rows 128 x 128 where that makes LARGE_MIN_TILES tiles, else 64 x 64 x 64; large
+    products 128 x 128. Each is in the self-check."""
     lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
 
@@ -344,7 +345,12 @@ def test_qlmm_tiles_by_rows():
     assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
     assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (128, 1, 1))
     assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (64, 2, 1))
-    assert plan(257, 4096, 4096)[1] == TUNING.FEW_TILES_CONFIG == "64x64x64_2x2" and plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
+    # above MID_MAX_M: 128 x 128 tiles from LARGE_MIN_TILES of them, unsplit; fewer: 64 x 64 x 64
+    assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.LARGE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles
+    assert plan(257, 4096, 2048)[1:3] == (TUNING.FEW_TILES_CONFIG, 1) and TUNING.FEW_TILES_CONFIG == "64x64x64_2x2"
+    assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.LARGE_CONFIG  # 93 / 96 tiles
+    assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many
+    assert plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
     assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 4, (256, 1, 1))  # 64 tiles, split 4
     assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 2, (256, 1, 1))
     assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.SMALL_CONFIG, 4, (256, 1, 1))

@@ -58,7 +58,7 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     """Split-K for few output tiles (small M, N and batch): a factor so that about SPLIT_TARGET_GROUPS
     (MID_TARGET_GROUPS for MID_CONFIG) workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks."""
     t = tuning
-    if tiles >= t.AUTO_MIN_GROUPS // 2:
+    if tiles >= t.AUTO_MIN_GROUPS // 2 or (config == t.LARGE_CONFIG and tiles >= t.LARGE_MIN_TILES):
         return 1
     target = t.MID_TARGET_GROUPS if config == t.MID_CONFIG else t.SPLIT_TARGET_GROUPS
     s = min(t.SPLIT_MAX, max(1, target // tiles), max(1, nchunks // t.SPLIT_MIN_CHUNKS))
@@ -67,12 +67,14 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
 
 def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT) -> str:
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
-    workgroups; else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG above."""
+    workgroups, or LARGE_MIN_TILES above MID_MAX_M rows; else LOW_CONFIG up to 64 rows, MID_CONFIG up to
+    MID_MAX_M, FEW_TILES_CONFIG above."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
     tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
-    if -(-M // tm) * -(-N // tn) * batch >= t.AUTO_MIN_GROUPS:
+    tiles = -(-M // tm) * -(-N // tn) * batch
+    if tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES):
         return t.LARGE_CONFIG
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG

@@ -26,6 +26,7 @@ class QlmmTuning(Tuning):
     COOPMAT_CONFIG: str = "auto"  # a tile by shape (below); a name forces one (#which-kernel-runs-where)
     LARGE_CONFIG: str = "128x128x64_4x1"  # 4096^3 0.574 -> 0.493 ms on the H100 (#2026-11-24-session-10-large-tiles-and-the-raster)
     AUTO_MIN_GROUPS: int = 264  # large tiles from about two workgroups an SM (#2026-11-24-session-10-large-tiles-and-the-raster)
+    LARGE_MIN_TILES: int = 96  # ... and above MID_MAX_M rows from this many large tiles, unsplit: 1024x4096^2 0.265 -> 0.123 ms on an H200 (#2026-11-25-session-20-large-tiles-from-384-rows)
     MID_CONFIG: str = "128x64x128_4x2"  # 65-256 rows: 128 x 4096^2 0.047 -> 0.0385 ms (#2026-11-24-session-10-tiles-by-row-count)
     MID_MAX_M: int = 256  # MID_CONFIG up to here, FEW_TILES_CONFIG above (#2026-11-24-session-10-tiles-by-row-count)
     MID_TARGET_GROUPS: int = 128  # MID_CONFIG's split-K toward one workgroup an SM (#2026-11-24-session-10-tiles-by-row-count)
