@@ -688,11 +688,11 @@ def test_prepared_recordings_are_bounded_and_never_stale(dev, rng, monkeypatch):
     memory is freed (its Algorithms destroyed) or an Algorithm leaves the LRU: a new tensor in freed
     memory, or a call whose descriptor set was evicted, records a fresh descriptor set (the validation
     layer watches), with the right bits."""
-    from vkops.runtime import pipelines, submit
+    from vkops.runtime import pipelines, sequences
 
     pipes = dev._pipelines
     monkeypatch.setattr(pipelines, "PREPARED_ENTRIES", 4)
-    monkeypatch.setattr(submit, "KEPT_SEQUENCES", 3)
+    monkeypatch.setattr(sequences, "KEPT_SEQUENCES", 3)
     arrays = [rng.standard_normal((4, 300)).astype(np.float32) for _ in range(10)]
     xs = [dev.tensor(a) for a in arrays]
     s0 = dev.stats()
