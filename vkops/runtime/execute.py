@@ -42,7 +42,6 @@ class Prepared:
             ops.append(("dispatch", op))
         self.ops, self.written, self.read, self.barriers = ops, dict(h.written), dict(h.read), nb
 
-
     def led(self) -> "Led":
         """This recording behind a barrier on all its buffers (made once): what an eager call records
         when calls still in flight use its buffers (Batch.record)."""

@@ -87,9 +87,9 @@ class Pipelines:
         self._prepared: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
         self._prepared_by_algorithm: Dict[tuple, set] = collections.defaultdict(set)  # Algorithm key -> entries
         self.prepared_created = 0
-        # serials of downloaded buffers -> the barrier before their download (submit.Batch._download_ops);
-        # serials are never reused, so an entry of a freed buffer is never found again
-        self._barriers: Dict[tuple, object] = {}
+        # Transfer ops made once per buffers (transfer_op): the barriers around downloads, staged copies;
+        # emptied whenever a device or staging buffer is freed (their kp tensors would be gone)
+        self._transfers: Dict[tuple, object] = {}
         self.cache_path = cache_file(device.info)
         self.cache_loaded = 0  # bytes of cache data merged at start
         self._saved_at = 0  # compiled count when last saved or loaded
@@ -198,17 +198,20 @@ class Pipelines:
             self.device._sequences.forget_kept(dropped)
         self.device._sequences.forget_ops()  # recordings kept by op list may bind them too
 
-    def copy_op(self, src, dst, nbytes: int):
-        """A kp copy of `nbytes` from buffer src into dst, made once per (src, dst, size) while both live:
-        repeated NumPy calls record the same op objects (Sequences keeps them recorded by op list)."""
-        key = (src.serial, dst.serial, nbytes)
-        op = self._barriers.get(key)
+    def transfer_op(self, key: tuple, make):
+        """The transfer op (a copy, a barrier) cached under `key` (buffer serials and a kind), made by `make()`
+        the first time: repeated NumPy calls record the same op objects (Sequences keeps them by op list)."""
+        op = self._transfers.get(key)
         if op is None:
-            op = kp().OpBufferCopy(src.kp, dst.kp, nbytes)
-            if len(self._barriers) >= 256:
-                self._barriers.clear()
-            self._barriers[key] = op
+            op = make()
+            if len(self._transfers) >= 256:
+                self._transfers.clear()
+            self._transfers[key] = op
         return op
+
+    def copy_op(self, src, dst, nbytes: int):
+        """A kp copy of `nbytes` from buffer src into dst, made once per (src, dst, size) while both live."""
+        return self.transfer_op((src.serial, dst.serial, nbytes), lambda: kp().OpBufferCopy(src.kp, dst.kp, nbytes))
 
     def pin(self, keys, pins: list) -> None:
         """Keep these Algorithms out of the LRU's reach until `unpin(pins)` (a graph records them)."""
@@ -266,8 +269,8 @@ class Pipelines:
     def forget_transfers(self) -> None:
         """Drop the cached copies and barriers and the recordings kept by op list: a device or staging
         buffer is being freed (it may be one of theirs)."""
-        if self._barriers:
-            self._barriers.clear()
+        if self._transfers:
+            self._transfers.clear()
         self.device._sequences.forget_ops()
 
     def _unlink(self, key):

@@ -280,29 +280,16 @@ class Batch:
             return []
         pipes = self.device._pipelines
         src = {b.serial: b for b, _, _ in self._downloads}
-        key = tuple(src)
-        cache = self.device._pipelines._barriers  # the barrier before downloads of these buffers, made once
-        op = cache.get(key)
-        if op is None:
-            op = barrier(src.values(), dst_access=K.TRANSFER_READ | K.HOST_READ, dst_stage=K.STAGE_TRANSFER | K.STAGE_HOST)
-            if len(cache) >= 256:
-                cache.clear()
-            cache[key] = op
-        ops = [op]
+        ops = [pipes.transfer_op(("before",) + tuple(src), lambda: barrier(
+            src.values(), dst_access=K.TRANSFER_READ | K.HOST_READ, dst_stage=K.STAGE_TRANSFER | K.STAGE_HOST))]
         hosts = []
         for buf, host, words in self._downloads:
             if host is not buf:
                 ops.append(pipes.copy_op(buf, host, words * 4))
                 hosts.append(host)
         if hosts:
-            key = ("host",) + tuple([h.serial for h in hosts])
-            op = cache.get(key)
-            if op is None:
-                op = barrier(hosts, K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST)
-                if len(cache) >= 256:
-                    cache.clear()
-                cache[key] = op
-            ops.append(op)
+            ops.append(pipes.transfer_op(("after",) + tuple([h.serial for h in hosts]), lambda: barrier(
+                hosts, K.TRANSFER_WRITE, K.HOST_READ, K.STAGE_TRANSFER, K.STAGE_HOST)))
         return ops
 
     def run(self):
