@@ -12,6 +12,7 @@ import numpy as np
 
 from ..dtypes import words_for
 from . import _kp as K
+from . import hostcopy
 from .memory import DeviceTensor
 from .submit import Batch, barrier
 
@@ -43,24 +44,26 @@ class HostAccess:
         dst = buf.host()[:words].view(np.uint8)
         nbytes = array.size * array.itemsize
         if nbytes:
-            dst[:nbytes] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+            hostcopy.copy(dst[:nbytes], np.ascontiguousarray(array).reshape(-1).view(np.uint8))
         dst[nbytes:] = 0
 
-    def _write(self, buf, words_data: np.ndarray) -> None:
-        """Overwrite the start of `buf` with uint32 words: mapped memory after the calls in flight that
-        use it, or a staged copy submitted without waiting (ordered after them by a barrier, before
-        later calls by theirs: Batch.run_async)."""
+    def _write(self, buf, array: np.ndarray) -> None:
+        """Overwrite the start of `buf` with `array`'s C-order bytes, zero-padded to whole words: mapped
+        memory after the calls in flight that use it, or a staged copy submitted without waiting (ordered
+        after them by a barrier, before later calls by theirs: Batch.run_async)."""
         self._check_not_pending(buf)
-        n = words_data.size
+        words = max((array.size * array.itemsize + 3) // 4, 1)
         if buf.host_visible:
             if buf.serial in self._async_serials:
                 self.synchronize()
-            buf.host()[:n] = words_data
+            self._pack_into(buf, array, words)
             return
         b = Batch(self, pending=False)
-        stage = b.scratch_staging(n)
-        stage.host()[:n] = words_data
-        b.copy_buffer(stage, buf, n * 4)
+        try:
+            b._stage_into(buf, array, words, ordered=True)
+        except BaseException:
+            b._release()
+            raise
         b.run_async()
 
     def _read(self, tensor: DeviceTensor) -> np.ndarray:

@@ -19,9 +19,10 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..dtypes import DataType, pack, unpack, words_for
+from ..dtypes import DataType, unpack, words_for
 from ..errors import DeviceLimitError, DeviceMemoryError, ValidationError
 from ..tensor import TensorDesc
+from . import hostcopy
 from ._kp import kp
 
 _serials = itertools.count(1)
@@ -297,7 +298,8 @@ class DeviceTensor:
     def from_words(self, words: np.ndarray) -> np.ndarray:
         """This tensor's elements from the words of its buffer (a copy)."""
         if self.desc.is_packed:
-            return unpack(words, self.data_type, self.shape)
+            return hostcopy.copy_out(np.asarray(words, dtype="<u4").reshape(-1).view(np.uint8), self.data_type.np,
+                                     self.shape)
         flat = unpack(words, self.data_type, (self.desc.span,))
         item = flat.itemsize
         view = np.lib.stride_tricks.as_strided(flat, self.shape, [s * item for s in self.desc.element_strides])
@@ -311,7 +313,7 @@ class DeviceTensor:
             raise ValidationError(
                 f"upload: expected {self.desc.element_count} elements of {self.data_type.name}; "
                 f"got {array.size} of {array.dtype}")
-        self.device._write(self._buffer, pack(array))
+        self.device._write(self._buffer, array)
         return self
 
 

@@ -209,9 +209,11 @@ class Pipelines:
             self._transfers[key] = op
         return op
 
-    def copy_op(self, src, dst, nbytes: int):
-        """A kp copy of `nbytes` from buffer src into dst, made once per (src, dst, size) while both live."""
-        return self.transfer_op((src.serial, dst.serial, nbytes), lambda: kp().OpBufferCopy(src.kp, dst.kp, nbytes))
+    def copy_op(self, src, dst, nbytes: int, offset: int = 0):
+        """A kp copy of `nbytes` from buffer src into dst at `offset` in both, made once per (src, dst, size,
+        offset) while both live."""
+        return self.transfer_op((src.serial, dst.serial, nbytes, offset),
+                                lambda: kp().OpBufferCopy(src.kp, dst.kp, nbytes, offset, offset))
 
     def pin(self, keys, pins: list) -> None:
         """Keep these Algorithms out of the LRU's reach until `unpin(pins)` (a graph records them)."""

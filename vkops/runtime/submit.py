@@ -17,6 +17,7 @@ from ..errors import ValidationError
 from ..plan import Hazards
 from ..tensor import TensorDesc
 from . import _kp as K
+from . import hostcopy
 from .memory import DeviceTensor, host_layout
 from .sequences import OpsKey, Sequences  # noqa: F401  (Sequences re-exported: tests and benchmarks patch it here)
 
@@ -34,6 +35,9 @@ def barrier(buffers, src_access=_ALL_ACCESS, dst_access=_ALL_ACCESS, src_stage=_
 # after FIRST_FLUSH, so the GPU starts early.
 FIRST_FLUSH = 2
 FLUSH_DISPATCHES = 4
+# A staged upload of at least twice this many bytes goes in parts of about this size, each part's copy submitted
+# while the next is written to staging (docs/tuning/runtime.md, session 21: host copies).
+UPLOAD_PART = 4 << 20
 
 
 class Batch:
@@ -110,13 +114,44 @@ class Batch:
         if buf.host_visible:
             dev._pack_into(buf, data, words)
         else:
-            stage = dev._staging.get(words)
-            self._refs.append(stage)
-            dev._pack_into(stage, data, words)
             # A transfer write into a buffer no earlier op of this batch uses: kp's transfer->compute
-            # barrier before each dispatch covers it.
-            self._ops.append(("op", dev._pipelines.copy_op(stage, buf, words * 4)))
+            # barrier before each dispatch covers it (in this submission or a later one).
+            self._stage_into(buf, data, words, ordered=False)
         return DeviceTensor(buf, desc, dev)
+
+    def _stage_into(self, buf, data: np.ndarray, words: int, ordered: bool) -> None:
+        """Copy `data`'s C-order bytes (zero-padded to `words` words) into device buffer `buf` through a
+        staging buffer. From 2 * UPLOAD_PART bytes in parts, each part's copy submitted (without waiting)
+        while the next part is written, so the transfer runs beside the host's copy. `ordered`: `buf` may be
+        in use (barriers by the batch's rule, Batch._order), else it is a buffer no op uses yet."""
+        dev = self.device
+        stage = dev._staging.get(words)
+        self._refs.append(stage)
+        total = words * 4
+        if total < 2 * UPLOAD_PART or not self._flushes:
+            dev._pack_into(stage, data, words)
+            step = total
+        else:
+            dst = stage.host()[:words].view(np.uint8)
+            src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            n = src.size
+            parts = -(-total // UPLOAD_PART)
+            step = (-(-total // parts) + 4095) // 4096 * 4096
+        pipes = dev._pipelines
+        for off in range(0, total, step):
+            end = min(off + step, total)
+            if step != total:
+                if off < n:
+                    hostcopy.copy(dst[off:min(end, n)], src[off:min(end, n)])
+                if end > n:
+                    dst[max(off, n):end] = 0
+            if ordered and not off:  # the parts write apart: only the first orders after earlier work
+                self._order({stage.serial: stage}, {buf.serial: buf})
+                self._touched |= {stage.serial, buf.serial}
+                self._refs.append(buf)
+            self._ops.append(("op", pipes.copy_op(stage, buf, end - off, off)))
+            if end < total:
+                self._flush()
 
     def hold(self, tensor: DeviceTensor) -> None:
         """Keep `tensor`'s buffer alive until the batch has run."""

@@ -1,0 +1,117 @@
+"""Host copies of large data: split over threads (runtime/hostcopy.py), and staged uploads in parts whose
+copies are submitted while the next part is written (Batch._stage_into). Sizes at the parts' boundaries,
+on device-local memory behind staging copies as on a discrete GPU."""
+import numpy as np
+import pytest
+
+import vkops
+from vkops import reference
+from vkops.runtime import hostcopy, submit
+from vkops.runtime.memory import Allocator
+
+PART = 4096  # bytes a part in these tests (UPLOAD_PART is MiBs)
+
+
+@pytest.fixture
+def staged(dev, monkeypatch):
+    """Device-local buffers behind staging copies, uploads in parts of PART bytes, host copies split from
+    SPLIT_BYTES = 2 * PART on 3 threads."""
+    dev.synchronize()
+    saved = dev._memory
+    dev._memory = Allocator(dev, "storage", 64 << 20, dev._forget)
+    monkeypatch.setattr(submit, "UPLOAD_PART", PART)
+    monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "THREADS", 3)
+    monkeypatch.setattr(hostcopy, "_pool", None)
+    try:
+        yield dev
+    finally:
+        dev.synchronize()
+        import gc
+
+        gc.collect()
+        dev._memory.trim()
+        dev._memory = saved
+
+
+@pytest.fixture
+def submitted(monkeypatch):
+    """Per submission: (kp op type names, the copies' (size, offset))."""
+    real, log = submit.Sequences.submit, []
+
+    def spy(self, ops, timestamps=False, reuse=None):
+        log.append([type(op).__name__ for op in ops])
+        return real(self, ops, timestamps, reuse)
+
+    monkeypatch.setattr(submit.Sequences, "submit", spy)
+    return log
+
+
+@pytest.mark.parametrize("n", [1, 4095, 4096, 4097, 2 * 4096 - 1, 2 * 4096, 2 * 4096 + 1, 5 * 4096 + 3, 1 << 20])
+def test_copy_splits_into_parts_with_every_byte(monkeypatch, rng, n):
+    monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "THREADS", 3)
+    monkeypatch.setattr(hostcopy, "_pool", None)
+    src = rng.integers(0, 256, n + 7, dtype=np.uint8)[3:n + 3]  # not page-aligned
+    dst = np.full(n + 2, 7, np.uint8)
+    hostcopy.copy(dst[1:n + 1], src)
+    np.testing.assert_array_equal(dst[1:n + 1], src)
+    assert dst[0] == 7 and dst[-1] == 7  # nothing outside
+    out = hostcopy.copy_out(src, np.dtype(np.int8), (n,))
+    np.testing.assert_array_equal(out.view(np.uint8), src)
+    assert out.flags.owndata and out.flags.c_contiguous
+
+
+def test_copy_raises_a_part_s_error_after_every_part(monkeypatch):
+    monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "THREADS", 3)
+    monkeypatch.setattr(hostcopy, "_pool", None)
+    dst = np.zeros(3 * PART, np.uint8)
+    dst.flags.writeable = False  # every part fails, the workers' too
+    with pytest.raises(ValueError):
+        hostcopy.copy(dst, np.ones(3 * PART, np.uint8))
+    with pytest.raises(ValueError, match="sizes"):
+        hostcopy.copy(np.zeros(3 * PART, np.uint8), np.ones(3 * PART + 1, np.uint8))
+
+
+@pytest.mark.parametrize("nbytes", [2 * PART - 4, 2 * PART, 2 * PART + 4, 3 * PART - 4, 3 * PART + 4, 7 * PART + 8])
+def test_upload_in_parts(staged, submitted, rng, nbytes):
+    a = rng.integers(-2 ** 31, 2 ** 31, nbytes // 4, dtype=np.int64).astype(np.int32)
+    x = staged.tensor(a)
+    parts = -(-nbytes // PART) if nbytes >= 2 * PART else 1
+    assert len(submitted) == parts  # one submission a part, none waited for
+    assert all(s == ["OpBufferCopy"] for s in submitted)
+    assert not x._buffer.host_visible
+    np.testing.assert_array_equal(x.numpy(), a)
+    x.upload(a[::-1])  # a strided view; the buffer is in use: ordered after what reads it
+    np.testing.assert_array_equal(x.numpy(), a[::-1])
+
+
+def test_upload_in_parts_after_a_call_in_flight_reading_it(staged, submitted, rng):
+    """Write after read: every part's copy waits for the eager call that reads the old data."""
+    a = rng.standard_normal((4, 3 * PART // 16)).astype(np.float32)
+    x = staged.tensor(a)
+    staged.synchronize()
+    v, _ = vkops.top_k(x, 3)  # in flight, reads x
+    del submitted[:]
+    b = a[:, ::-1].copy()
+    x.upload(b)
+    assert submitted[0][0] == "OpMemoryBarrier" and submitted[0][1] == "OpBufferCopy"
+    assert sum(s.count("OpBufferCopy") for s in submitted) == 3
+    np.testing.assert_array_equal(v.numpy(), -np.sort(-a, axis=1)[:, :3])
+    np.testing.assert_array_equal(x.numpy(), b)
+
+
+@pytest.mark.parametrize("cols", [2 * PART // 4 - 1, 2 * PART // 4, 5 * PART // 4 + 1])
+def test_numpy_call_uploads_its_input_in_parts(staged, submitted, rng, cols):
+    """A NumPy call's input in parts, then the call: the same bits as the oracle, twice (the second call
+    submits the recordings kept by op list)."""
+    a = rng.standard_normal((2, cols)).astype(np.float32)
+    a[:, 5:9] = a[0, 0]  # ties
+    for rep in range(2):
+        del submitted[:]
+        v, i = vkops.top_k(a, 8)
+        want = reference.top_k1(a, 8, 1)
+        np.testing.assert_array_equal(v, want[0])
+        np.testing.assert_array_equal(i, want[1])
+        assert sum(s.count("OpBufferCopy") for s in submitted) >= -(-a.nbytes // PART), rep

@@ -1,0 +1,55 @@
+"""Large host copies (into and out of mapped staging memory) split over a few threads: NumPy releases the
+GIL while it copies, and one core's copy runs well under a host's memory bandwidth."""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+# Copies of at least this many bytes are split (docs/tuning/runtime.md, session 21: host copies).
+SPLIT_BYTES = 1 << 20
+# Threads a copy is split over at most, the caller's own among them (docs/tuning/runtime.md, session 21).
+THREADS = max(1, min(4, os.cpu_count() or 1))
+_ALIGN = 4096  # parts start on page boundaries
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="vkops-copy")
+    return _pool
+
+
+def copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src for two 1-D uint8 arrays of one size (src any stride-1 view), in parts on
+    THREADS threads from SPLIT_BYTES; returns when every part is done."""
+    n = dst.size
+    if src.size != n:
+        raise ValueError(f"hostcopy.copy: sizes differ: dst {n}, src {src.size}")
+    parts = min(THREADS, n // (SPLIT_BYTES // 2)) if n >= SPLIT_BYTES else 1
+    if parts <= 1:
+        np.copyto(dst, src)
+        return
+    step = (-(-n // parts) + _ALIGN - 1) // _ALIGN * _ALIGN
+    pool = _executor()
+    futures = [pool.submit(np.copyto, dst[i:i + step], src[i:i + step]) for i in range(step, n, step)]
+    try:
+        np.copyto(dst[:step], src[:step])
+    finally:
+        for f in futures:
+            f.result()
+
+
+def copy_out(src: np.ndarray, dtype: np.dtype, shape) -> np.ndarray:
+    """A new array of `dtype` and `shape` from the leading bytes of uint8 `src` (copy() for large ones)."""
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1).view(np.uint8)
+    copy(flat, src[:flat.size])
+    return out
