@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 # Copies of at least this many bytes are split (docs/tuning/runtime.md, session 21: host copies).
-SPLIT_BYTES = 1 << 20
+SPLIT_BYTES = 4 << 20
 # Threads a copy is split over at most, the caller's own among them (docs/tuning/runtime.md, session 21).
-THREADS = max(1, min(4, os.cpu_count() or 1))
+THREADS = max(1, min(2, os.cpu_count() or 1))
 _ALIGN = 4096  # parts start on page boundaries
 
 _pool = None
