@@ -15,6 +15,8 @@
 //   [2n, 2n + 256 n C)          the last pass's histogram of chunk c of row s at 2n + (s C + c) 256: bin d
 //                               counts the chunk's keys equal to prefix | d (ties of T: bin T & 255)
 //   [2n + 256 n C, + 2 n K)     row s's K survivors as (key, index) pairs, unordered
+//   GFILTER plans, then: [.., + n C) each chunk's candidate count; [.., + 2 n C chunk_len) chunk c of row s's
+//                               candidates: chunk_len keys, then chunk_len indices, in index order
 // ctr (zeroed; left zero): row s at s * CTR_WORDS: the row's histogram [0, 256), the pass's arrival counter
 //   (256; the last workgroup to arrive zeroes it), the survivors' slot counter (257; gradix_sort zeroes it).
 

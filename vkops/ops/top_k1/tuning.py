@@ -75,7 +75,7 @@ class TopK1Tuning(Tuning):
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
-    GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (not measured yet) (#gradix)
+    GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: not measured yet) (#gradix)
 
     OP = "TOP_K1"
 
