@@ -49,6 +49,7 @@ for _mt in (16,):
 # on any Vulkan 1.1 device.
 TOPK_TYPES = (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),
               ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
+GFILTER_TYPES = tuple(t for t in TOPK_TYPES if t[1] > 8)
 TOPK = [
     ("top_k1_seg", "seg.comp", TOPK_TYPES, {}),                # SEG: whole short rows, G a workgroup
     ("top_k1_seg_sg", "seg.comp", TOPK_TYPES, {"SHUF": 1}),
@@ -64,6 +65,11 @@ TOPK = [
     ("top_k1_gradix_collect", "gradix_collect.comp", TOPK_TYPES, {}),  # ... the compaction of the K survivors
     ("top_k1_gradix_sort", "gradix_sort.comp", TOPK_TYPES, {}),        # ... their sort, one workgroup a row
     ("top_k1_gradix_sort_sg", "gradix_sort.comp", TOPK_TYPES, {"SHUF": 1}),
+    # GRADIX filtering (TopK1Tuning.GRADIX_FILTER), keys of 16 and 32 bits (8-bit keys have one digit: plain GRADIX):
+    # the first digit's bucket compacted once, the later passes and the compaction over it (gradix.glsl)
+    ("top_k1_gradix_fscan", "gradix_hist.comp", GFILTER_TYPES, {"GFILTER": 1}),
+    ("top_k1_gradix_fhist", "gradix_hist.comp", GFILTER_TYPES, {"GFILTER": 2}),
+    ("top_k1_gradix_fcollect", "gradix_collect.comp", GFILTER_TYPES, {"GFILTER": 1}),
 ]
 for _prefix, _src, _types, _defines in TOPK:
     for _t in _types:

@@ -82,6 +82,13 @@ def main(out):
                 raise SystemExit(f"gen_tuning: {cls}.{f.name} = {getattr(default, f.name)!r} has no C++ form")
             lines.append(f"    {t} {f.name} = {lit};")
         lines += ["};", ""]
+        # set_knob: an int or bool knob by name (vkops_plan_json_tuned, the differential tests' other tunings)
+        lines.append(f"inline bool set_knob({cls} &t, const std::string &name, int64_t v) {{")
+        for f in dataclasses.fields(default):
+            t, _ = cxx(getattr(default, f.name))
+            if t in ("uint32_t", "int64_t", "bool"):
+                lines.append(f'    if (name == "{f.name}") {{ t.{f.name} = ({t})v; return true; }}')
+        lines += ["    return false;", "}", ""]
     for name in MODULES:
         mod = importlib.import_module(name)
         ns = name.split(".", 1)[1].replace(".", "_")

@@ -27,6 +27,24 @@ def plan(op, desc, limits) -> dict:
     return native.plan_dict(op, desc, limits, lib())
 
 
+def plan_tuned(op, desc, limits, knobs: dict) -> dict:
+    """vkops_plan_json_tuned: libvkops' TOP_K1 plan under the default tuning with `knobs` (ints, bools) changed."""
+    import ctypes as C
+    import json
+    lb, keep = lib(), Keep()
+    od, out = c_desc(op, desc, keep), C.c_void_p()
+    spec = ";".join(f"{k}={int(v)}" for k, v in knobs.items()).encode()
+    fn = lb.vkops_plan_json_tuned
+    fn.argtypes = [C.c_void_p, C.c_void_p, C.c_char_p, C.c_void_p]
+    st = fn(C.byref(od), C.byref(native.c_limits(limits)), spec, C.byref(out))
+    if st != 0:
+        raise CError(st, lb.vkops_last_error().decode())
+    try:
+        return json.loads(C.string_at(out.value).decode())
+    finally:
+        lb.vkops_free(out)
+
+
 def validate(op, desc):
     """(status, message) of vkops_validate on a Python descriptor."""
     return native.validate(op, desc, lib())

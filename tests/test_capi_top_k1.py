@@ -160,6 +160,35 @@ def test_gradix_rule_thresholds():
     assert all(len(p) > 1 for p in per_limits.values()), per_limits  # both sides of the thresholds
 
 
+def test_gradix_filter_knob():
+    # GRADIX with filtering (TopK1Tuning.GRADIX_FILTER), routed to 64 rows at any K from 256 as the research A/B
+    # does it: libvkops' plan under the same knobs (vkops_plan_json_tuned) byte for byte, every key width, both
+    # directions, a strided axis, every limit set; an unknown knob is refused.
+    from vkops.plan import Plan
+    knobs = {"GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}
+    tun = TUN.replace(**knobs)
+    kinds = set()
+    for name, lim in sorted(LIMITS.items()):
+        for n, L in ((1, 151936), (64, 131072), (64, 151936), (3, 40001)):
+            for k in (256, 1024, 2048, 3000, 4096):
+                for d in (desc("float32", (n, L), 1, k), desc("float16", (n, L), 1, k, AxisDirection.INCREASING),
+                          desc("int32", (L, n), 0, k), desc("uint8", (n, L), 1, k)):
+                    try:
+                        want = top_k1.python_plan(d.validate(), lim, tuning=tun)
+                    except ValidationError as e:
+                        with pytest.raises(capi.CError) as got:
+                            capi.plan_tuned(capi.OP_TOP_K1, d, lim, knobs)
+                        assert got.value.message == str(e)
+                        continue
+                    got = capi.plan_tuned(capi.OP_TOP_K1, d, lim, knobs)
+                    assert capi.comparable(got) == capi.comparable(want.to_dict()), (d, name)
+                    assert Plan.from_dict(got, limits=lim) == want
+                    kinds |= {x.kernel.rsplit("_", 1)[0] for x in want.dispatches}
+    assert {"top_k1_gradix_fscan", "top_k1_gradix_fhist", "top_k1_gradix_fcollect", "top_k1_gradix_collect"} <= kinds
+    with pytest.raises(capi.CError, match="no TOP_K1 knob"):
+        capi.plan_tuned(capi.OP_TOP_K1, desc("float32", (1, 4096), 1, 8), LIMITS["h100"], {"NO_SUCH": 1})
+
+
 def test_strides_needing_a_packed_copy():
     # Eight dimensions whose seven non-axis ones merge into none: SLICE1 packs the input first.
     py = Python()

@@ -23,7 +23,7 @@ def test_every_knob_says_why_and_links_its_measurements():
     anchors = {"which-path-runs-where"} | {h.strip().lower().replace(",", "").replace(" ", "-")
                                            for h in re.findall(r"^#### (.+)$", doc, re.M)}
     for name in tuning.TopK1Tuning.knobs():
-        line = re.search(rf"^    {name}: int = .+$", src, re.M)
+        line = re.search(rf"^    {name}: (int|bool) = .+$", src, re.M)
         assert line, name
         link = re.search(r"  # .+ \(#([\w-]+)\)$", line.group(0))
         assert link and link.group(1) in anchors, (name, line.group(0))

@@ -17,6 +17,15 @@ the default plans, with a chunk-length variant:
                     "gradix_c2k": {"knobs": {"GRADIX_MIN_CHUNK": 2048}, "kw": {"force": "gradix"}}}' \
         --case 1x151936:float32:1024,2048,3000,4096 --case 1x151936:float16:1024,2048,3000,4096
 
+GRADIX with filtering (TopK1Tuning.GRADIX_FILTER: the second digit pass compacts the first digit's bucket, the
+later passes read only it) against the default plans and plain GRADIX, forced on 64 rows at any K (or routed by
+the rule: {"knobs": {"GRADIX_FILTER": true, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}}):
+
+    bash bench/gpu.sh python3 bench/research/research_topk_knobs.py \
+        --configs '{"default": {}, "gradix": {"kw": {"force": "gradix"}},
+                    "gfilter": {"knobs": {"GRADIX_FILTER": true}, "kw": {"force": "gradix"}}}' \
+        --case 64x131072:float32:256,1024,2048,3000,4096 --case 1x151936:float16:2048,3000,4096
+
 Every row of 2-D cases with at most --check-all-rows rows is checked against the oracle (else 16 sampled rows);
 a wrong output prints WRONG.
 """
@@ -84,7 +93,8 @@ def main():
                         p = TP.device_path(dev.limits, int(np.prod(shape[:-1])), shape[-1], k,
                                            key_bits=np.dtype(dtype).itemsize * 8, tuning=tun,
                                            **{a: b for a, b in kw.items() if a in ("force", "chunks", "shuffle")})
-                        notes[name] = (f"{p.path}{' radix' if p.radix else ''} B={p.B} WG={p.workgroup} "
+                        filt = p.path == "gradix" and tun.GRADIX_FILTER and np.dtype(dtype).itemsize > 1
+                        notes[name] = (f"{p.path}{' radix' if p.radix else ''}{' filter' if filt else ''} B={p.B} WG={p.workgroup} "
                                        f"chunks={p.chunks}{' shuf' if p.shuf else ''}"
                                        f"{f' chunk_len={p.chunk_len} sort_wg={p.sort_wg}' if p.path == 'gradix' else ''}"
                                        f" rows_checked={len(rows)}", ok)

@@ -15,6 +15,8 @@
 //   [2n, 2n + 256 n C)          the last pass's histogram of chunk c of row s at 2n + (s C + c) 256: bin d
 //                               counts the chunk's keys equal to prefix | d (ties of T: bin T & 255)
 //   [2n + 256 n C, + 2 n K)     row s's K survivors as (key, index) pairs, unordered
+//   GFILTER plans, then: [.., + n C) each chunk's candidate count; [.., + 2 n C chunk_len) chunk c of row s's
+//                               candidates: chunk_len keys, then chunk_len indices, in index order
 // ctr (zeroed; left zero): row s at s * CTR_WORDS: the row's histogram [0, 256), the pass's arrival counter
 //   (256; the last workgroup to arrive zeroes it), the survivors' slot counter (257; gradix_sort zeroes it).
 
@@ -39,6 +41,9 @@ layout(push_constant) uniform Push {
 } pc;
 
 #include "io.glsl"
+#ifndef GFILTER
+#define GFILTER 0
+#endif
 
 layout(binding = GRADIX_BINDING) coherent buffer Work { uint work[]; };
 layout(binding = GRADIX_BINDING + 1) coherent buffer Ctr { uint ctr[]; };
@@ -55,5 +60,18 @@ void chunk_of(uint g, out uint s, out uint c, out uint start, out uint end) {
     start = c * pc.chunk_len;
     end = min(pc.L, start + pc.chunk_len);
 }
+
+#if GFILTER
+// The filtering variant (TopK1Tuning.GRADIX_FILTER; top_k1_gradix_f*): after the first digit pass,
+// gradix_fscan reads the row once more, writes the keys whose first digit is above the K-th key's to the
+// survivors and compacts the first digit's bucket (the candidates) chunk by chunk, in index order, after the
+// survivors: chunk c of row s holds its candidates' keys at cand_at(s, c) and their indices chunk_len words
+// further on, their count at cnt_at(s, c). The later digit passes (gradix_fhist) and the compaction
+// (gradix_fcollect) read only the candidates.
+uint cnt_at(uint s, uint c) { return surv_at(pc.n_seq) + s * pc.chunks + c; }
+uint cand_at(uint s, uint c) {
+    return surv_at(pc.n_seq) + pc.n_seq * pc.chunks + 2u * (s * pc.chunks + c) * pc.chunk_len;
+}
+#endif
 
 const uint GRADIX_LOADS = 4u;  // loads in flight per thread (radix.comp's RADIX_LOADS)

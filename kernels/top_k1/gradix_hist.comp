@@ -15,6 +15,12 @@
 shared uint hist[NBINS];
 shared uint s_grp[NBINS / 32u];
 shared uint s_digit, s_above, s_inbin, s_last;
+#if GFILTER == 1
+// gradix_fscan: a block's candidate counts, one 16-bit field per load (x: loads 0, 1; y: 2, 3), prefix-summed
+// over the threads (index order within a load: thread-major), the block's above-key count, candidates so far
+shared uvec2 s_scan2[WG];
+shared uint s_blk, s_base, s_ctot, s_run;
+#endif
 
 // radix.comp's pick_bin: the bin of hist[0, NBINS) where a count of `need` is reached scanning from the top:
 // s_digit, with s_above the count above it and s_inbin its own. Groups of 32 bins are summed in parallel
@@ -62,6 +68,107 @@ void main() {
     uint hmask = bits_above(shift + 8u);
     for (uint i = tid; i < NBINS; i += WG) hist[i] = 0u;
     barrier();
+#if GFILTER == 2
+    // gradix_fhist: the chunk's candidates (gradix_fscan), keys only
+    uint cnt = work[cnt_at(s, c)], ck = cand_at(s, c);
+    // Never taken (a chunk holds at most chunk_len candidates); it keeps binding 0 (the input) in the module, so
+    // its bindings stay 0..2 like every GRADIX pass (libvkops/gen_kernels.py wants them contiguous).
+    if (cnt > pc.chunk_len) cnt = min(load_raw(base, 0u), pc.chunk_len);
+    for (uint i0 = tid; i0 < cnt; i0 += GRADIX_LOADS * WG) {
+        uint kq[GRADIX_LOADS];
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            uint i = i0 + u * WG;
+            kq[u] = i < cnt ? work[ck + i] : ~prefix;
+        }
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u)
+            if ((kq[u] & hmask) == prefix) atomicAdd(hist[(kq[u] >> shift) & 255u], 1u);
+    }
+#elif GFILTER == 1
+    // gradix_fscan: the first digit (at shift + 8) is resolved in `prefix`; keys above its bucket go to the
+    // survivors (slots from the row's counter, a block at a time, as gradix_collect), the bucket's keys (the
+    // candidates, `(key & hmask) == prefix`) to the chunk's candidate region in index order, histogrammed by
+    // the digit at shift.
+    uint ck = cand_at(s, c), surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
+    if (tid == 0u) { s_blk = 0u; s_ctot = 0u; s_run = 0u; }
+    barrier();
+    bool vec = pc.vec != 0u;
+    uint step = vec ? WG * EV : WG;
+    for (uint b0 = start; b0 < end; b0 += GRADIX_LOADS * step) {
+        uint i0 = b0 + (vec ? tid * EV : tid);
+        uvec4 q[GRADIX_LOADS];
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            uint i = i0 + u * step;
+            if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
+            else q[u].x = i < end ? load_raw(base, i) : 0u;
+        }
+        uint na = 0u;
+        uint nc[GRADIX_LOADS];
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            nc[u] = 0u;
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                if (!vec && e > 0u) break;
+                uint i = i0 + u * step + e;
+                if (i >= end) continue;
+                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
+                uint top = key & hmask;
+                if (top > prefix) ++na;
+                if (top == prefix) { ++nc[u]; atomicAdd(hist[(key >> shift) & 255u], 1u); }
+            }
+        }
+        uint ncs = nc[0] + nc[1] + nc[2] + nc[3];
+        uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
+        if (ncs != 0u) atomicAdd(s_ctot, ncs);
+        barrier();
+        if (tid == 0u) s_base = s_blk != 0u ? atomicAdd(ctr[slot], s_blk) : 0u;
+        uint ctot = s_ctot;
+        uvec2 excl = uvec2(0u), tot = uvec2(0u);
+        if (ctot != 0u) {  // the candidates' ranks: an inclusive prefix sum (Hillis-Steele) of packed counts
+            uvec2 mine = uvec2(nc[0] | (nc[1] << 16), nc[2] | (nc[3] << 16));
+            s_scan2[tid] = mine;
+            barrier();
+            for (uint off = 1u; off < WG; off <<= 1) {
+                uvec2 v = tid >= off ? s_scan2[tid - off] : uvec2(0u);
+                barrier();
+                s_scan2[tid] += v;
+                barrier();
+            }
+            excl = s_scan2[tid] - mine;
+            tot = s_scan2[WG - 1u];
+        }
+        barrier();
+        oa += s_base;
+        uint run = s_run;
+        if (na + ncs != 0u) {
+            uint tl[GRADIX_LOADS] = uint[](tot.x & 0xFFFFu, tot.x >> 16, tot.y & 0xFFFFu, tot.y >> 16);
+            uint ex[GRADIX_LOADS] = uint[](excl.x & 0xFFFFu, excl.x >> 16, excl.y & 0xFFFFu, excl.y >> 16);
+            uint oc = run;
+            [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+                uint pos = oc + ex[u];
+                [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                    if (!vec && e > 0u) break;
+                    uint i = i0 + u * step + e;
+                    if (i >= end) continue;
+                    uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
+                    uint top = key & hmask;
+                    if (top > prefix) {
+                        work[surv + 2u * oa] = key;
+                        work[surv + 2u * oa + 1u] = i;
+                        ++oa;
+                    } else if (top == prefix) {
+                        work[ck + pos] = key;
+                        work[ck + pc.chunk_len + pos] = i;
+                        ++pos;
+                    }
+                }
+                oc += tl[u];
+            }
+        }
+        barrier();
+        if (tid == 0u) { s_run = run + ctot; s_blk = 0u; s_ctot = 0u; }
+        barrier();
+    }
+    if (tid == 0u) work[cnt_at(s, c)] = s_run;
+#else
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
     for (uint i0 = start + (vec ? tid * EV : tid); i0 < end; i0 += GRADIX_LOADS * step) {
@@ -81,6 +188,7 @@ void main() {
             }
         }
     }
+#endif
     barrier();
     uint row = ctr_row(s);
     for (uint b = tid; b < NBINS; b += WG) {

@@ -72,4 +72,27 @@ vkops_status vkops_plan_json(const vkops_operator_desc *desc, const vkops_limits
     });
 }
 
+vkops_status vkops_plan_json_tuned(const vkops_operator_desc *desc, const vkops_limits *limits, const char *knobs,
+                                   char **json) {
+    if (json) *json = nullptr;
+    return guard([&] {
+        if (!limits || !json || !knobs) fail("vkops_plan_json_tuned: limits, knobs and json must not be NULL");
+        validate_operator(desc);
+        if (desc->type != VKOPS_OPERATOR_TOP_K1) fail("vkops_plan_json_tuned: knobs are read for TOP_K1 only");
+        TopK1Tuning t;
+        std::string s(knobs);
+        for (size_t at = 0; at < s.size();) {  // NAME=VALUE;NAME=VALUE
+            size_t end = s.find(';', at);
+            if (end == std::string::npos) end = s.size();
+            std::string kv = s.substr(at, end - at);
+            size_t eq = kv.find('=');
+            if (eq == std::string::npos || !set_knob(t, kv.substr(0, eq), std::stoll(kv.substr(eq + 1))))
+                fail("vkops_plan_json_tuned: no TOP_K1 knob " + kv);
+            at = end + 1;
+        }
+        Plan p = top_k1_plan(top_k1_from_c((const vkops_top_k1_desc *)desc->desc), Limits::from_c(*limits), t);
+        *json = dup_string(p.to_json());
+    });
+}
+
 }  // extern "C"

@@ -100,6 +100,8 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         Ref ctr = b.counters(n_seq * GRADIX_CTR_WORDS);
         // gradix.glsl's `work`: row state, each chunk's histogram of ties, survivors
         u64 words = 2 * n_seq + n_seq * C * ops_top_k1_paths::NBINS + 2 * n_seq * K;
+        bool filt = t.GRADIX_FILTER && bits > 8;  // 8-bit keys: one digit, nothing to filter
+        if (filt) words += n_seq * C + 2 * n_seq * C * p.chunk_len;  // each chunk's candidate count, keys, indices
         if (words * 4 > lim.max_storage_buffer_range)
             fail_limit("TOP_K1 by GRADIX with k=" + std::to_string(K) + " on " + std::to_string(n_seq) + " rows of " +
                        std::to_string(L) + " in " + std::to_string(C) + " chunks needs " + std::to_string(words * 4) +
@@ -112,9 +114,12 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
             Fields f = fields;
             f.push_back({"shift", bits - 8 * (j + 1)});
             f.push_back({"last", j == passes - 1 ? 1u : 0u});
-            lo.dispatch("gradix_hist", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f);
+            // filtering: the second pass compacts the first digit's bucket, the later ones read only it
+            const char *alg = !filt || j == 0 ? "gradix_hist" : j == 1 ? "gradix_fscan" : "gradix_fhist";
+            lo.dispatch(alg, {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f);
         }
-        lo.dispatch("gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, fields);
+        lo.dispatch(filt ? "gradix_fcollect" : "gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup},
+                    false, fields);
         lo.dispatch("gradix_sort", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq, {(u32)p.sort_wg, (u32)p.B}, p.shuf,
                     fields);
     } else if (p.path == "rows") {  // G rows a workgroup, one a subgroup

@@ -76,7 +76,8 @@ PUSH = {
     "rsort": _push(_KEYS),
 }
 # GRADIX's three modules share one push block (kernels/top_k1/gradix.glsl).
-PUSH.update(dict.fromkeys(("gradix_hist", "gradix_collect", "gradix_sort"),
+PUSH.update(dict.fromkeys(("gradix_hist", "gradix_collect", "gradix_sort", "gradix_fscan", "gradix_fhist",
+                           "gradix_fcollect"),
                           _push(_HEAD + ("chunks", "chunk_len", "vec", "shift", "last"))))
 
 
@@ -165,6 +166,9 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         C = p.chunks
         ctr = b.counters(n_seq * GRADIX_CTR_WORDS)
         words = 2 * n_seq + n_seq * C * 256 + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
+        filt = t.GRADIX_FILTER and bits > 8  # 8-bit keys: one digit, nothing to filter
+        if filt:  # ... then each chunk's candidate count and its candidates' keys and indices
+            words += n_seq * C + 2 * n_seq * C * p.chunk_len
         if words * 4 > lim.max_storage_buffer_range:
             raise DeviceLimitError(
                 f"TOP_K1 by GRADIX with k={K} on {n_seq} rows of {L} in {C} chunks needs {words * 4} bytes of "
@@ -173,9 +177,12 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         fields = dict(chunks=C, chunk_len=p.chunk_len)
         passes = -(-bits // 8)
         for j in range(passes):  # digits from the most significant
-            dispatch("gradix_hist", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), shift=bits - 8 * (j + 1),
+            # filtering: the second pass compacts the first digit's bucket, the later ones read only it
+            alg = "gradix_hist" if not filt or j == 0 else "gradix_fscan" if j == 1 else "gradix_fhist"
+            dispatch(alg, [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), shift=bits - 8 * (j + 1),
                      last=int(j == passes - 1), **fields)
-        dispatch("gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), **fields)
+        dispatch("gradix_fcollect" if filt else "gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,),
+                 **fields)
         dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf, **fields)
     elif p.path == "rows":  # G rows a workgroup, one a subgroup
         dispatch("rows", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, G=p.G, cap=p.cap or p.B)

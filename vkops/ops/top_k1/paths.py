@@ -100,7 +100,10 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "rows": 2 * B,                                  # subgroup regions of skey/sidx
              "rsort": B + rs_sh + 1,                         # skey, counters, s_flag
              # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 6 scalars; skey/sidx[B]
-             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6, "gradix_sort": 2 * B}
+             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6, "gradix_sort": 2 * B,
+             # gradix filtering: fscan adds s_scan2[WG] (uvec2) and 4 scalars; fhist and fcollect as hist and collect
+             "gradix_fscan": NBINS + NBINS // 32 + 3 + 2 * workgroup + 4, "gradix_fhist": NBINS + NBINS // 32 + 3,
+             "gradix_fcollect": workgroup + 6}
     return 4 * words[algorithm]
 
 

@@ -75,12 +75,15 @@ class TopK1Tuning(Tuning):
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
+    GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: not measured yet) (#gradix)
 
     OP = "TOP_K1"
 
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        self.check_counts([n for n in self.knobs() if n != "GRADIX_MIN_KP"], pow2=POW2)
+        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER")], pow2=POW2)
+        if not isinstance(self.GRADIX_FILTER, bool):
+            raise ValidationError(f"TopK1Tuning.GRADIX_FILTER must be a bool; got {self.GRADIX_FILTER!r}")
         v = self.GRADIX_MIN_KP
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValidationError(f"TopK1Tuning.GRADIX_MIN_KP must be an int >= 0 (0: never); got {v!r}")
