@@ -168,7 +168,10 @@ def test_every_row_count(cdev, rng, M):
         check(cdev, rng, M, 1040, 80, 3, 64, U8, I8, "tensor", "tensor")
 
 
-def test_seventeen_rows_refused(cdev, rng):
+def test_refused_shapes(cdev, rng):
+    args = operands(rng, 4, 256, 40, I8, I8, "none", "tensor")  # N not in whole 16s: the kernel's rule
+    with pytest.raises(vkops.ValidationError, match="multiples of 16"):
+        run(cdev, args, forced(2))
     args = operands(rng, 17, 256, 32, I8, I8, "none", "tensor")
     with pytest.raises(DeviceLimitError, match="above"):
         run(cdev, args, forced(2))
