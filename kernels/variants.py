@@ -33,13 +33,11 @@ for _name, _defines in (("qlmm_gemv", {"MR": "1u"}), ("qlmm_gemv_sk", {"MR": "1u
     VARIANTS[_name] = ("qlmm/qlmm_gemv.comp", _defines, {"optimize": True})
 # QLinearMatMul for decoding-sized M, B streamed into cooperative matrices (ops/qlmm_stream.py): one module
 # per tile shape (16 rows; columns NR with PF steps in flight), so spirv-opt (run twice) keeps the steps in
-# registers. Split-K: `_sk` partial tiles in slots, `_sums` sums added in L2 (QlmmTuning.STREAM_SUMS). The
-# tiles' own PF (stream.TILES) has every variant; 32 columns with 4 steps in flight (QlmmTuning.STREAM_PF,
-# research) too.
+# registers.
 for _mt in (16,):
-    for _nr, _pf in ((32, 2), (64, 4), (32, 4)):
-        for _sk in (0, 1, 2):
-            VARIANTS[f"qlmm_stream_m{_mt}n{_nr}p{_pf}" + ("", "_sk", "_sums")[_sk]] = (
+    for _nr, _pf in ((32, 2), (64, 4)):
+        for _sk in (0, 1):
+            VARIANTS[f"qlmm_stream_m{_mt}n{_nr}p{_pf}" + ("_sk" if _sk else "")] = (
                 "qlmm/qlmm_stream.comp", {"MT": f"{_mt}u", "NR": f"{_nr}u", "PF": f"{_pf}u", "SPLIT_K": _sk},
                 {"optimize": 2})
 

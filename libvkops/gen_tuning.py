@@ -5,13 +5,10 @@ each push-constant mirror (a structured dtype of 32-bit fields, or a dict of the
 and their tables (dicts of str -> tuple, int -> int: COOPMAT_CONFIGS, TILES) vectors of pairs in dict order.
 
     python libvkops/gen_tuning.py OUT.hpp
-    VKOPS_GEN_TUNING='{"QlmmTuning": {...}}' python libvkops/gen_tuning.py OUT.hpp   # other defaults (tests)
 """
 import dataclasses
 import importlib
-import json
 import math
-import os
 import sys
 
 import numpy as np
@@ -54,11 +51,6 @@ def cxx(v):
     return None, None
 
 
-# VKOPS_GEN_TUNING='{"QlmmTuning": {"STREAM_SUMS": true}}': other defaults, for a second build that a
-# differential test compares with Python's plans under that tuning (tests/test_capi_qlmm_sums.py); never the
-# shipped library.
-OVERRIDES = json.loads(os.environ.get("VKOPS_GEN_TUNING") or "{}")
-
 PUSH_T = "std::vector<std::pair<std::string, uint32_t>>"  # a push block: (field, words) in order
 
 
@@ -81,7 +73,7 @@ def main(out):
              "namespace vkops {", ""]
     for op, cls in OPS.items():
         mod = importlib.import_module(f"vkops.ops.{op}.tuning")
-        default = mod.DEFAULT.replace(**OVERRIDES.get(cls, {}))
+        default = mod.DEFAULT
         lines.append(f"// {cls} (vkops/ops/{op}/tuning.py): the defaults; one line each says why, there.")
         lines.append(f"struct {cls} {{")
         for f in dataclasses.fields(default):

@@ -11,8 +11,7 @@
 //   shared memory, k contiguous per column, the order the tensor cores take B in;
 // - A's rows for the step go to a second slab; the subgroup multiplies the two (subgroup barriers only).
 // At the end the subgroups add their tiles with shared atomics and the workgroup requantizes (or, split
-// across K, stores a partial tile; the last split of a tile adds them: SPLIT_K 1; or adds its tile into
-// int32 sums in L2 with atomics, the last split takes them out and requantizes: SPLIT_K 2).
+// across K, stores a partial tile; the last split of a tile adds them).
 // UINT8 operands are shifted into int8 (x ^ 0x80 = x - 128), the offset moved into the zero point:
 // sum (a-za)(b-zb) = sum a'b' - zb' sum a' - za' sum b' + K za' zb' (a' = a - oa, za' = za - oa). The row
 // sums of a' come from the loaded words; the column sums of b' from the tensor cores: F_NEED_SB puts a
@@ -64,14 +63,7 @@ const uint ONES = 0x01010101u;
 layout(binding = 0) readonly buffer BufA { uvec4 a_buf[]; };
 layout(binding = 1) readonly buffer BufB { uvec4 b_buf[]; };
 #include "qlmm_common.glsl"
-#if SPLIT_K == 2
-// pc.splits > 1: workgroup x = split * N_tiles + n_tile. The device's zeroed counters: per tile an arrival
-// counter, then after all counters MT x NR int32 sums per tile that every split adds its corrected tile
-// into (L2 atomics, as qlmm_gemv.comp). The last split of a tile to arrive takes the sums out
-// (atomicExchange: read and zero), requantizes and sets its counter back to 0: all left zero for the next use.
-layout(binding = 9) coherent buffer Cnt { uint cnt[]; };
-shared uint last_flag;
-#elif SPLIT_K
+#if SPLIT_K
 // pc.splits > 1: workgroup x = split * N_tiles + n_tile. Each split stores its corrected int32 tile into
 // its slot of Part; the last split of a tile to arrive (per-tile counter in Cnt) adds the slots,
 // requantizes and sets the counter back to 0 for the next use.
@@ -240,11 +232,7 @@ void main() {
 #if SPLIT_K
     const uint SLOT = MT * NR;
     uint tile = (z * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gx + n0 / NR;
-#if SPLIT_K == 2
-    uint sums = gx * gl_NumWorkGroups.y * gl_NumWorkGroups.z + tile * SLOT;  // after every tile's counter
-#else
     uint base = (tile * S + split) * SLOT;
-#endif
 #endif
     for (uint idx = lid; idx < MT * NR / 4u; idx += NT) {
         uint ml = idx / (NR / 4u), nl = 4u * (idx % (NR / 4u));
@@ -258,10 +246,7 @@ void main() {
                 v[c] += -zbp * rowS[ml] - zap * colsum + kr * zap * zbp;
             }
         }
-#if SPLIT_K == 2
-        if (m < M && n < N)
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) atomicAdd(cnt[sums + ml * NR + nl + c], uint(v[c]));
-#elif SPLIT_K
+#if SPLIT_K
         uint pe = base + ml * NR + nl;
         part[pe] = v.x; part[pe + 1u] = v.y; part[pe + 2u] = v.z; part[pe + 3u] = v.w;
 #else
@@ -276,16 +261,6 @@ void main() {
     if (last_flag == 0u) return;
     memoryBarrierBuffer();
     if (lid == 0u) cnt[tile] = 0u;
-#if SPLIT_K == 2
-    for (uint idx = lid; idx < MT * NR / 4u; idx += NT) {
-        uint ml = idx / (NR / 4u), nl = 4u * (idx % (NR / 4u));
-        uint m = m0 + ml, n = n0 + nl;
-        if (m >= M || n >= N) continue;
-        ivec4 v;
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) v[c] = int(atomicExchange(cnt[sums + ml * NR + nl + c], 0u));
-        store4(v, z, m, n);
-    }
-#else
     uint tbase = tile * S * SLOT;
     for (uint idx = lid; idx < MT * NR / 4u; idx += NT) {
         uint ml = idx / (NR / 4u), nl = 4u * (idx % (NR / 4u));
@@ -298,6 +273,5 @@ void main() {
         }
         store4(v, z, m, n);
     }
-#endif
 #endif
 }

@@ -60,8 +60,7 @@ i64 dot_splits(i64 tiles, i64 K, i64 wg, const QlmmTuning &t);
 // stream.py (why_not: false where it cannot run)
 bool stream_why_not(const Limits &lim, i64 M, i64 N, i64 batches, bool col_sums, const QlmmTuning &t, i64 &mt, i64 &nr);
 bool stream_preferred(i64 M, const QlmmTuning &t);
-std::string stream_kernel(i64 mt, i64 nr, const QlmmTuning &t);
-std::string stream_split_suffix(const QlmmTuning &t);
+std::string stream_kernel(i64 mt, i64 nr);
 i64 stream_workgroup(const Limits &lim, i64 mt, i64 nr, const QlmmTuning &t);
 i64 stream_splits(i64 tiles, i64 K, i64 nr, i64 wg, const QlmmTuning &t);
 // gemv.py (why_not: 0 where it cannot run, else MR)

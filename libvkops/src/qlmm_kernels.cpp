@@ -137,27 +137,14 @@ bool stream_why_not(const Limits &lim, i64 M, i64 N, i64 batches, bool col_sums,
 
 bool stream_preferred(i64 M, const QlmmTuning &t) { return M >= (i64)t.STREAM_MIN_M; }
 
-// steps_in_flight: the width's own (TILES); STREAM_PF other than "auto" (a research knob) is not ported.
-static i64 stream_steps_in_flight(i64 nr, const QlmmTuning &t) {
-    if (t.STREAM_PF != "auto") fail("QlmmTuning.STREAM_PF other than 'auto' is not ported");
-    return stream_pf(nr);
+std::string stream_kernel(i64 mt, i64 nr) {
+    return "qlmm_stream_m" + std::to_string(mt) + "n" + std::to_string(nr) + "p" + std::to_string(stream_pf(nr));
 }
-
-std::string stream_kernel(i64 mt, i64 nr, const QlmmTuning &t) {
-    return "qlmm_stream_m" + std::to_string(mt) + "n" + std::to_string(nr) + "p" +
-           std::to_string(stream_steps_in_flight(nr, t));
-}
-
-std::string stream_split_suffix(const QlmmTuning &t) { return t.STREAM_SUMS ? "_sums" : "_sk"; }
 
 i64 stream_splits(i64 tiles, i64 K, i64 nr, i64 wg, const QlmmTuning &t) {
-    i64 steps = ceil_div(K, step_k(nr)), sgs = wg / ops_qlmm_stream::LANES;
-    if (t.STREAM_SUMS) {  // toward STREAM_SUMS_TARGET, each subgroup keeping STREAM_SUMS_MIN_STEPS steps
-        i64 want = ceil_div(t.STREAM_SUMS_TARGET, tiles);
-        return std::max<i64>(1, std::min({(i64)t.STREAM_SPLIT_MAX, want, steps / (sgs * (i64)t.STREAM_SUMS_MIN_STEPS)}));
-    }
+    i64 steps = ceil_div(K, step_k(nr));
     i64 want = ceil_div(t.STREAM_TARGET_GROUPS, tiles);
-    return std::max<i64>(1, std::min({(i64)t.STREAM_SPLIT_MAX, want, steps / (sgs * stream_steps_in_flight(nr, t))}));
+    return std::max<i64>(1, std::min({(i64)t.STREAM_SPLIT_MAX, want, steps / ((wg / ops_qlmm_stream::LANES) * stream_pf(nr))}));
 }
 
 // ------------------------------------------------------------------ gemv.py

@@ -76,7 +76,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
     } else if (which == "stream") {
         bm = choice.stream_mt;
         bn = choice.stream_nr;
-        kname = stream_kernel(bm, bn, t);
+        kname = stream_kernel(bm, bn);
         spec = {(u32)stream_workgroup(lim, bm, bn, t)};
     } else if (which == "gemv") {
         kname = gemv_kernel(choice.gemv);
@@ -139,9 +139,8 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
         sk = gemv_splits(tiles, K, bm, t);
         slot = bm * bn;
     }
-    if (sk > 1 && (which == "gemv" || (which == "stream" && t.STREAM_SUMS))) {
-        // splits add into sums after the tiles' counters; the last requantizes
-        kname += which == "gemv" ? std::string("_sk") : stream_split_suffix(t);
+    if (sk > 1 && which == "gemv") {  // splits add into sums after the tiles' counters; the last requantizes
+        kname += "_sk";
         pc.set(11, sk);
         extra = {bld.counters(tiles * (1 + slot))};
         extra_writes = {9};

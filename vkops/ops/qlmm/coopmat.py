@@ -129,8 +129,7 @@ def coopmat_supported(dev) -> bool:
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
                     "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk",
                     "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk") + tuple(
-    qlmm_stream.kernel(mt, nr) + sk for mt in qlmm_stream.TILE_ROWS for nr in qlmm_stream.TILES
-    for sk in ("", qlmm_stream.split_suffix()))  # the default tuning's split-K variant (STREAM_SUMS: `_sums`)
+    qlmm_stream.kernel(mt, nr) + sk for mt in qlmm_stream.TILE_ROWS for nr in qlmm_stream.TILES for sk in ("", "_sk"))
 _verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
 _verdict_lock = threading.Lock()
 
@@ -146,7 +145,7 @@ def _verdict(dev, split: bool) -> bool:
                     return False
 
             # Kept across processes (keyed by driver and SPIR-V), so a new process starts in ~1 ms.
-            kernels = [n for n in _COOPMAT_KERNELS if n.endswith(("_sk", "_sums")) == split]
+            kernels = [n for n in _COOPMAT_KERNELS if n.endswith("_sk") == split]
             _verdicts[key] = dev._pipelines.remembered(f"qlmm-self-check-split{int(split)}", kernels, check)
         return _verdicts[key]
 

@@ -131,7 +131,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     elif which == "dot":
         kname, spec, bm, bn = "qlmm_dot", qd.spec(lim, dot, t), dot, t.DOT_COLS
     elif which == "stream":
-        (bm, bn), kname = stream, qs.kernel(*stream, t)
+        (bm, bn), kname = stream, qs.kernel(*stream)
         spec = qs.spec(lim, bm, bn, t)
     elif which == "gemv":
         kname, spec, bm, bn = qg.kernel(gemv), (qg.WG,), gemv, qg.COLS
@@ -183,9 +183,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
             sk = 1  # auto splits only where the split-K variants passed their self-check
     elif which == "gemv":
         sk, slot = qg.splits(tiles, K, bm, split_k, t), bm * bn
-    if sk > 1 and (which == "gemv" or (which == "stream" and t.STREAM_SUMS)):
-        # splits add into sums after the tiles' counters; the last one requantizes
-        kname += "_sk" if which == "gemv" else qs.split_suffix(t)
+    if sk > 1 and which == "gemv":  # splits add into sums after the tiles' counters; the last one requantizes
+        kname += "_sk"
         pc["splits"] = sk
         extra, extra_writes = [batch.counters(tiles * (1 + slot))], [9]
         groups = (groups[0] * sk, groups[1], groups[2])

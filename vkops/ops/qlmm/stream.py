@@ -12,13 +12,11 @@ from ...limits import Limits
 from .tuning import DEFAULT, QlmmTuning
 
 # The knobs (STREAM, STREAM_MAX_M, STREAM_MIN_M, STREAM_NR, STREAM_WAVE, STREAM_WG, STREAM_TARGET_GROUPS,
-# STREAM_SPLIT_MAX, STREAM_SUMS, STREAM_SUMS_TARGET, STREAM_SUMS_MIN_STEPS, STREAM_PF) are QlmmTuning's fields (tuning.py). Tile widths (variants.py): NR columns with
+# STREAM_SPLIT_MAX) are QlmmTuning's fields (tuning.py). Tile widths (variants.py): NR columns with
 # PF steps in flight, 32 while the column tiles fit about a wave (STREAM_WAVE workgroups) or 64 would need
 # split-K, else 64.
 NR_NARROW, NR_WIDE = 32, 64  # the two widths (variants.py ships NR = 32 and 64; width() picks)
 TILES = {NR_NARROW: 2, NR_WIDE: 4}
-# Steps in flight variants.py ships per width besides TILES' (QlmmTuning.STREAM_PF, research): 32 columns 4 too.
-PF_VARIANTS = {NR_NARROW: (2, 4), NR_WIDE: (4,)}
 LANES = 32  # lanes a subgroup: qlmm_stream.comp needs 32-lane subgroups (NSG = gl_WorkGroupSize.x / 32u)
 MIN_WG = 2 * LANES  # two subgroups at least: workgroup() halves no further, why_not() refuses fewer
 STEP_ROWS = 128  # qlmm_stream.comp's STEP_K = 128u / LPR: k rows a step for one lane a row (2 KiB of B)
@@ -92,21 +90,9 @@ def preferred(M: int, tuning: QlmmTuning = DEFAULT) -> bool:
     return M >= tuning.STREAM_MIN_M
 
 
-def steps_in_flight(nr: int, tuning: QlmmTuning = DEFAULT) -> int:
-    """PF: the width's own (TILES), or STREAM_PF where the width has a variant of it (PF_VARIANTS)."""
-    pf = tuning.STREAM_PF
-    return pf if pf != "auto" and pf in PF_VARIANTS[nr] else TILES[nr]
-
-
-def kernel(mt: int, nr: int, tuning: QlmmTuning = DEFAULT) -> str:
+def kernel(mt: int, nr: int) -> str:
     """The variant of this tile shape (kernels/variants.py), without the split-K suffix."""
-    return f"qlmm_stream_m{mt}n{nr}p{steps_in_flight(nr, tuning)}"
-
-
-def split_suffix(tuning: QlmmTuning = DEFAULT) -> str:
-    """The split-K variants' suffix: `_sums` (STREAM_SUMS: tiles added in L2, the counters buffer) or `_sk`
-    (partial tiles in slots of a scratch buffer)."""
-    return "_sums" if tuning.STREAM_SUMS else "_sk"
+    return f"qlmm_stream_m{mt}n{nr}p{TILES[nr]}"
 
 
 def spec(lim: Limits, mt: int, nr: int, tuning: QlmmTuning = DEFAULT) -> Tuple[int]:
@@ -116,14 +102,9 @@ def spec(lim: Limits, mt: int, nr: int, tuning: QlmmTuning = DEFAULT) -> Tuple[i
 
 def splits(tiles: int, K: int, nr: int, wg: int, split_k=None, tuning: QlmmTuning = DEFAULT) -> int:
     """Split-K factor: enough workgroups for STREAM_TARGET_GROUPS, each subgroup keeping at least its
-    steps in flight (at most STREAM_SPLIT_MAX); with STREAM_SUMS toward STREAM_SUMS_TARGET workgroups, each
-    subgroup keeping at least STREAM_SUMS_MIN_STEPS steps. An int split_k forces it (at most one split per
-    step)."""
+    steps in flight (at most STREAM_SPLIT_MAX); an int split_k forces it (at most one split per step)."""
     steps = -(-K // step_k(nr))
     if split_k in (None, "auto"):
-        if tuning.STREAM_SUMS:
-            want = -(-tuning.STREAM_SUMS_TARGET // tiles)
-            return max(1, min(tuning.STREAM_SPLIT_MAX, want, steps // ((wg // LANES) * tuning.STREAM_SUMS_MIN_STEPS)))
         want = -(-tuning.STREAM_TARGET_GROUPS // tiles)
-        return max(1, min(tuning.STREAM_SPLIT_MAX, want, steps // ((wg // LANES) * steps_in_flight(nr, tuning))))
+        return max(1, min(tuning.STREAM_SPLIT_MAX, want, steps // ((wg // LANES) * TILES[nr])))
     return max(1, min(int(split_k), steps))

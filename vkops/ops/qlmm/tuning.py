@@ -64,10 +64,6 @@ class QlmmTuning(Tuning):
     STREAM_WG: int = 256  # 8 subgroups take a K range's steps in turn; 128 slower (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_TARGET_GROUPS: int = 120  # split-K below about one workgroup an H100 SM (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_SPLIT_MAX: int = 16  # at most this many splits (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
-    STREAM_SUMS: bool = False  # split-K with the splits' tiles added in L2 (counters buffer), the last requantizing: research, off (#2026-11-26-session-21-stream-split-k-with-sums-in-l2)
-    STREAM_SUMS_TARGET: int = 512  # with STREAM_SUMS, split toward this many workgroups (about 4 an H100 SM) (#2026-11-26-session-21-stream-split-k-with-sums-in-l2)
-    STREAM_SUMS_MIN_STEPS: int = 1  # with STREAM_SUMS, each subgroup keeps at least this many steps a split (#2026-11-26-session-21-stream-split-k-with-sums-in-l2)
-    STREAM_PF: Union[str, int] = "auto"  # steps in flight a subgroup: the tile's (stream.TILES), or an int where a variant has it (#2026-11-26-session-21-stream-split-k-with-sums-in-l2)
     # -- gemv.py: one row of A as a matrix-vector product
     GEMV: bool = True  # 1x4096x11008 0.0205 ms against the stream kernel's 0.047 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
     GEMV_MAX_M: int = 1  # 2-4 rows lost to the stream kernel: 4x4096^2 0.019 against 0.015 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
@@ -81,7 +77,7 @@ class QlmmTuning(Tuning):
     def validate(self) -> "QlmmTuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
         from .coopmat import COOPMAT_CONFIGS, check_config  # noqa: PLC0415 - the tile table, at check time
-        from .stream import PF_VARIANTS, TILES  # noqa: PLC0415
+        from .stream import TILES  # noqa: PLC0415
 
         def fail(f, rule, v):
             raise ValidationError(f"QlmmTuning.{f} must be {rule}; got {v!r}")
@@ -111,9 +107,6 @@ class QlmmTuning(Tuning):
             fail("COOPMAT_SPLIT_K", "'auto' or an int >= 1", sk)
         if self.STREAM_NR != "auto" and (isinstance(self.STREAM_NR, bool) or self.STREAM_NR not in TILES):
             fail("STREAM_NR", f"'auto' or one of {tuple(TILES)}", self.STREAM_NR)
-        pfs = sorted({pf for pfs in PF_VARIANTS.values() for pf in pfs})
-        if self.STREAM_PF != "auto" and (isinstance(self.STREAM_PF, bool) or self.STREAM_PF not in pfs):
-            fail("STREAM_PF", f"'auto' or one of {pfs}", self.STREAM_PF)
         return self
 
 
