@@ -7,7 +7,11 @@ docs/tuning/qlmm.md, session 10.
     bash bench/gpu.sh python3 bench/research/research_mid.py [MxKxN ...]
     bash bench/gpu.sh python3 bench/research/research_mid.py --now '{"LARGE_CONFIG": "128x128x64_2x2"}' \
         --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
-A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run.
+    bash bench/gpu.sh python3 bench/research/research_mid.py --before '{"STREAM_SUMS": false}' \
+        --now '{"STREAM_SUMS": true}' --also '{"STREAM_SUMS": true, "STREAM_SUMS_TARGET": 1024}' 16x4096x4096
+A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run. Each
+`--also '<JSON>'` (repeatable) is one more side, DEFAULT with those knobs, timed beside now and before. Each side
+prints (GPU ms, exact within 1 on min(M, 16) rows, its last dispatch's kernel and workgroups).
 """
 import dataclasses, json, os, sys
 import numpy as np
@@ -21,17 +25,22 @@ M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device(); rng = np.random.default_rng(0)
 BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2", "LARGE_CONFIG": "128x128x64_2x2"}
 args = sys.argv[1:]
-opts = {}
-while args and args[0] in ("--now", "--before"):
-    opts[args[0]] = json.loads(args[1]); args = args[2:]
+opts, ALSO = {}, []
+while args and args[0] in ("--now", "--before", "--also"):
+    if args[0] == "--also":
+        ALSO.append(json.loads(args[1]))
+    else:
+        opts[args[0]] = json.loads(args[1])
+    args = args[2:]
 BEFORE = opts.get("--before", BEFORE)
 NOW = {k: getattr(DEFAULT, k) for k in BEFORE}
 NOW.update(opts.get("--now", {}))
-for v in list(NOW.values()) + list(BEFORE.values()):  # a tile not in the table: "TMxTNxTK_WxH"
+SIDES = [("now", NOW), ("before", BEFORE)] + [(f"also{i}", knobs) for i, knobs in enumerate(ALSO, 1)]
+for v in [v for _, knobs in SIDES for v in knobs.values()]:  # a tile not in the table: "TMxTNxTK_WxH"
     if isinstance(v, str) and v[:1].isdigit() and v not in QC.COOPMAT_CONFIGS:
         t, w = v.split("_")
         QC.COOPMAT_CONFIGS[v] = tuple(map(int, t.split("x"))) + tuple(map(int, w.split("x")))
-print("now", NOW, "before", BEFORE, flush=True)
+print("  ".join(f"{side} {knobs}" for side, knobs in SIDES), flush=True)
 SHAPES = [tuple(map(int, a.split("x"))) for a in args] or [
     (32, 4096, 4096), (32, 8192, 8192), (64, 4096, 4096), (64, 8192, 8192), (128, 4096, 4096),
     (256, 4096, 4096), (128, 8192, 8192), (96, 4096, 4096)]
@@ -42,13 +51,15 @@ for (M, K, N) in SHAPES:
         za = np.uint8(120) if zp else None; zb = np.int8(3) if zp else None
         so = np.float32(0.02 * 0.02 * np.sqrt(K) * 74 * 74 / 40)
         da, db = dev.tensor(a), dev.tensor(b)
-        want = reference.quantized_linear_matmul(a[:4], np.float32(0.02), za, b, np.float32(0.02), zb, so, None)
+        rows = max(4, min(M, 16))
+        want = reference.quantized_linear_matmul(a[:rows], np.float32(0.02), za, b, np.float32(0.02), zb, so, None)
         res = {}
-        for side, knobs in (("now", NOW), ("before", BEFORE)):
+        for side, knobs in SIDES:
             tun = dataclasses.replace(DEFAULT, **knobs)
             f = lambda i=0, tun=tun: vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so,
                                                                    None, tuning=tun)
             r = f().numpy()
-            ok = np.abs(r[:4].astype(int) - want.astype(int)).max() <= 1
-            res[side] = (round(timing.vk_gpu_ms(f, device=dev, method=M_), 4), bool(ok))
-        print((M, K, N), "zp" if zp else "int8", "now", res["now"], "before", res["before"], flush=True)
+            last = next(reversed(dev._plans._entries.values())).dispatches[-1]
+            ok = np.abs(r[:rows].astype(int) - want.astype(int)).max() <= 1
+            res[side] = (round(timing.vk_gpu_ms(f, device=dev, method=M_), 4), bool(ok), last.kernel, last.groups[0])
+        print((M, K, N), "zp" if zp else "int8", "  ".join(f"{side} {res[side]}" for side, _ in SIDES), flush=True)

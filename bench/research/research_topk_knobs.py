@@ -53,11 +53,36 @@ def data(shape, dtype, rng):
     return rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
 
 
+def dispatch_us(dev, f):
+    """'kernel us' per dispatch of one call, best of 5 timestamped batches (the timestamps around each dispatch
+    include its barrier's wait)."""
+    from vkops.runtime import call as call_mod  # noqa: PLC0415
+
+    real, plans = call_mod.execute, []
+
+    def spy(plan, batch, inputs, outputs):
+        plans.append(plan)
+        return real(plan, batch, inputs, outputs)
+    call_mod.execute = spy
+    try:
+        best = None
+        for _ in range(5):
+            with dev.batch(timestamps=True) as b:
+                f()
+            best = b.gpu_ns if best is None else [min(x, y) for x, y in zip(best, b.gpu_ns)]
+    finally:
+        call_mod.execute = real
+    names = [s[0] for s in plans[-1]._steps]
+    return "  ".join(f"{n} {t / 1000:.1f}" for n, t in zip(names, best)) + f"  (sum {sum(best) / 1000:.1f} us)"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", required=True, help="JSON: name -> {paths: {...}, kw: {...}}")
     ap.add_argument("--case", action="append", required=True, help="RxL:dtype:k1,k2")
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--dispatches", action="store_true",
+                    help="also each configuration's GPU time per dispatch (best of 5 timestamped batches of one call)")
     ap.add_argument("--check-all-rows", type=int, default=256,
                     help="check every row of 2-D cases with at most this many rows (else 16 sampled rows)")
     args = ap.parse_args()
@@ -108,6 +133,9 @@ def main():
                 note, ok = notes[name]
                 print(f"   {name:24s} {' / '.join(f'{t:.4f}' for t in res[name])}  {'ok' if ok else 'WRONG'}  {note}",
                       flush=True)
+                if args.dispatches:
+                    kw, tun = configs[name].get("kw", {}), tunings[name]
+                    print(f"      {dispatch_us(dev, lambda: top_k1._top_k(xt, k, out=outs[0], tuning=tun, **kw))}", flush=True)
 
 
 if __name__ == "__main__":
