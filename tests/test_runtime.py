@@ -772,3 +772,22 @@ def test_a_call_in_use_keeps_its_descriptor_set_under_lru_pressure(dev, rng, mon
         s0 = dev.stats()
         assert hot().numpy().tobytes() == want
         assert dev.stats()["algorithms"] == s0["algorithms"] and dev.stats()["prepared"] == s0["prepared"]
+
+
+def test_tunings_hash_once():
+    """Every operator's tuning is part of its plan key: hashed once at construction, not field by field on every
+    call (a frozen dataclass subclass gets a generated __hash__ unless it keeps the base's)."""
+    import dataclasses
+
+    from vkops.ops.qlmm.tuning import QlmmTuning
+    from vkops.ops.slice1.tuning import Slice1Tuning
+    from vkops.ops.top_k1.tuning import TopK1Tuning
+    from vkops.ops.tuning import Tuning
+
+    assert {c.__name__ for c in Tuning.__subclasses__()} == {"QlmmTuning", "Slice1Tuning", "TopK1Tuning"}
+    for cls in (QlmmTuning, Slice1Tuning, TopK1Tuning):
+        t = cls()
+        h = hash(t)
+        for f in dataclasses.fields(t):  # a field changed behind the frozen class's back: the hash stays
+            object.__setattr__(t, f.name, ("changed", f.name))
+        assert hash(t) == h, cls.__name__

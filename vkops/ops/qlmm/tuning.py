@@ -20,6 +20,8 @@ class QlmmTuning(Tuning):
     """The planning knobs of the lowering (FOLD), coopmat.py (COOPMAT_*, *_CONFIG, SPLIT_*, ...),
     dot.py (DOT*), stream.py (STREAM*) and gemv.py (GEMV*), named as the module constants they were."""
 
+    __hash__ = Tuning.__hash__  # else dataclass(frozen=True) hashes every knob on every call's plan lookup
+
     # -- lowering.py (folding)
     FOLD: bool = True  # b shared by a's batches: one GEMM of all their rows, 534 -> 271 ms (#which-kernel-runs-where)
     # -- coopmat.py: the cooperative-matrix tiles

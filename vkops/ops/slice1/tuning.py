@@ -15,6 +15,8 @@ _DOC = "docs/tuning/slice1.md"  # the sections named below: #<anchor> of this pa
 class Slice1Tuning(Tuning):
     """The planning knobs of the lowering, named as the module constants of slice1.py they were."""
 
+    __hash__ = Tuning.__hash__  # else dataclass(frozen=True) hashes every knob on every call's plan lookup
+
     WORKGROUP: int = 256  # wanted; Limits.workgroup() gives what the device allows, 128 at Vulkan's minimum (#which-loop-runs-where)
     WORDS_PER_THREAD: int = 4  # a workgroup's tile is WORKGROUP x this many words (specialization constant 1) (#which-loop-runs-where)
 

@@ -23,6 +23,8 @@ POW2 = ("WORKGROUP", "GRADIX_WG", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN
 class TopK1Tuning(Tuning):
     """The planning knobs of the path rule, named as the module constants of top_k1_paths.py they were."""
 
+    __hash__ = Tuning.__hash__  # else dataclass(frozen=True) hashes every knob on every call's plan lookup
+
     # -- every path
     WORKGROUP: int = 512  # wanted workgroup; H200 filter 10-20% faster than 256, 1024 slower (#workgroup)
     TARGET_GROUPS: int = 256  # filter chunks toward this many workgroups; beat 1024 by 1.2-1.5x on an H100 (#target_groups)
