@@ -78,19 +78,20 @@ class HostAccess:
             return tensor.from_words(buf.host())
         words = words_for(tensor.desc.span, tensor.data_type)
         if words * 4 <= READ_KEPT_BYTES:
-            data = self._read_kept(buf, words)
+            out = self._read_kept(buf, words, tensor.from_words)
         else:
             b = Batch(self)
             b.download(tensor)
             b.run()
-            data = b.host_words(tensor)
+            out = tensor.from_words(b.host_words(tensor))
         if self._async:
             self.synchronize()  # a host read is a sync point, as torch's .cpu(): lets go of what is done
-        return tensor.from_words(data)
+        return out
 
-    def _read_kept(self, buf, words: int) -> np.ndarray:
+    def _read_kept(self, buf, words: int, convert) -> np.ndarray:
         """Download `words` of `buf` through a sequence recorded for it once (barrier, copy into its
-        own staging buffer, barrier to the host) and submitted again on the next read; a copy of them."""
+        own staging buffer, barrier to the host) and submitted again on the next read; `convert` of them
+        (a copy, made before another thread may reuse the staging buffer)."""
         key = (buf.serial, words)
         with self._lock:
             hit = self._reads.pop(key, None)  # out while in use: another thread records its own
@@ -108,7 +109,7 @@ class HostAccess:
         stage, cap, seq = hit
         try:
             self._sequences.replay(seq)
-            data = stage.host()[:words].copy()
+            data = convert(stage.host()[:words])
         except BaseException:
             self._sequences.release(cap, seq)
             raise
