@@ -65,6 +65,7 @@ TOPK = [
     ("top_k1_gradix_collect", "gradix_collect.comp", TOPK_TYPES, {}),  # ... the compaction of the K survivors
     ("top_k1_gradix_sort", "gradix_sort.comp", TOPK_TYPES, {}),        # ... their sort, one workgroup a row
     ("top_k1_gradix_sort_sg", "gradix_sort.comp", TOPK_TYPES, {"SHUF": 1}),
+    ("top_k1_gradix_rank", "gradix_rank.comp", TOPK_TYPES, {}),        # ... or their ranks over many workgroups (few rows)
     # GRADIX filtering (TopK1Tuning.GRADIX_FILTER), keys of 16 and 32 bits (8-bit keys have one digit: plain GRADIX):
     # the first digit's bucket compacted once, the later passes and the compaction over it (gradix.glsl)
     ("top_k1_gradix_fscan", "gradix_hist.comp", GFILTER_TYPES, {"GFILTER": 1}),

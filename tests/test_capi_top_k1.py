@@ -189,6 +189,34 @@ def test_gradix_filter_knob():
         capi.plan_tuned(capi.OP_TOP_K1, desc("float32", (1, 4096), 1, 8), LIMITS["h100"], {"NO_SUCH": 1})
 
 
+def test_gradix_rank_knob():
+    # GRADIX's rank sort for few rows (TopK1Tuning.GRADIX_RANK_MAX_SEQ, with its tile knobs, with and without
+    # GRADIX_FILTER), routed as the research A/B does it: libvkops' plan under the same knobs byte for byte, every
+    # key width, both directions, a strided axis, rows at and past the knob, every limit set.
+    from vkops.plan import Plan
+    kinds = set()
+    for knobs in ({"GRADIX_RANK_MAX_SEQ": 4}, {"GRADIX_RANK_MAX_SEQ": 16, "GRADIX_RANK_E": 1, "GRADIX_RANK_TJ": 128},
+                  {"GRADIX_RANK_MAX_SEQ": 64, "GRADIX_RANK_E": 4, "GRADIX_FILTER": True, "GRADIX_MIN_K": 1}):
+        tun = TUN.replace(**knobs)
+        for name, lim in sorted(LIMITS.items()):
+            for n, L in ((1, 151936), (4, 131072), (5, 131072), (16, 131072), (64, 131072), (3, 40001)):
+                for k in (1, 1500, 2048, 3000, 4096):
+                    for d in (desc("float32", (n, L), 1, k), desc("float16", (n, L), 1, k, AxisDirection.INCREASING),
+                              desc("int32", (L, n), 0, k), desc("uint8", (n, L), 1, k)):
+                        try:
+                            want = top_k1.python_plan(d.validate(), lim, tuning=tun)
+                        except ValidationError as e:
+                            with pytest.raises(capi.CError) as got:
+                                capi.plan_tuned(capi.OP_TOP_K1, d, lim, knobs)
+                            assert got.value.message == str(e)
+                            continue
+                        got = capi.plan_tuned(capi.OP_TOP_K1, d, lim, knobs)
+                        assert capi.comparable(got) == capi.comparable(want.to_dict()), (d, name, knobs)
+                        assert Plan.from_dict(got, limits=lim) == want
+                        kinds |= {x.kernel.rsplit("_", 1)[0] for x in want.dispatches}
+    assert {"top_k1_gradix_rank", "top_k1_gradix_fscan", "top_k1_gradix_sort_sg"} <= kinds
+
+
 def test_strides_needing_a_packed_copy():
     # Eight dimensions whose seven non-axis ones merge into none: SLICE1 packs the input first.
     py = Python()

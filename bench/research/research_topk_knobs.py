@@ -26,6 +26,17 @@ the rule: {"knobs": {"GRADIX_FILTER": true, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K"
                     "gfilter": {"knobs": {"GRADIX_FILTER": true}, "kw": {"force": "gradix"}}}' \
         --case 64x131072:float32:256,1024,2048,3000,4096 --case 1x151936:float16:2048,3000,4096
 
+GRADIX's rank sort for few rows (TopK1Tuning.GRADIX_RANK_MAX_SEQ: the survivors ranked over (row, i-tile, j-tile)
+workgroups, i-tiles of GRADIX_WG x GRADIX_RANK_E, j-tiles of GRADIX_RANK_TJ) against the default plans (the rule
+takes GRADIX on these), with GPU us per dispatch (the last one: gradix_sort_sg against gradix_rank):
+
+    bash bench/gpu.sh python3 bench/research/research_topk_knobs.py --dispatches \
+        --configs '{"default": {}, "rank": {"knobs": {"GRADIX_RANK_MAX_SEQ": 16}},
+                    "rank_e1": {"knobs": {"GRADIX_RANK_MAX_SEQ": 16, "GRADIX_RANK_E": 1}},
+                    "rank_e1_tj128": {"knobs": {"GRADIX_RANK_MAX_SEQ": 16, "GRADIX_RANK_E": 1, "GRADIX_RANK_TJ": 128}}}' \
+        --case 1x151936:float32:2048,3000,4096 --case 1x151936:float16:2048,3000,4096 \
+        --case 1x131072:float32:2048,4096 --case 4x131072:float32:2048,4096 --case 16x131072:float32:2048,4096
+
 Every row of 2-D cases with at most --check-all-rows rows is checked against the oracle (else 16 sampled rows);
 a wrong output prints WRONG.
 """
@@ -119,9 +130,11 @@ def main():
                                            key_bits=np.dtype(dtype).itemsize * 8, tuning=tun,
                                            **{a: b for a, b in kw.items() if a in ("force", "chunks", "shuffle")})
                         filt = p.path == "gradix" and tun.GRADIX_FILTER and np.dtype(dtype).itemsize > 1
+                        rank = p.path == "gradix" and int(np.prod(shape[:-1])) <= tun.GRADIX_RANK_MAX_SEQ
                         notes[name] = (f"{p.path}{' radix' if p.radix else ''}{' filter' if filt else ''} B={p.B} WG={p.workgroup} "
                                        f"chunks={p.chunks}{' shuf' if p.shuf else ''}"
-                                       f"{f' chunk_len={p.chunk_len} sort_wg={p.sort_wg}' if p.path == 'gradix' else ''}"
+                                       f"{f' chunk_len={p.chunk_len} sort_wg={p.sort_wg}' if p.path == 'gradix' and not rank else ''}"
+                                       f"{f' chunk_len={p.chunk_len} rank E={tun.GRADIX_RANK_E} TJ={tun.GRADIX_RANK_TJ}' if rank else ''}"
                                        f" rows_checked={len(rows)}", ok)
                     res[name].append(timing.vk_gpu_ms(f, device=dev, method=M_))
             tms = ""

@@ -97,7 +97,12 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
     std::vector<u32> spec = {(u32)p.workgroup, (u32)p.B};
     if (p.path == "gradix") {
         u64 C = p.chunks;
-        Ref ctr = b.counters(n_seq * GRADIX_CTR_WORDS);
+        // few rows (GRADIX_RANK_MAX_SEQ): the survivors ranked by gradix_rank in (row, i-tile, j-tile) workgroups,
+        // its rank counters (K a row) and each (row, i-tile)'s arrival counter after the rows' counters
+        bool rank = n_seq <= t.GRADIX_RANK_MAX_SEQ;
+        u64 ti = p.workgroup * t.GRADIX_RANK_E, tj = t.GRADIX_RANK_TJ;
+        u64 ni = cdiv(K, ti), nj = cdiv(K, tj);
+        Ref ctr = b.counters(rank ? n_seq * (GRADIX_CTR_WORDS + K + ni) : n_seq * GRADIX_CTR_WORDS);
         // gradix.glsl's `work`: row state, each chunk's histogram of ties, survivors
         u64 words = 2 * n_seq + n_seq * C * ops_top_k1_paths::NBINS + 2 * n_seq * K;
         bool filt = t.GRADIX_FILTER && bits > 8;  // 8-bit keys: one digit, nothing to filter
@@ -120,8 +125,12 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         }
         lo.dispatch(filt ? "gradix_fcollect" : "gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup},
                     false, fields);
-        lo.dispatch("gradix_sort", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq, {(u32)p.sort_wg, (u32)p.B}, p.shuf,
-                    fields);
+        if (rank)
+            lo.dispatch("gradix_rank", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq * ni * nj,
+                        {(u32)p.workgroup, (u32)tj, (u32)t.GRADIX_RANK_E}, false, fields);
+        else
+            lo.dispatch("gradix_sort", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq, {(u32)p.sort_wg, (u32)p.B},
+                        p.shuf, fields);
     } else if (p.path == "rows") {  // G rows a workgroup, one a subgroup
         lo.dispatch("rows", {x, values, indices}, {1, 2}, cdiv(n_seq, p.G), spec, false,
                     {{"G", p.G}, {"cap", p.cap ? p.cap : p.B}});

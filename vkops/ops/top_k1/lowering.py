@@ -77,7 +77,7 @@ PUSH = {
 }
 # GRADIX's three modules share one push block (kernels/top_k1/gradix.glsl).
 PUSH.update(dict.fromkeys(("gradix_hist", "gradix_collect", "gradix_sort", "gradix_fscan", "gradix_fhist",
-                           "gradix_fcollect"),
+                           "gradix_fcollect", "gradix_rank"),
                           _push(_HEAD + ("chunks", "chunk_len", "vec", "shift", "last"))))
 
 
@@ -164,7 +164,12 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     spec = (p.workgroup, p.B)
     if p.path == "gradix":
         C = p.chunks
-        ctr = b.counters(n_seq * GRADIX_CTR_WORDS)
+        # few rows (GRADIX_RANK_MAX_SEQ): the survivors ranked by gradix_rank in (row, i-tile, j-tile) workgroups,
+        # its rank counters (K a row) and each (row, i-tile)'s arrival counter after the rows' counters
+        rank = n_seq <= t.GRADIX_RANK_MAX_SEQ
+        ti, tj = p.workgroup * t.GRADIX_RANK_E, t.GRADIX_RANK_TJ
+        ni, nj = -(-K // ti), -(-K // tj)
+        ctr = b.counters(n_seq * (GRADIX_CTR_WORDS + K + ni) if rank else n_seq * GRADIX_CTR_WORDS)
         words = 2 * n_seq + n_seq * C * 256 + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
         filt = t.GRADIX_FILTER and bits > 8  # 8-bit keys: one digit, nothing to filter
         if filt:  # ... then each chunk's candidate count and its candidates' keys and indices
@@ -183,7 +188,12 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
                      last=int(j == passes - 1), **fields)
         dispatch("gradix_fcollect" if filt else "gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,),
                  **fields)
-        dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf, **fields)
+        if rank:
+            dispatch("gradix_rank", [x, values, indices, work, ctr], [1, 2, 4], n_seq * ni * nj,
+                     (p.workgroup, tj, t.GRADIX_RANK_E), **fields)
+        else:
+            dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf,
+                     **fields)
     elif p.path == "rows":  # G rows a workgroup, one a subgroup
         dispatch("rows", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, G=p.G, cap=p.cap or p.B)
     elif p.path == "rsort":  # one row a workgroup; its counters' size a specialization constant

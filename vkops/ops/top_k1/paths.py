@@ -103,7 +103,9 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6, "gradix_sort": 2 * B,
              # gradix filtering: fscan adds s_scan2[WG] (uvec2) and 4 scalars; fhist and fcollect as hist and collect
              "gradix_fscan": NBINS + NBINS // 32 + 3 + 2 * workgroup + 4, "gradix_fhist": NBINS + NBINS // 32 + 3,
-             "gradix_fcollect": workgroup + 6}
+             "gradix_fcollect": workgroup + 6,
+             # gradix_rank: sj[TJ] (uvec2; spec constant 1, here B), s_last
+             "gradix_rank": 2 * B + 1}
     return 4 * words[algorithm]
 
 

@@ -78,17 +78,28 @@ class TopK1Tuning(Tuning):
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
     GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: not measured yet) (#gradix)
+    GRADIX_RANK_MAX_SEQ: int = 0  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never; not measured yet) (#gradix)
+    GRADIX_RANK_E: int = 2  # ... survivors a thread ranks (1-4; an i-tile is GRADIX_WG of these) (#gradix)
+    GRADIX_RANK_TJ: int = 256  # ... survivors a workgroup ranks them against (its j-tile, in shared memory; <= 1024) (#gradix)
 
     OP = "TOP_K1"
 
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER")], pow2=POW2)
+        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_RANK_MAX_SEQ")],
+                          pow2=POW2)
         if not isinstance(self.GRADIX_FILTER, bool):
             raise ValidationError(f"TopK1Tuning.GRADIX_FILTER must be a bool; got {self.GRADIX_FILTER!r}")
-        v = self.GRADIX_MIN_KP
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ValidationError(f"TopK1Tuning.GRADIX_MIN_KP must be an int >= 0 (0: never); got {v!r}")
+        for name in ("GRADIX_MIN_KP", "GRADIX_RANK_MAX_SEQ"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValidationError(f"TopK1Tuning.{name} must be an int >= 0 (0: never); got {v!r}")
+        if not 1 <= self.GRADIX_RANK_E <= 4:
+            raise ValidationError(f"TopK1Tuning.GRADIX_RANK_E must be 1 to 4 (RANK_EMAX in gradix_rank.comp); "
+                                  f"got {self.GRADIX_RANK_E!r}")
+        if self.GRADIX_RANK_TJ > 1024:
+            raise ValidationError(f"TopK1Tuning.GRADIX_RANK_TJ must be <= 1024 (8 KiB of shared memory); "
+                                  f"got {self.GRADIX_RANK_TJ!r}")
         return self
 
 
