@@ -257,18 +257,19 @@ def test_the_rule_and_the_knob():
     assert paths.choose(h, 64, 131072, 2049, tuning=on).path == "gradix"
     assert paths.choose(h, 64, 131072, 1024, tuning=on).path != "gradix"  # pow2(K) below GRADIX_MIN_KP
     assert paths.choose(h, 64, 8192, 4096, tuning=on).path != "gradix"  # rows under GRADIX_MIN_L
-    # dispatches: one digit pass a key byte, the compaction, the sort
+    # dispatches: one digit pass a key byte, the compaction, the sort (on 3 rows: 1-2 rows rank, test_top_k1_grank.py)
+    assert TUN.GRADIX_RANK_MAX_SEQ < 3
     for dtype, s, passes in (("float32", "f32", 4), ("float16", "f16", 2), ("uint8", "u8", 1)):
-        p = _plan(h, 1, 151936, 4096, dtype, tuning=on)
+        p = _plan(h, 3, 151936, 4096, dtype, tuning=on)
         assert p.note("path") == "gradix"
         assert [x.kernel for x in p.dispatches] == ([f"top_k1_gradix_hist_{s}"] * passes +
                                                     [f"top_k1_gradix_collect_{s}", f"top_k1_gradix_sort_sg_{s}"])
         assert p.dispatches[-1].spec == (1024, 4096) and p.dispatches[0].spec == (256,)  # 4 entries a thread
-        assert p.dispatches[0].groups[0] == 38  # chunks of 4096
-        plain = _plan(h, 1, 151936, 4096, dtype, tuning=on, shuffle=False).dispatches[-1]
+        assert p.dispatches[0].groups[0] == 3 * 38  # chunks of 4096
+        plain = _plan(h, 3, 151936, 4096, dtype, tuning=on, shuffle=False).dispatches[-1]
         assert plain.kernel == f"top_k1_gradix_sort_{s}" and plain.spec == (512, 4096)
-    assert _plan(h, 1, 151936, 2048, tuning=on).dispatches[-1].spec == (512, 2048)
-    assert _plan(grid.LIMITS["minimum"], 1, 151936, 1024, force="gradix").dispatches[-1].kernel == \
+    assert _plan(h, 3, 151936, 2048, tuning=on).dispatches[-1].spec == (512, 2048)
+    assert _plan(grid.LIMITS["minimum"], 3, 151936, 1024, force="gradix").dispatches[-1].kernel == \
         "top_k1_gradix_sort_f32"  # no subgroup shuffles
     with pytest.raises(ValidationError, match="GRADIX_MIN_KP must be an int >= 0"):
         TUN.replace(GRADIX_MIN_KP=-1)

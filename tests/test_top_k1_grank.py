@@ -69,18 +69,23 @@ def data(rng, dtype, shape):
 def test_the_knob_plans_the_rank_kernel():
     h = grid.H100
     for n, want in ((1, True), (SEQ, True), (SEQ + 1, False)):
-        p = plan_of(h, (n, 151936), "float32", 4096, tuning=TUN.replace(GRADIX_RANK_MAX_SEQ=SEQ))
+        p = plan_of(h, (n, 151936), "float32", 4096,
+                    tuning=TUN.replace(GRADIX_RANK_MAX_SEQ=SEQ, GRADIX_RANK_E=2, GRADIX_RANK_TJ=256))
         last = p.dispatches[-1]
         assert last.kernel == ("top_k1_gradix_rank_f32" if want else "top_k1_gradix_sort_sg_f32"), (n, last.kernel)
         if want:  # i-tiles of 2 x 256, j-tiles of 256: 8 x 16 workgroups a row
             assert last.spec == (256, 256, 2) and last.groups[0] * last.groups[1] * last.groups[2] >= n * 128
             assert p.dispatches[:-1] == plan_of(h, (n, 151936), "float32", 4096, tuning=TUN).dispatches[:-1]
-    # the default tuning is unchanged: never the rank kernel
-    assert TUN.GRADIX_RANK_MAX_SEQ == 0
-    for n, L, k in ((1, 151936, 4096), (1, 151936, 2048), (16, 131072, 2048), (64, 131072, 4096)):
+    # the default tuning: the rank kernel on up to GRADIX_RANK_MAX_SEQ (2) rows, i-tiles of 256, j-tiles of 128
+    assert (TUN.GRADIX_RANK_MAX_SEQ, TUN.GRADIX_RANK_E, TUN.GRADIX_RANK_TJ) == (2, 1, 128)
+    for n, L, k, want in ((1, 151936, 4096, True), (2, 151936, 2048, True), (3, 131072, 4096, False),
+                          (16, 131072, 2048, False), (64, 131072, 4096, False)):
         x = vkops.TensorDesc("float32", (n, L))
         d = tk.TopK1Desc(x, *tk.output_descs(x, 1, k), 1, k).validate()
-        assert not any("gradix_rank" in q.kernel for q in tk.python_plan(d, h).dispatches)
+        last = tk.python_plan(d, h).dispatches[-1]
+        assert ("gradix_rank" in last.kernel) == want, (n, L, k)
+        if want:
+            assert last.spec == (256, 128, 1) and last.groups[0] * last.groups[1] * last.groups[2] == n * (k // 256) * (k // 128)
     # with filtering: the filter's kernels, then the rank kernel
     p = plan_of(h, (2, 131072), "float16", 3000, tuning=TUN.replace(GRADIX_RANK_MAX_SEQ=SEQ, GRADIX_FILTER=True))
     assert [d.kernel for d in p.dispatches] == ["top_k1_gradix_hist_f16", "top_k1_gradix_fscan_f16",

@@ -77,10 +77,10 @@ class TopK1Tuning(Tuning):
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
-    GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: not measured yet) (#gradix)
-    GRADIX_RANK_MAX_SEQ: int = 0  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never; not measured yet) (#gradix)
-    GRADIX_RANK_E: int = 2  # ... survivors a thread ranks (1-4; an i-tile is GRADIX_WG of these) (#gradix)
-    GRADIX_RANK_TJ: int = 256  # ... survivors a workgroup ranks them against (its j-tile, in shared memory; <= 1024) (#gradix)
+    GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: won only on fp16 64-row cells from K=3000, lost 1-4% on one row) (#gradix)
+    GRADIX_RANK_MAX_SEQ: int = 2  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never); 1x151936 K=4096 0.071 -> 0.053 ms, 4 rows K=4096 lost 1% (#gradix)
+    GRADIX_RANK_E: int = 1  # ... survivors a thread ranks (1-4; an i-tile is GRADIX_WG of these); 1 against 2: 1x151936 K=2048 0.0502 / 0.0522 ms (#gradix)
+    GRADIX_RANK_TJ: int = 128  # ... survivors a workgroup ranks them against (its j-tile, in shared memory; <= 1024); 128 against 256: 0.0502 / 0.0522 (#gradix)
 
     OP = "TOP_K1"
 
