@@ -791,3 +791,34 @@ def test_tunings_hash_once():
         for f in dataclasses.fields(t):  # a field changed behind the frozen class's back: the hash stays
             object.__setattr__(t, f.name, ("changed", f.name))
         assert hash(t) == h, cls.__name__
+
+
+def test_eager_call_of_many_dispatches_is_one_submission(dev, rng, monkeypatch):
+    """A one-off call appends its prepared recording whole however many dispatches it has (GRADIX: digit
+    passes, compaction, ranks): one submission of the kept sequence, nothing recorded into kp again (a batch
+    opened by the user still submits as it records: test_long_batch_submits_as_it_records...)."""
+    from vkops import reference
+    from vkops.ops import top_k1
+    from vkops.runtime import submit
+
+    xf = rng.standard_normal((2, 5000)).astype(np.float32)
+    xf[:, 100:140] = xf[0, 7]  # ties across the K-th key
+    x = dev.tensor(xf)
+    want = reference.top_k1(xf, 40, 1)
+    for _ in range(2):
+        top_k1._top_k(x, 40, force="gradix")
+        dev.synchronize()
+    real, log = submit.Sequences.submit, []
+
+    def spy(self, ops, timestamps=False, reuse=None):
+        log.append((len(ops), reuse))
+        return real(self, ops, timestamps, reuse)
+    monkeypatch.setattr(submit.Sequences, "submit", spy)
+    s0 = dev.stats()
+    v, i = top_k1._top_k(x, 40, force="gradix")
+    s1 = dev.stats()
+    prep = log[0][1]
+    assert len(log) == 1 and prep is not None and prep.dispatches > submit.FIRST_FLUSH + submit.FLUSH_DISPATCHES - 2, log
+    assert log[0][0] == len(prep.ops) and s1["recorded_ops"] == s0["recorded_ops"]
+    np.testing.assert_array_equal(v.numpy(), want[0])
+    np.testing.assert_array_equal(i.numpy(), want[1])

@@ -50,7 +50,7 @@ class Batch:
     undefined, every other tensor and the device stay as they were."""
 
     __slots__ = ("device", "timestamps", "_ops", "_hazards", "_touched", "_refs", "_downloads", "_ran",
-                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "_covered", "_writes", "_keep_ops", "__dict__",
+                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "_covered", "_writes", "_keep_ops", "_whole", "__dict__",
                  "__weakref__")
     _flushes = True  # a Graph submits nothing while it records
 
@@ -75,6 +75,10 @@ class Batch:
         # A one-off NumPy call's (Call): a list of the Algorithm keys its prepared recordings bind, and its
         # submissions are kept recorded by op list (OpsKey); False otherwise.
         self._keep_ops = False
+        # A one-off call's batch (pending=False: runtime/call.py, host writes) appends a prepared recording
+        # whole, however many dispatches: its kept sequence is submitted as it is, once (a split recording is
+        # recorded into kp again every call; docs/tuning/runtime.md, session 21: one-off calls whole).
+        self._whole = not pending
         self._registered = pending
         if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
             device._pending.add(self)
@@ -216,7 +220,8 @@ class Batch:
         self._touched |= prep.serials
         self._writes |= prep.writes
         limit = FLUSH_DISPATCHES if self._submitted else FIRST_FLUSH
-        if fast and (not self._flushes or n <= limit):  # a flush only after its last
+        whole = self._whole
+        if fast and (not self._flushes or whole or n <= limit):  # a flush only after its last
             if not self._ops and not self._submitted:
                 self._only = prep  # its kept sequence may be submitted as it is (Sequences.submit)
             self._ops += prep.ops
@@ -224,7 +229,7 @@ class Batch:
             h.read.update(prep.read)
             self.barriers += prep.barriers
             self._pending_dispatches = n
-            if self._flushes and n >= limit:
+            if self._flushes and not whole and n >= limit:
                 self._flush()
             return
         for op, rd, wr in prep.steps:
