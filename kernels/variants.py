@@ -83,6 +83,11 @@ for _prefix, _src, _types, _defines in TOPK:
 # built by hand. The cooperative-matrix rate with no memory traffic (bench/research/coopmat_peak.py).
 RESEARCH_PREFIX = "research_"
 VARIANTS["research_coopmat_peak"] = ("research/coopmat_peak.comp", {})
+# GRADIX's digit pass on float32 cut down (bench/research/gradix_probe.py): 1 the loads alone, 2 with the keys and
+# the prefix test, 3 with the shared histogram too; none merges its histogram into the row's.
+for _probe in (1, 2, 3):
+    VARIANTS[f"research_gradix_probe{_probe}"] = ("top_k1/gradix_hist.comp",
+                                                  {"ELEM_BITS": 32, "KIND": 0, "GRADIX_PROBE": _probe}, {"optimize": True})
 
 # The subgroup size a .comp's code assumes (the manifest's subgroup.size; any size where absent). The
 # cooperative-matrix kernels lay out a workgroup as 32-lane subgroups (INV = 32 * SG_W * SG_H, NSG =

@@ -171,6 +171,10 @@ void main() {
 #else
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
+#ifndef GRADIX_PROBE
+#define GRADIX_PROBE 0
+#endif
+    uint probe = 0u;
     for (uint i0 = start + (vec ? tid * EV : tid); i0 < end; i0 += GRADIX_LOADS * step) {
         uvec4 q[GRADIX_LOADS];
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
@@ -178,16 +182,29 @@ void main() {
             if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
             else q[u].x = i < end ? load_raw(base, i) : 0u;
         }
+#if GRADIX_PROBE == 1  // research_gradix_probe1: the loads alone
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) probe ^= q[u].x ^ q[u].y ^ q[u].z ^ q[u].w;
+#else
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
                 if (i >= end) continue;
                 uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
+#if GRADIX_PROBE == 2  // research_gradix_probe2: the loads, keys and prefix test, no histogram
+                if ((key & hmask) == prefix) probe += key >> shift;
+#else
                 if ((key & hmask) == prefix) atomicAdd(hist[(key >> shift) & 255u], 1u);
+#endif
             }
         }
+#endif
     }
+#endif
+#if GRADIX_PROBE  // research_gradix_probe*: the pass up to here (probe 3: with the histogram), no merge
+    barrier();
+    if (probe == 0x9E3779B9u || hist[tid % NBINS] == 0xFFFFFFFFu) { work[2u * pc.n_seq + tid] = probe; ctr[0] = 0u; }
+    return;
 #endif
     barrier();
     uint row = ctr_row(s);
