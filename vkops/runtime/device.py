@@ -267,6 +267,9 @@ class Device(HostAccess):
         """A zeroed uint32 tensor of at least `words` words, shared by kernels that count workgroup
         arrivals (the last to arrive finishes the work) and leave every counter zero again. Bind it
         as written: the batch then orders the dispatches that share it."""
+        c = self._counters  # every call of a counting kernel asks: no lock once it is big enough
+        if c is not None and c.desc._count >= words:
+            return c
         with self._lock:
             if self._counters is None or self._counters.desc.element_count < words:
                 self._counters = self.tensor(np.zeros(max(words, 4096), np.uint32))
