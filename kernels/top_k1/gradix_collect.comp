@@ -17,7 +17,7 @@
 shared uint s_scan[WG];
 shared uint s_before, s_tie, s_run, s_tot, s_blk, s_base;
 
-uint key_at(uint base, uint i) { return make_key(load_raw(base, i)) & KEY_BITS_MASK; }
+uint key_at(uint base, uint i) { return gkey(load_raw(base, i)); }
 
 #if GFILTER
 // gradix_fcollect: the same over the chunk's candidates (gradix_fscan: keys at ck, indices at ck + chunk_len, in
@@ -151,7 +151,7 @@ void main() {
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
-                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
+                uint key = gkey(VEC_ELEM(q[u], e));
                 if (i < end && key > T) ++na;
                 if (i < end && key == T && all) ++nt;
             }
@@ -170,7 +170,7 @@ void main() {
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
-                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
+                uint key = gkey(VEC_ELEM(q[u], e));
                 if (i >= end || key < T || (key == T && !all)) continue;
                 uint pos = key > T ? oa++ : ot++;
                 work[surv + 2u * pos] = key;
