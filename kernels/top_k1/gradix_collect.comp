@@ -146,14 +146,18 @@ void main() {
             if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
             else q[u].x = i < end ? load_raw(base, i) : 0u;
         }
+        // A load inside the chunk is wholly inside it (vec: end is a multiple of EV): bounds checked a load, and
+        // one compare an element for the common key below T.
         uint na = 0u, nt = 0u;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
-                uint i = i0 + u * step + e;
                 uint key = gkey(VEC_ELEM(q[u], e));
-                if (i < end && key > T) ++na;
-                if (i < end && key == T && all) ++nt;
+                if (key >= T) {
+                    if (key > T) ++na;
+                    else if (all) ++nt;
+                }
             }
         }
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
@@ -167,11 +171,12 @@ void main() {
         oa += s_base;
         if (na + nt == 0u) continue;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
                 uint key = gkey(VEC_ELEM(q[u], e));
-                if (i >= end || key < T || (key == T && !all)) continue;
+                if (key < T || (key == T && !all)) continue;
                 uint pos = key > T ? oa++ : ot++;
                 work[surv + 2u * pos] = key;
                 work[surv + 2u * pos + 1u] = i;

@@ -113,10 +113,9 @@ void main() {
         uint nc[GRADIX_LOADS];
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             nc[u] = 0u;
+            if (i0 + u * step >= end) continue;  // a load inside the chunk is wholly inside it (vec: end % EV == 0)
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
-                uint i = i0 + u * step + e;
-                if (i >= end) continue;
                 uint key = gkey(VEC_ELEM(q[u], e));
                 uint top = key & hmask;
                 if (top > prefix) ++na;
@@ -155,7 +154,7 @@ void main() {
                 [[unroll]] for (uint e = 0u; e < EV; ++e) {
                     if (!vec && e > 0u) break;
                     uint i = i0 + u * step + e;
-                    if (i >= end) continue;
+                    if (i0 + u * step >= end) break;
                     uint key = gkey(VEC_ELEM(q[u], e));
                     uint top = key & hmask;
                     if (top > prefix) {
