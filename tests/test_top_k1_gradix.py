@@ -296,3 +296,77 @@ def test_tiny_rows_and_k_equal_to_length(dev, rng):
             x = (rng.standard_normal(shape) * 50).astype(dtype)
             for direction in DIRS:
                 check(x, k, direction=direction)
+
+
+# ---- the digit pass's whole blocks (gradix_hist.comp: GRADIX_LOADS uvec4 loads a thread, no bounds checks) ----
+# A block is 4 x GRADIX_WG x (16 bytes / element size) elements: chunks of that many and more (forced chunks,
+# rows of whole 16-byte loads) take the unchecked loops, each pass one of three: the first (gtop), a prefix tested
+# on the raw bits (gradix_raw), or exact keys where the prefix's range holds NaN's or zero's key or a NaN's or
+# -0.0's raw image. Chunks end inside a block (the checked loop takes the rest).
+def block_elems(dtype):
+    return 4 * TUN.GRADIX_WG * 16 // np.dtype(dtype).itemsize
+
+
+def check_blocks(dev, x, k, direction, chunks=(1, 2)):
+    for c in chunks:
+        p = gradix_plan(dev, x, k, chunks=c)
+        chunk_len, vec = p.dispatches[0].push[10], p.dispatches[0].push[11]
+        assert vec == 1 and chunk_len > block_elems(x.dtype)  # whole blocks, then a partial one
+        assert check(x, k, direction=direction, chunks=c) is not None
+
+
+def f32(bits):
+    return np.array(bits, np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint16", "int8", "uint8"])
+@pytest.mark.parametrize("direction", DIRS)
+def test_whole_blocks_raw_prefix(dev, rng, dtype, direction):
+    # ordinary values: every later pass tests its prefix on the raw bits (floats of both signs)
+    L = 2 * block_elems(dtype) + 48
+    if np.dtype(dtype).kind == "f":
+        x = rng.standard_normal((2, L)).astype(dtype)
+        x[1] -= 3  # the K-th value negative (DECREASING) on row 1
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, int(info.max) + 1, (2, L), dtype=dtype)
+    for k in (1, 300, 2049):
+        check_blocks(dev, x, k, direction)
+
+
+@pytest.mark.parametrize("direction", DIRS)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_whole_blocks_exact_prefix(dev, rng, dtype, direction):
+    # prefixes whose range of keys holds those the raw test would get wrong: exact keys there
+    L = 2 * block_elems(dtype) + 48
+    ut = np.uint32 if dtype == "float32" else np.uint16
+    sign, inf = (0x80000000, 0x7F800000) if dtype == "float32" else (0x8000, 0x7C00)
+
+    def vals(b):
+        return np.array(b, np.uint64).astype(ut).view(dtype)
+
+    up = direction == "decreasing"
+    base = rng.standard_normal((2, L)).astype(dtype)
+    at = rng.permutation(L)
+    # the K-th key +inf (DECREASING) or -inf (INCREASING), beside NaNs of small payloads of both signs: their raw
+    # images lie just above +inf's key and just below -inf's
+    x = base.copy()
+    x[:, at[:500]] = np.inf if up else -np.inf
+    x[0, at[500:600]] = vals([inf + 1 + j % 7 for j in range(100)])
+    x[0, at[600:700]] = vals([sign | inf + 1 + j % 7 for j in range(100)])
+    x[1, at[500:2000]] = np.inf if up else -np.inf
+    x[1, at[2000:2100]] = vals([(sign if up else 0) | inf + 1 + j % 3 for j in range(100)])
+    for k in (150, 300, 700, 2049):
+        check_blocks(dev, x, k, direction)
+    # the K-th key NaN's (both directions: all but 2000 values NaNs, payloads and signs mixed)
+    x = base.copy()
+    x[:, at[2000:]] = vals([(sign if j % 2 else 0) | inf + 1 + j % 5 for j in range(L - 2000)])
+    for k in (300, 3000):
+        check_blocks(dev, x, k, direction)
+    # the K-th key zero's (+0.0 and -0.0, every other value on the far side of zero), or on row 1 one of the
+    # smallest denormals on that side (DECREASING: negative ones, whose keys lie next to -0.0's raw image)
+    x = np.abs(base) * (-1 if up else 1)
+    x[:, at[:1500]] = vals([sign * (j % 2) for j in range(1500)])
+    x[1, at[1500:3000]] = vals([(sign if up else 0) | 1 + j % 4 for j in range(1500)])
+    for k in (700, 1500, 2200):
+        check_blocks(dev, x, k, direction)

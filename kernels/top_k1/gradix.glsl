@@ -77,3 +77,57 @@ uint cand_at(uint s, uint c) {
 #endif
 
 const uint GRADIX_LOADS = 4u;  // loads in flight per thread (radix.comp's RADIX_LOADS)
+
+// ---- GRADIX's keys: io.glsl's make_key(raw) & KEY_BITS_MASK (the same keys), in fewer instructions --------
+// A digit pass spends its time on per-element instructions (bench/research/gradix_probe.py), so its keys are
+// branch-free here, and a pass with a prefix tests it on the raw bits where it can (gradix_raw).
+const uint G_SB = 1u << (ELEM_BITS - 1);  // the sign bit
+#if KIND == 0
+const uint G_INFK = (ELEM_BITS == 32 ? 0x7F800000u : 0x7C00u) | G_SB;  // +inf's key before the flip
+#endif
+
+// make_key(raw) & KEY_BITS_MASK of a zero-extended raw value, branch-free. Floats: t = raw | sign bit is the key
+// of a positive value and of both zeros (-0.0 ties with +0.0); a negative value other than -0.0 and NaN
+// (raw in [sign + 1, -inf]) takes its complement; every NaN (t above +inf's key) takes the top key.
+uint gkey(uint raw) {
+#if KIND == 0
+    uint t = raw | G_SB;
+    bool neg = raw - (G_SB + 1u) < G_INFK - G_SB;
+    uint k = t > G_INFK ? KEY_BITS_MASK : t;
+    return (k ^ (neg ? ~pc.flip : pc.flip)) & KEY_BITS_MASK;
+#elif KIND == 1
+    return (raw ^ G_SB ^ pc.flip) & KEY_BITS_MASK;
+#else
+    return (raw ^ pc.flip) & KEY_BITS_MASK;
+#endif
+}
+
+// The first pass's digit (shift ELEM_BITS - 8): gkey(raw) >> shift. float32 needs no NaN select there: a NaN's
+// t already has the top key's top 8 bits (the sign and 7 of the 8 exponent bits, all ones).
+uint gtop(uint raw) {
+#if KIND == 0 && ELEM_BITS == 32
+    bool neg = raw - (G_SB + 1u) < G_INFK - G_SB;
+    return ((raw | G_SB) ^ (neg ? ~pc.flip : pc.flip)) >> 24;
+#else
+    return gkey(raw) >> (ELEM_BITS - 8);
+#endif
+}
+
+// A pass with a prefix (hmask holds the key's top bit): its keys (key & hmask == prefix) all come from raw values of
+// one sign, whose keys are raw ^ X for one X (floats: X = sign bit or all bits, then the flip), except NaN and -0.0.
+// True where the test can run on the raw bits, (raw & hmask) == rp, the digit being ((raw ^ X) >> shift) & 255:
+// always for integers; for floats where the prefix's range of keys (before the flip: [lo, hi]) holds neither
+// NaN's key (the top one) nor zero's (the sign bit), nor any raw ^ X of a NaN (positive ones: above +inf's key;
+// negative ones: below -inf's) or of -0.0 (the sign bit less one).
+bool gradix_raw(uint prefix, uint hmask, out uint X, out uint rp) {
+#if KIND == 0
+    uint lo = (prefix ^ pc.flip) & hmask, hi = lo | (KEY_BITS_MASK & ~hmask);
+    X = ((lo & G_SB) != 0u ? G_SB : KEY_BITS_MASK) ^ (pc.flip & KEY_BITS_MASK);
+    rp = (prefix ^ X) & hmask;
+    return (hmask & G_SB) != 0u && hi <= G_INFK && lo >= (~G_INFK & KEY_BITS_MASK) && hi != G_SB - 1u && lo != G_SB;
+#else
+    X = ((KIND == 1 ? G_SB : 0u) ^ pc.flip) & KEY_BITS_MASK;
+    rp = (prefix ^ X) & hmask;
+    return true;
+#endif
+}

@@ -17,7 +17,7 @@
 shared uint s_scan[WG];
 shared uint s_before, s_tie, s_run, s_tot, s_blk, s_base;
 
-uint key_at(uint base, uint i) { return make_key(load_raw(base, i)) & KEY_BITS_MASK; }
+uint key_at(uint base, uint i) { return gkey(load_raw(base, i)); }
 
 #if GFILTER
 // gradix_fcollect: the same over the chunk's candidates (gradix_fscan: keys at ck, indices at ck + chunk_len, in
@@ -146,14 +146,18 @@ void main() {
             if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
             else q[u].x = i < end ? load_raw(base, i) : 0u;
         }
+        // A load inside the chunk is wholly inside it (vec: end is a multiple of EV): bounds checked a load, and
+        // one compare an element for the common key below T.
         uint na = 0u, nt = 0u;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
-                uint i = i0 + u * step + e;
-                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
-                if (i < end && key > T) ++na;
-                if (i < end && key == T && all) ++nt;
+                uint key = gkey(VEC_ELEM(q[u], e));
+                if (key >= T) {
+                    if (key > T) ++na;
+                    else if (all) ++nt;
+                }
             }
         }
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
@@ -167,11 +171,12 @@ void main() {
         oa += s_base;
         if (na + nt == 0u) continue;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
-                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
-                if (i >= end || key < T || (key == T && !all)) continue;
+                uint key = gkey(VEC_ELEM(q[u], e));
+                if (key < T || (key == T && !all)) continue;
                 uint pos = key > T ? oa++ : ot++;
                 work[surv + 2u * pos] = key;
                 work[surv + 2u * pos + 1u] = i;

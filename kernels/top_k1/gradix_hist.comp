@@ -13,6 +13,14 @@
 #include "gradix.glsl"
 
 shared uint hist[NBINS];
+#ifndef GRADIX_PROBE
+#define GRADIX_PROBE 0
+#endif
+#if GRADIX_PROBE == 2  // research_gradix_probe2: the loads, keys and prefix test, no histogram
+#define GRADIX_COUNT(d) probe += (d)
+#else
+#define GRADIX_COUNT(d) atomicAdd(hist[d], 1u)
+#endif
 shared uint s_grp[NBINS / 32u];
 shared uint s_digit, s_above, s_inbin, s_last;
 #if GFILTER == 1
@@ -105,11 +113,10 @@ void main() {
         uint nc[GRADIX_LOADS];
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             nc[u] = 0u;
+            if (i0 + u * step >= end) continue;  // a load inside the chunk is wholly inside it (vec: end % EV == 0)
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
-                uint i = i0 + u * step + e;
-                if (i >= end) continue;
-                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
+                uint key = gkey(VEC_ELEM(q[u], e));
                 uint top = key & hmask;
                 if (top > prefix) ++na;
                 if (top == prefix) { ++nc[u]; atomicAdd(hist[(key >> shift) & 255u], 1u); }
@@ -147,8 +154,8 @@ void main() {
                 [[unroll]] for (uint e = 0u; e < EV; ++e) {
                     if (!vec && e > 0u) break;
                     uint i = i0 + u * step + e;
-                    if (i >= end) continue;
-                    uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
+                    if (i0 + u * step >= end) break;
+                    uint key = gkey(VEC_ELEM(q[u], e));
                     uint top = key & hmask;
                     if (top > prefix) {
                         work[surv + 2u * oa] = key;
@@ -171,34 +178,72 @@ void main() {
 #else
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
-#ifndef GRADIX_PROBE
-#define GRADIX_PROBE 0
-#endif
     uint probe = 0u;
-    for (uint i0 = start + (vec ? tid * EV : tid); i0 < end; i0 += GRADIX_LOADS * step) {
+    uint b0 = start;
+    if (vec) {
+        // Blocks wholly inside the chunk (GRADIX_LOADS uvec4 loads a thread): no bounds checks, and one of three
+        // loops chosen per pass (uniform): the first pass (no prefix: gtop), a prefix tested on the raw bits
+        // (gradix_raw: two instructions an element not in the prefix's range), or exact keys (gkey).
+        uint X, rp;
+        uint mode = first ? 0u : (gradix_raw(prefix, hmask, X, rp) ? 1u : 2u);
+        const uint BLK = GRADIX_LOADS * WG * EV;
+        uint v = (base + start) / EV + tid;  // this thread's first uvec4 of the block
+        if (mode == 0u) {
+            for (; end - b0 >= BLK; b0 += BLK, v += GRADIX_LOADS * WG) {
+                uvec4 q[GRADIX_LOADS];
+                [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) q[u] = src4[v + u * WG];
+#if GRADIX_PROBE == 1  // research_gradix_probe1: the loads alone
+                [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) probe ^= q[u].x ^ q[u].y ^ q[u].z ^ q[u].w;
+#else
+                [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u)
+                    [[unroll]] for (uint e = 0u; e < EV; ++e) GRADIX_COUNT(gtop(VEC_ELEM(q[u], e)));
+#endif
+            }
+        } else if (mode == 1u) {
+            const uint WE = 32u / ELEM_BITS;  // elements a word: the test runs on the packed word
+            for (; end - b0 >= BLK; b0 += BLK, v += GRADIX_LOADS * WG) {
+                uvec4 q[GRADIX_LOADS];
+                [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) q[u] = src4[v + u * WG];
+                [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u)
+                    [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                        uint w = q[u][e / WE];
+                        const uint sh = (e % WE) * ELEM_BITS;
+                        if ((w & (hmask << sh)) == (rp << sh)) GRADIX_COUNT((((w >> sh) ^ X) >> shift) & 255u);
+                    }
+            }
+        } else {
+            for (; end - b0 >= BLK; b0 += BLK, v += GRADIX_LOADS * WG) {
+                uvec4 q[GRADIX_LOADS];
+                [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) q[u] = src4[v + u * WG];
+                [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u)
+                    [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                        uint key = gkey(VEC_ELEM(q[u], e));
+                        if ((key & hmask) == prefix) GRADIX_COUNT((key >> shift) & 255u);
+                    }
+            }
+        }
+    }
+    // The rest, bounds-checked with exact keys: the chunk's last partial block, or the whole chunk of a strided
+    // row (one element a load). A uvec4 inside the chunk is wholly inside it (vec: end is a multiple of EV).
+    for (uint i0 = b0 + (vec ? tid * EV : tid); i0 < end; i0 += GRADIX_LOADS * step) {
         uvec4 q[GRADIX_LOADS];
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             uint i = i0 + u * step;
             if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
             else q[u].x = i < end ? load_raw(base, i) : 0u;
         }
-#if GRADIX_PROBE == 1  // research_gradix_probe1: the loads alone
-        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) probe ^= q[u].x ^ q[u].y ^ q[u].z ^ q[u].w;
-#else
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            if (i0 + u * step >= end) continue;
+#if GRADIX_PROBE == 1
+            probe ^= q[u].x ^ q[u].y ^ q[u].z ^ q[u].w;
+#else
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
-                uint i = i0 + u * step + e;
-                if (i >= end) continue;
-                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;
-#if GRADIX_PROBE == 2  // research_gradix_probe2: the loads, keys and prefix test, no histogram
-                if ((key & hmask) == prefix) probe += key >> shift;
-#else
-                if ((key & hmask) == prefix) atomicAdd(hist[(key >> shift) & 255u], 1u);
-#endif
+                uint key = gkey(VEC_ELEM(q[u], e));
+                if ((key & hmask) == prefix) GRADIX_COUNT((key >> shift) & 255u);
             }
-        }
 #endif
+        }
     }
 #endif
 #if GRADIX_PROBE  // research_gradix_probe*: the pass up to here (probe 3: with the histogram), no merge
