@@ -115,3 +115,37 @@ def test_numpy_call_uploads_its_input_in_parts(staged, submitted, rng, cols):
         np.testing.assert_array_equal(v, want[0])
         np.testing.assert_array_equal(i, want[1])
         assert sum(s.count("OpBufferCopy") for s in submitted) >= -(-a.nbytes // PART), rep
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_child_copies_on_its_own_threads(monkeypatch):
+    """The pool's threads do not survive fork: a child that copies after its parent did starts without the
+    parent's pool and makes its own."""
+    import os
+
+    monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "THREADS", 3)
+    src = np.arange(6 * PART, dtype=np.uint32).view(np.uint8)
+    dst = np.zeros_like(src)
+    hostcopy.copy(dst, src)  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if it starts without the parent's pool and its split copy is right
+        try:
+            if hostcopy._pool is not None:
+                os._exit(3)
+            d2 = np.zeros_like(src)
+            hostcopy.copy(d2, src)
+            os._exit(0 if np.array_equal(d2, src) else 1)
+        except BaseException:
+            os._exit(2)
+    deadline = __import__("time").monotonic() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if __import__("time").monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's copy hung")
+        __import__("time").sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

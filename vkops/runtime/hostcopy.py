@@ -18,6 +18,15 @@ _pool = None
 _pool_lock = threading.Lock()
 
 
+def _forget_pool() -> None:  # a forked child has none of the parent's threads: it makes its own pool
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _executor() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
