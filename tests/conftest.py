@@ -77,6 +77,21 @@ def dev():
 
 
 @pytest.fixture
+def submitted(monkeypatch):
+    """The kp op type names of every submission, in order (runtime/submit.py's Sequences.submit spied on)."""
+    from vkops.runtime import submit
+
+    real, log = submit.Sequences.submit, []
+
+    def spy(self, ops, timestamps=False, reuse=None):
+        log.append([type(op).__name__ for op in ops])
+        return real(self, ops, timestamps, reuse)
+
+    monkeypatch.setattr(submit.Sequences, "submit", spy)
+    return log
+
+
+@pytest.fixture
 def rng(request):
     import numpy as np
 

@@ -55,19 +55,6 @@ def data(dev, rng, memory):
     del x, x2
 
 
-@pytest.fixture
-def submitted(monkeypatch):
-    """The kp op type names of every submission, in order."""
-    real, log = submit.Sequences.submit, []
-
-    def spy(self, ops, timestamps=False, reuse=None):
-        log.append([type(op).__name__ for op in ops])
-        return real(self, ops, timestamps, reuse)
-
-    monkeypatch.setattr(submit.Sequences, "submit", spy)
-    return log
-
-
 def test_eager_call_returns_in_flight_and_reads_wait(dev, data):
     a, _, x, _ = data
     for rep in range(2):  # the second time every call's recording is kept and submitted again

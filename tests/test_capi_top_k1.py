@@ -160,17 +160,15 @@ def test_gradix_rule_thresholds():
     assert all(len(p) > 1 for p in per_limits.values()), per_limits  # both sides of the thresholds
 
 
-def test_gradix_filter_knob():
-    # GRADIX with filtering (TopK1Tuning.GRADIX_FILTER), routed to 64 rows at any K from 256 as the research A/B
-    # does it: libvkops' plan under the same knobs (vkops_plan_json_tuned) byte for byte, every key width, both
-    # directions, a strided axis, every limit set; an unknown knob is refused.
+def _same_plans_tuned(knobs, shapes, ks):
+    """libvkops' plan under `knobs` (vkops_plan_json_tuned) against Python's, byte for byte: every key width, both
+    directions, a strided axis, every limit set (a refusal: the same message); returns the kernels planned."""
     from vkops.plan import Plan
-    knobs = {"GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}
     tun = TUN.replace(**knobs)
     kinds = set()
     for name, lim in sorted(LIMITS.items()):
-        for n, L in ((1, 151936), (64, 131072), (64, 151936), (3, 40001)):
-            for k in (256, 1024, 2048, 3000, 4096):
+        for n, L in shapes:
+            for k in ks:
                 for d in (desc("float32", (n, L), 1, k), desc("float16", (n, L), 1, k, AxisDirection.INCREASING),
                           desc("int32", (L, n), 0, k), desc("uint8", (n, L), 1, k)):
                     try:
@@ -181,9 +179,17 @@ def test_gradix_filter_knob():
                         assert got.value.message == str(e)
                         continue
                     got = capi.plan_tuned(capi.OP_TOP_K1, d, lim, knobs)
-                    assert capi.comparable(got) == capi.comparable(want.to_dict()), (d, name)
+                    assert capi.comparable(got) == capi.comparable(want.to_dict()), (d, name, knobs)
                     assert Plan.from_dict(got, limits=lim) == want
                     kinds |= {x.kernel.rsplit("_", 1)[0] for x in want.dispatches}
+    return kinds
+
+
+def test_gradix_filter_knob():
+    # GRADIX with filtering (TopK1Tuning.GRADIX_FILTER), routed to 64 rows at any K from 256 as the research A/B
+    # does it; an unknown knob is refused.
+    kinds = _same_plans_tuned({"GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1},
+                              ((1, 151936), (64, 131072), (64, 151936), (3, 40001)), (256, 1024, 2048, 3000, 4096))
     assert {"top_k1_gradix_fscan", "top_k1_gradix_fhist", "top_k1_gradix_fcollect", "top_k1_gradix_collect"} <= kinds
     with pytest.raises(capi.CError, match="no TOP_K1 knob"):
         capi.plan_tuned(capi.OP_TOP_K1, desc("float32", (1, 4096), 1, 8), LIMITS["h100"], {"NO_SUCH": 1})
@@ -191,29 +197,12 @@ def test_gradix_filter_knob():
 
 def test_gradix_rank_knob():
     # GRADIX's rank sort for few rows (TopK1Tuning.GRADIX_RANK_MAX_SEQ, with its tile knobs, with and without
-    # GRADIX_FILTER), routed as the research A/B does it: libvkops' plan under the same knobs byte for byte, every
-    # key width, both directions, a strided axis, rows at and past the knob, every limit set.
-    from vkops.plan import Plan
+    # GRADIX_FILTER), rows at and past the knob.
     kinds = set()
     for knobs in ({"GRADIX_RANK_MAX_SEQ": 4}, {"GRADIX_RANK_MAX_SEQ": 16, "GRADIX_RANK_E": 1, "GRADIX_RANK_TJ": 128},
                   {"GRADIX_RANK_MAX_SEQ": 64, "GRADIX_RANK_E": 4, "GRADIX_FILTER": True, "GRADIX_MIN_K": 1}):
-        tun = TUN.replace(**knobs)
-        for name, lim in sorted(LIMITS.items()):
-            for n, L in ((1, 151936), (4, 131072), (5, 131072), (16, 131072), (64, 131072), (3, 40001)):
-                for k in (1, 1500, 2048, 3000, 4096):
-                    for d in (desc("float32", (n, L), 1, k), desc("float16", (n, L), 1, k, AxisDirection.INCREASING),
-                              desc("int32", (L, n), 0, k), desc("uint8", (n, L), 1, k)):
-                        try:
-                            want = top_k1.python_plan(d.validate(), lim, tuning=tun)
-                        except ValidationError as e:
-                            with pytest.raises(capi.CError) as got:
-                                capi.plan_tuned(capi.OP_TOP_K1, d, lim, knobs)
-                            assert got.value.message == str(e)
-                            continue
-                        got = capi.plan_tuned(capi.OP_TOP_K1, d, lim, knobs)
-                        assert capi.comparable(got) == capi.comparable(want.to_dict()), (d, name, knobs)
-                        assert Plan.from_dict(got, limits=lim) == want
-                        kinds |= {x.kernel.rsplit("_", 1)[0] for x in want.dispatches}
+        kinds |= _same_plans_tuned(knobs, ((1, 151936), (4, 131072), (5, 131072), (16, 131072), (64, 131072),
+                                           (3, 40001)), (1, 1500, 2048, 3000, 4096))
     assert {"top_k1_gradix_rank", "top_k1_gradix_fscan", "top_k1_gradix_sort_sg"} <= kinds
 
 

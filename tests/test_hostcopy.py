@@ -34,19 +34,6 @@ def staged(dev, monkeypatch):
         dev._memory = saved
 
 
-@pytest.fixture
-def submitted(monkeypatch):
-    """Per submission: (kp op type names, the copies' (size, offset))."""
-    real, log = submit.Sequences.submit, []
-
-    def spy(self, ops, timestamps=False, reuse=None):
-        log.append([type(op).__name__ for op in ops])
-        return real(self, ops, timestamps, reuse)
-
-    monkeypatch.setattr(submit.Sequences, "submit", spy)
-    return log
-
-
 @pytest.mark.parametrize("n", [1, 4095, 4096, 4097, 2 * 4096 - 1, 2 * 4096, 2 * 4096 + 1, 5 * 4096 + 3, 1 << 20])
 def test_copy_splits_into_parts_with_every_byte(monkeypatch, rng, n):
     monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
