@@ -66,6 +66,9 @@ TOPK = [
     ("top_k1_gradix_sort", "gradix_sort.comp", TOPK_TYPES, {}),        # ... their sort, one workgroup a row
     ("top_k1_gradix_sort_sg", "gradix_sort.comp", TOPK_TYPES, {"SHUF": 1}),
     ("top_k1_gradix_rank", "gradix_rank.comp", TOPK_TYPES, {}),        # ... or their ranks over many workgroups (few rows)
+    ("top_k1_gradix_psort", "gradix_sort.comp", TOPK_TYPES, {"PSORT": 1}),  # ... or sorted in parts (GRADIX_SORT_PARTS)
+    ("top_k1_gradix_psort_sg", "gradix_sort.comp", TOPK_TYPES, {"PSORT": 1, "SHUF": 1}),
+    ("top_k1_gradix_pmerge", "gradix_pmerge.comp", TOPK_TYPES, {}),    # ... and the parts' runs merged by rank
     # GRADIX filtering (TopK1Tuning.GRADIX_FILTER), keys of 16 and 32 bits (8-bit keys have one digit: plain GRADIX):
     # the first digit's bucket compacted once, the later passes and the compaction over it (gradix.glsl)
     ("top_k1_gradix_fscan", "gradix_hist.comp", GFILTER_TYPES, {"GFILTER": 1}),

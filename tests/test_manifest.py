@@ -42,7 +42,7 @@ RESEARCH = {"research_coopmat_peak": (np.dtype([("iters", "<u4")]), 2),  # bench
 # TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1/lowering.py lower)
 TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3,
                 "gradix_hist": 3, "gradix_collect": 3, "gradix_sort": 5, "gradix_fscan": 3, "gradix_fhist": 3,
-                "gradix_fcollect": 3, "gradix_rank": 5}
+                "gradix_fcollect": 3, "gradix_rank": 5, "gradix_psort": 2, "gradix_pmerge": 4}
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,8 @@ module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
           the row's last workgroup to arrive picks the digit), one compaction of the K survivors (gradix_collect:
           keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
-          registers).
+          registers); GRADIX_SORT_PARTS > 1 sorts it in parts, several workgroups a row (gradix_psort), and merges
+          the parts' sorted runs by rank, one thread a survivor (gradix_pmerge).
   sort    pow2(K) > B on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
           the last one writes the first K.
@@ -75,9 +76,9 @@ PUSH = {
     "rows": _push(_KEYS[:1] + ("n_seq",) + _KEYS[1:] + ("G", "vec", "cap")),
     "rsort": _push(_KEYS),
 }
-# GRADIX's three modules share one push block (kernels/top_k1/gradix.glsl).
+# GRADIX's modules share one push block (kernels/top_k1/gradix.glsl).
 PUSH.update(dict.fromkeys(("gradix_hist", "gradix_collect", "gradix_sort", "gradix_fscan", "gradix_fhist",
-                           "gradix_fcollect", "gradix_rank"),
+                           "gradix_fcollect", "gradix_rank", "gradix_psort", "gradix_pmerge"),
                           _push(_HEAD + ("chunks", "chunk_len", "vec", "shift", "last"))))
 
 
@@ -191,6 +192,12 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         if rank:
             dispatch("gradix_rank", [x, values, indices, work, ctr], [1, 2, 4], n_seq * ni * nj,
                      (p.workgroup, tj, t.GRADIX_RANK_E), **fields)
+        elif p.sort_parts > 1:
+            # the sort in parts (GRADIX_SORT_PARTS): each part's run sorted in place in `work` (part 0 zeroes the
+            # survivors' slot counter), then one thread a survivor ranks it across the runs and writes it out
+            dispatch("gradix_psort", [work, ctr], [0, 1], n_seq * p.sort_parts, (p.sort_wg, p.B), p.shuf, **fields)
+            dispatch("gradix_pmerge", [x, values, indices, work], [1, 2], n_seq * -(-K // p.workgroup),
+                     (p.workgroup, p.B), **fields)
         else:
             dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf,
                      **fields)

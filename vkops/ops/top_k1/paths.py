@@ -74,6 +74,7 @@ class Path:
     rs_sh: int = 1       # rsort: words of its counters (RS_SH in kernels/top_k1/rsort.comp)
     shuf: bool = False   # seg, filter: the top_k1_*_sg_* modules (networks' short strides in shuffles)
     sort_wg: int = 0     # gradix: the workgroup of its survivors' sort (B = Kp entries; `workgroup`: the passes')
+    sort_parts: int = 1  # gradix: workgroups a row's sort (gradix_psort over Kp / sort_parts entries each, gradix_pmerge)
 
 
 NBINS = 256  # radix histogram bins (NBINS in kernels/top_k1/head.glsl)
@@ -105,7 +106,9 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "gradix_fscan": NBINS + NBINS // 32 + 3 + 2 * workgroup + 4, "gradix_fhist": NBINS + NBINS // 32 + 3,
              "gradix_fcollect": workgroup + 6,
              # gradix_rank: sj[TJ] (uvec2; spec constant 1, here B), s_last
-             "gradix_rank": 2 * B + 1}
+             "gradix_rank": 2 * B + 1,
+             # gradix_psort: skey/sidx[B] (B a part's entries); gradix_pmerge: none
+             "gradix_psort": 2 * B, "gradix_pmerge": 0}
     return 4 * words[algorithm]
 
 
@@ -350,8 +353,10 @@ def _forced(f: Facts, force: str) -> Path:
     if force == "gradix":
         p = f.gradix
         if p is None:
-            raise ValidationError(f"gradix path needs pow2(K) (key, index) pairs in shared memory for its sort: "
-                                  f"{8 * f.Kp} bytes for K={k}; the device has {f.shared}")
+            parts = gradix_sort_parts(f.n_seq, f.Kp, f.t)
+            what = "pow2(K)" if parts == 1 else f"pow2(K) / {parts} (its sort in {parts} parts)"
+            raise ValidationError(f"gradix path needs {what} (key, index) pairs in shared memory for its sort: "
+                                  f"{gradix_shared_bytes(f.Kp, parts)} bytes for K={k}; the device has {f.shared}")
         return p
     if force == "rsort" and lim is not None:
         p = rsort_path(lim, f.n_seq, length, k, force=True, t=f.t)
@@ -409,9 +414,21 @@ GRADIX_SORT_RE = 4  # entries a thread of the register networks (RE in networks.
 GRADIX_CHUNK_ALIGN = 16  # GRADIX chunks are whole 16-byte loads of every dtype (gradix.glsl's chunk_len)
 
 
-def gradix_shared_bytes(Kp: int) -> int:
-    """Shared memory of GRADIX's sort (gradix_sort.comp: skey/sidx[pow2(K)]), its largest module."""
-    return 8 * Kp
+GRADIX_SORT_MIN_RUN = 128  # a part of the sort holds at least one subgroup of 32's register network (RE a lane)
+
+
+def gradix_shared_bytes(Kp: int, parts: int = 1) -> int:
+    """Shared memory of GRADIX's sort (gradix_sort.comp: skey/sidx[pow2(K)]; in parts, each part's), its largest
+    module."""
+    return 8 * (Kp // parts)
+
+
+def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
+    """Workgroups a row's survivors' sort takes: GRADIX_SORT_PARTS, as many as leave parts of >= GRADIX_SORT_MIN_RUN
+    entries; 1 where the rank sort takes the rows (<= GRADIX_RANK_MAX_SEQ of them)."""
+    if n_seq <= t.GRADIX_RANK_MAX_SEQ:
+        return 1
+    return max(1, min(t.GRADIX_SORT_PARTS, Kp // GRADIX_SORT_MIN_RUN))
 
 
 def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int, target_groups: int,
@@ -420,9 +437,11 @@ def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int,
     GRADIX_MIN_CHUNK elements (rounded up to 16), or longer ones where that makes more than about target_groups
     workgroups in all, the row's last chunk what is left (`chunks`: that many a row, for tests and sweeps);
     digit passes and compaction in workgroups of GRADIX_WG (at most the device's), the survivors' sort in one
-    workgroup of `workgroup` a row over B = pow2(K) entries."""
+    workgroup of `workgroup` a row over B = pow2(K) entries (or in gradix_sort_parts workgroups a row: B a part's
+    entries, which is what must fit)."""
     Kp = _pow2(k)
-    if gradix_shared_bytes(Kp) > shared:
+    parts = gradix_sort_parts(n_seq, Kp, t)
+    if gradix_shared_bytes(Kp, parts) > shared:
         return None
     wg = min(t.GRADIX_WG, workgroup)
     align = lambda n: -(-n // GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN  # noqa: E731
@@ -431,7 +450,8 @@ def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int,
     else:
         chunk_len = align(-(-length // chunks))
     chunks = -(-length // chunk_len)
-    return Path("gradix", Kp, Kp, chunks=chunks, chunk_len=chunk_len, workgroup=wg, sort_wg=workgroup)
+    return Path("gradix", Kp // parts, Kp, chunks=chunks, chunk_len=chunk_len, workgroup=wg, sort_wg=workgroup,
+                sort_parts=parts)
 
 
 def tune_bits(p: Path, n_seq: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
@@ -542,9 +562,14 @@ def choose(limits: Limits, n_seq: int, length: int, k: int, *, key_bits: int = 3
         # The survivors' sort by the register networks (top_k1_gradix_sort_sg_*, SHUF) where the device has
         # subgroup shuffles (`shuffle` False: the shared-memory networks), in a workgroup that holds pow2(K)
         # entries at GRADIX_SORT_RE a thread where the device allows (reg_fits in networks.glsl).
+        # In parts (sort_parts > 1): a workgroup of a part's B entries at GRADIX_SORT_RE a thread (shared or register
+        # networks alike).
         p = c.plan
         shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) if shuffle is None else bool(shuffle)
-        wg = limits.workgroup(max(p.sort_wg, p.Kp // GRADIX_SORT_RE)) if shuf else p.sort_wg
+        if p.sort_parts > 1:  # B >= GRADIX_SORT_MIN_RUN
+            wg = limits.workgroup(p.B // GRADIX_SORT_RE)
+        else:
+            wg = limits.workgroup(max(p.sort_wg, p.Kp // GRADIX_SORT_RE)) if shuf else p.sort_wg
         return dataclasses.replace(c, plan=dataclasses.replace(p, shuf=shuf, sort_wg=wg))
     shuf = shuffle
     if shuf is None:

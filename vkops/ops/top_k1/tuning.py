@@ -15,7 +15,7 @@ from ..tuning import Tuning
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
-POW2 = ("WORKGROUP", "GRADIX_WG", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+POW2 = ("WORKGROUP", "GRADIX_WG", "GRADIX_SORT_PARTS", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
 
 
@@ -81,6 +81,7 @@ class TopK1Tuning(Tuning):
     GRADIX_RANK_MAX_SEQ: int = 2  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never); 1x151936 K=4096 0.071 -> 0.053 ms, 4 rows K=4096 lost 1% (#gradix)
     GRADIX_RANK_E: int = 1  # ... survivors a thread ranks (1-4; an i-tile is GRADIX_WG of these); 1 against 2: 1x151936 K=2048 0.0502 / 0.0522 ms (#gradix)
     GRADIX_RANK_TJ: int = 128  # ... survivors a workgroup ranks them against (its j-tile, in shared memory; <= 1024); 128 against 256: 0.0502 / 0.0522 (#gradix)
+    GRADIX_SORT_PARTS: int = 1  # ... on more rows the survivors' sort in this many workgroups a row (a power of two, 1-64; parts of >= 128), runs merged by rank; built, not yet measured (#gradix)
 
     OP = "TOP_K1"
 
@@ -100,6 +101,9 @@ class TopK1Tuning(Tuning):
         if self.GRADIX_RANK_TJ > 1024:
             raise ValidationError(f"TopK1Tuning.GRADIX_RANK_TJ must be <= 1024 (8 KiB of shared memory); "
                                   f"got {self.GRADIX_RANK_TJ!r}")
+        if self.GRADIX_SORT_PARTS > 64:
+            raise ValidationError(f"TopK1Tuning.GRADIX_SORT_PARTS must be <= 64 (gradix_pmerge binary-searches every "
+                                  f"other part's run for each survivor); got {self.GRADIX_SORT_PARTS!r}")
         return self
 
 
