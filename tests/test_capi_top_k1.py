@@ -206,6 +206,19 @@ def test_gradix_rank_knob():
     assert {"top_k1_gradix_rank", "top_k1_gradix_fscan", "top_k1_gradix_sort_sg"} <= kinds
 
 
+def test_gradix_sort_parts_knob():
+    # GRADIX's sort in parts (TopK1Tuning.GRADIX_SORT_PARTS: gradix_psort, then gradix_pmerge), with the rank sort on
+    # few rows and filtering beside it, K from one part (pow2(K) < 2 GRADIX_SORT_MIN_RUN) to beyond one workgroup's
+    # sort on the small-shared-memory limit sets, and routed to 64 rows at any K from 256.
+    kinds = set()
+    for knobs in ({"GRADIX_SORT_PARTS": 2}, {"GRADIX_SORT_PARTS": 8, "GRADIX_RANK_MAX_SEQ": 4},
+                  {"GRADIX_SORT_PARTS": 64, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}):
+        kinds |= _same_plans_tuned(knobs, ((1, 151936), (4, 131072), (5, 131072), (16, 131072), (64, 131072),
+                                           (3, 40001)), (1, 200, 1500, 2048, 3000, 4096, 8192))
+    assert {"top_k1_gradix_psort", "top_k1_gradix_psort_sg", "top_k1_gradix_pmerge", "top_k1_gradix_rank",
+            "top_k1_gradix_fscan"} <= kinds
+
+
 def test_strides_needing_a_packed_copy():
     # Eight dimensions whose seven non-axis ones merge into none: SLICE1 packs the input first.
     py = Python()

@@ -128,7 +128,14 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         if (rank)
             lo.dispatch("gradix_rank", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq * ni * nj,
                         {(u32)p.workgroup, (u32)tj, (u32)t.GRADIX_RANK_E}, false, fields);
-        else
+        else if (p.sort_parts > 1) {
+            // the sort in parts (GRADIX_SORT_PARTS): each part's run sorted in place in `work` (part 0 zeroes the
+            // survivors' slot counter), then one thread a survivor ranks it across the runs and writes it out
+            lo.dispatch("gradix_psort", {work, ctr}, {0, 1}, n_seq * p.sort_parts, {(u32)p.sort_wg, (u32)p.B}, p.shuf,
+                        fields);
+            lo.dispatch("gradix_pmerge", {x, values, indices, work}, {1, 2}, n_seq * cdiv(K, p.workgroup),
+                        {(u32)p.workgroup, (u32)p.B}, false, fields);
+        } else
             lo.dispatch("gradix_sort", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq, {(u32)p.sort_wg, (u32)p.B},
                         p.shuf, fields);
     } else if (p.path == "rows") {  // G rows a workgroup, one a subgroup

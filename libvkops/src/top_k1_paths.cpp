@@ -110,25 +110,35 @@ bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const To
     return false;
 }
 
-// paths.gradix_shared_bytes: shared memory of GRADIX's sort (skey/sidx[pow2(K)]), its largest module.
-static u64 gradix_shared_bytes(u64 Kp) { return 8 * Kp; }
+// paths.gradix_shared_bytes: shared memory of GRADIX's sort (skey/sidx[pow2(K)]; in parts, each part's), its largest
+// module.
+static u64 gradix_shared_bytes(u64 Kp, u64 parts) { return 8 * (Kp / parts); }
+
+// paths.gradix_sort_parts: GRADIX_SORT_PARTS, as many as leave parts of >= GRADIX_SORT_MIN_RUN entries; 1 where the rank
+// sort takes the rows.
+static u64 gradix_sort_parts(u64 n_seq, u64 Kp, const TopK1Tuning &t) {
+    if (n_seq <= t.GRADIX_RANK_MAX_SEQ) return 1;
+    return std::max<u64>(1, std::min<u64>(t.GRADIX_SORT_PARTS, Kp / GRADIX_SORT_MIN_RUN));
+}
 
 bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup, u64 target_groups, const TopK1Tuning &t,
                         TopK1Path &out) {
     u64 Kp = top_k1_pow2(k);
-    if (gradix_shared_bytes(Kp) > shared) return false;
+    u64 parts = gradix_sort_parts(n_seq, Kp, t);
+    if (gradix_shared_bytes(Kp, parts) > shared) return false;
     u64 wg = std::min<u64>(t.GRADIX_WG, workgroup);
     auto align = [](u64 n) { return ceil_div(n, GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN; };
     // about target_groups workgroups in all, chunks of >= GRADIX_MIN_CHUNK (a shorter last one)
     u64 chunk_len = std::max(align(t.GRADIX_MIN_CHUNK), align(ceil_div(length, ceil_div(target_groups, n_seq))));
     out = TopK1Path();
     out.path = "gradix";
-    out.B = Kp;
+    out.B = Kp / parts;
     out.Kp = Kp;
     out.chunks = ceil_div(length, chunk_len);
     out.chunk_len = chunk_len;
     out.workgroup = wg;
     out.sort_wg = workgroup;
+    out.sort_parts = parts;
     return true;
 }
 
@@ -270,10 +280,14 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
     // AUTO_RULE's rows in order (paths.py states each row's reason)
     if (f.gradix_auto(c.plan)) {
         // choose(): the survivors' sort by the register networks (SHUF) where the device has subgroup shuffles, in a
-        // workgroup that holds pow2(K) entries at GRADIX_SORT_RE a thread where the device allows
+        // workgroup that holds pow2(K) entries at GRADIX_SORT_RE a thread where the device allows; in parts, a
+        // workgroup of a part's B entries at GRADIX_SORT_RE a thread (shared or register networks alike)
         c.path = "gradix";
         c.plan.shuf = has_ops(lim, SHUF_SUBGROUP_OPS);
-        if (c.plan.shuf) c.plan.sort_wg = lim.workgroup(std::max<u64>(c.plan.sort_wg, c.plan.Kp / GRADIX_SORT_RE));
+        if (c.plan.sort_parts > 1)
+            c.plan.sort_wg = lim.workgroup(c.plan.B / GRADIX_SORT_RE);
+        else if (c.plan.shuf)
+            c.plan.sort_wg = lim.workgroup(std::max<u64>(c.plan.sort_wg, c.plan.Kp / GRADIX_SORT_RE));
         return c;
     }
     if (top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; return c; }

@@ -17,6 +17,7 @@ struct TopK1Path {
     u64 rs_sh = 1;
     bool shuf = false;
     u64 sort_wg = 0;    // gradix: the workgroup of its survivors' sort (B = Kp entries; `workgroup`: the passes')
+    u64 sort_parts = 1; // gradix: workgroups a row's sort (gradix_psort over Kp / sort_parts entries each, gradix_pmerge)
 };
 
 struct TopK1Choice {
