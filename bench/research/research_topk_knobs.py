@@ -37,6 +37,15 @@ takes GRADIX on these), with GPU us per dispatch (the last one: gradix_sort_sg a
         --case 1x151936:float32:2048,3000,4096 --case 1x151936:float16:2048,3000,4096 \
         --case 1x131072:float32:2048,4096 --case 4x131072:float32:2048,4096 --case 16x131072:float32:2048,4096
 
+GRADIX's sort in parts on more rows (TopK1Tuning.GRADIX_SORT_PARTS: gradix_psort sorts pow2(K) / P survivors a
+workgroup, gradix_pmerge merges the runs by rank) against the default plans, per dispatch:
+
+    bash bench/gpu.sh python3 bench/research/research_topk_knobs.py --dispatches \
+        --configs '{"default": {}, "p2": {"knobs": {"GRADIX_SORT_PARTS": 2}}, "p4": {"knobs": {"GRADIX_SORT_PARTS": 4}},
+                    "p8": {"knobs": {"GRADIX_SORT_PARTS": 8}}}' \
+        --case 64x131072:float32:4096 --case 64x131072:float16:4096 --case 64x151936:float32:4096 \
+        --case 16x131072:float32:2048,4096 --case 4x131072:float32:4096
+
 Every row of 2-D cases with at most --check-all-rows rows is checked against the oracle (else 16 sampled rows);
 a wrong output prints WRONG.
 """
@@ -134,6 +143,7 @@ def main():
                         notes[name] = (f"{p.path}{' radix' if p.radix else ''}{' filter' if filt else ''} B={p.B} WG={p.workgroup} "
                                        f"chunks={p.chunks}{' shuf' if p.shuf else ''}"
                                        f"{f' chunk_len={p.chunk_len} sort_wg={p.sort_wg}' if p.path == 'gradix' and not rank else ''}"
+                                       f"{f' parts={p.sort_parts}' if p.path == 'gradix' and p.sort_parts > 1 else ''}"
                                        f"{f' chunk_len={p.chunk_len} rank E={tun.GRADIX_RANK_E} TJ={tun.GRADIX_RANK_TJ}' if rank else ''}"
                                        f" rows_checked={len(rows)}", ok)
                     res[name].append(timing.vk_gpu_ms(f, device=dev, method=M_))

@@ -18,8 +18,8 @@
 //   GFILTER plans, then: [.., + n C) each chunk's candidate count; [.., + 2 n C chunk_len) chunk c of row s's
 //                               candidates: chunk_len keys, then chunk_len indices, in index order
 // ctr (zeroed; left zero): row s at s * CTR_WORDS: the row's histogram [0, 256), the pass's arrival counter
-//   (256; the last workgroup to arrive zeroes it), the survivors' slot counter (257; gradix_sort or gradix_rank
-//   zeroes it). gradix_rank plans, then: [CTR_WORDS n, + n K) each row's rank counters, [.., + n ni) each (row,
+//   (256; the last workgroup to arrive zeroes it), the survivors' slot counter (257; gradix_sort, gradix_psort or
+//   gradix_rank zeroes it). gradix_rank plans, then: [CTR_WORDS n, + n K) each row's rank counters, [.., + n ni) each (row,
 //   i-tile)'s arrival counter (gradix_rank.comp).
 
 // Mirrored by vkops.ops.top_k1.PUSH["gradix_hist"], ["gradix_collect"], ["gradix_sort"] (tests/test_manifest.py).
