@@ -1,14 +1,23 @@
 #version 450
 // DML TOP_K1, path "gradix" (gradix.glsl), the compaction after the digit passes: with the row's K-th key T
 // and the count `need` of its ties among the top K (work), workgroup g writes its chunk's keys above T to
-// the row's survivors (slots from the row's counter in ctr, a block of them at a time, in any order:
-// gradix_sort orders them) and its ties of T that are among the row's first `need` ties by index
-// (reference.top_k1's order for equal values):
+// the row's survivors (slots from the row's counter in ctr, in any order: gradix_sort orders them) and its
+// ties of T that are among the row's first `need` ties by index (reference.top_k1's order for equal values):
 // the ties of earlier chunks (their last-pass histograms' bin T & 255) say how many come before this chunk;
 // a chunk whose ties all fall before or after the cut takes all or none of them, the one chunk the cut falls
-// in ranks its ties by index (a workgroup prefix sum a block, blocks in order) and takes the first ones.
-// Bindings: the input, work, ctr. Shared memory: s_scan[WG], 6 words.
+// in ranks its ties by index and takes the first ones: at most GTIE_CAP ties gathered into a shared list while
+// the chunk is read and each ranked by counting the smaller indices, more by a block-by-block prefix sum.
+// Slots of the keys above T: GSUB (top_k1_gradix_collect_sg_*, subgroup arithmetic) one global atomic a
+// subgroup and load block, no workgroup barrier in the loop; else one a workgroup and block between barriers.
+// Bindings: the input, work, ctr. Shared memory: s_scan[WG], 6 words; plain: s_ties[GTIE_CAP], 1 word more.
 #extension GL_GOOGLE_include_directive : require
+#ifndef GSUB
+#define GSUB 0
+#endif
+#if GSUB
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1
 #define GRADIX_BINDING 1
@@ -113,6 +122,12 @@ void main() {
     }
 }
 #else
+// The cut chunk's ties ranked in shared memory when at most this many (2 KiB: within every TOP_K1 module's budget,
+// paths.shared_bytes, down to B = 256 and 64 threads; ranking reads GTIE_CAP^2 / WG shared words): more, the block scan.
+const uint GTIE_CAP = 512u;  // paths.GRADIX_TIE_CAP
+shared uint s_ties[GTIE_CAP];  // the cut chunk's tie indices, in any order
+shared uint s_nl;              // their count so far
+
 void main() {
     uint g = linear_group();
     if (g >= pc.n_groups) return;
@@ -123,7 +138,7 @@ void main() {
     uint T = work[2u * s], need = work[2u * s + 1u];
     uint above = pc.K - need;  // keys > T in the row: the survivors' first slots
     uint d = T & 255u;
-    if (tid == 0u) { s_before = 0u; s_tie = 0u; s_run = 0u; s_tot = 0u; s_blk = 0u; }
+    if (tid == 0u) { s_before = 0u; s_tie = 0u; s_run = 0u; s_tot = 0u; s_blk = 0u; s_nl = 0u; }
     barrier();
     uint part = 0u;
     for (uint c2 = tid; c2 < c; c2 += WG) part += work[tie_at(s, c2) + d];
@@ -132,12 +147,14 @@ void main() {
     uint before = s_before, own = work[tie_at(s, c) + d];
     bool all = before + own <= need;  // every tie of this chunk is among the first `need`
     bool cut = !all && before < need; // the cut falls inside this chunk
+    bool list = cut && own <= GTIE_CAP;  // its ties gathered into s_ties while the chunk is read
     uint surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
-    // Blocks of GRADIX_LOADS loads a thread: each thread counts its keys above T (and, `all`, its ties), takes
-    // that many slots of the workgroup's block with one shared atomic, the block takes its slots of the row
-    // with one global atomic, and each thread writes its keys from the registers it loaded them into.
+    // Blocks of GRADIX_LOADS loads a thread: each thread counts its keys above T (and, `all`, its ties; `list`, its
+    // ties for s_ties), takes its slots of the keys above T (GSUB: an exclusive sum over the subgroup and one global
+    // atomic a subgroup; else a shared atomic into the workgroup's block and one global atomic a block between two
+    // barriers), its ties' slots with one shared atomic, and writes its keys from the registers it loaded them into.
     for (uint b0 = start; b0 < end; b0 += GRADIX_LOADS * step) {
         uint i0 = b0 + (vec ? tid * EV : tid);
         uvec4 q[GRADIX_LOADS];
@@ -148,7 +165,7 @@ void main() {
         }
         // A load inside the chunk is wholly inside it (vec: end is a multiple of EV): bounds checked a load, and
         // one compare an element for the common key below T.
-        uint na = 0u, nt = 0u;
+        uint na = 0u, nt = 0u, nl = 0u;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
@@ -157,11 +174,19 @@ void main() {
                 if (key >= T) {
                     if (key > T) ++na;
                     else if (all) ++nt;
+                    else if (list) ++nl;
                 }
             }
         }
+#if GSUB
+        // subgroup-uniform control flow here (the loop's bounds are the workgroup's): every lane takes part
+        uint sg_n = subgroupAdd(na);
+        uint oa = subgroupExclusiveAdd(na);
+        uint got = 0u;
+        if (sg_n != 0u && subgroupElect()) got = atomicAdd(ctr[slot], sg_n);
+        oa += subgroupMax(got);  // the elected lane's base; the others hold 0
+#else
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
-        uint ot = nt != 0u ? above + before + atomicAdd(s_tie, nt) : 0u;
         barrier();
         if (tid == 0u) {
             s_base = s_blk != 0u ? atomicAdd(ctr[slot], s_blk) : 0u;
@@ -169,24 +194,55 @@ void main() {
         }
         barrier();
         oa += s_base;
-        if (na + nt == 0u) continue;
+#endif
+        uint ot = nt != 0u ? above + before + atomicAdd(s_tie, nt) : 0u;
+        uint ol = nl != 0u ? atomicAdd(s_nl, nl) : 0u;
+        if (na + nt + nl == 0u) continue;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint i = i0 + u * step + e;
                 uint key = gkey(VEC_ELEM(q[u], e));
-                if (key < T || (key == T && !all)) continue;
-                uint pos = key > T ? oa++ : ot++;
-                work[surv + 2u * pos] = key;
-                work[surv + 2u * pos + 1u] = i;
+                if (key < T) continue;
+                if (key > T || all) {
+                    uint pos = key > T ? oa++ : ot++;
+                    work[surv + 2u * pos] = key;
+                    work[surv + 2u * pos + 1u] = i;
+                } else if (list) {
+                    s_ties[ol++] = i;
+                }
             }
         }
     }
     if (!cut) return;
-    // The chunk the cut falls in: its first r ties by index, block by block (a thread's EV consecutive
-    // elements, the threads in order), ranked by a prefix sum of the threads' tie counts.
-    uint r = need - before;
+    uint r = need - before;  // this chunk's ties to take: 0 < r < own
+    if (list) {
+        // Each listed tie's rank is the count of smaller indices in the list; a thread holds up to 4 of them
+        // against one pass over the list.
+        barrier();  // s_ties holds all `own` ties
+        for (uint j0 = tid; j0 < own; j0 += 4u * WG) {
+            uint idx[4], rank[4];
+            [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+                uint j = j0 + u * WG;
+                idx[u] = j < own ? s_ties[j] : 0u;
+                rank[u] = 0u;
+            }
+            for (uint m = 0u; m < own; ++m) {
+                uint v = s_ties[m];
+                [[unroll]] for (uint u = 0u; u < 4u; ++u) rank[u] += v < idx[u] ? 1u : 0u;
+            }
+            [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+                if (j0 + u * WG >= own || rank[u] >= r) continue;
+                uint pos = above + before + rank[u];
+                work[surv + 2u * pos] = T;
+                work[surv + 2u * pos + 1u] = idx[u];
+            }
+        }
+        return;
+    }
+    // More ties than the list holds: the first r by index, block by block (a thread's EV consecutive elements, the
+    // threads in order), ranked by a prefix sum of the threads' tie counts.
     for (uint blk = start; blk < end; blk += WG * EV) {
         uint bits = 0u, cnt = 0u;
         for (uint e = 0u; e < EV; ++e) {

@@ -17,8 +17,8 @@ static u64 div_by(u64 a, u64 b) {
     return a / b;
 }
 
-// limits.SUBGROUP_OPS by name, for the modules' declared operations (ROWS_SUBGROUP_OPS, SHUF_SUBGROUP_OPS).
-static bool has_ops(const Limits &lim, const std::vector<std::string> &ops) {
+// limits.SUBGROUP_OPS by name, for the modules' declared operations (ROWS_SUBGROUP_OPS, SHUF_SUBGROUP_OPS, ...).
+bool top_k1_has_ops(const Limits &lim, const std::vector<std::string> &ops) {
     static const std::pair<const char *, u32> OPS[] = {
         {"basic", SG_BASIC}, {"vote", SG_VOTE}, {"arithmetic", SG_ARITHMETIC}, {"ballot", SG_BALLOT},
         {"shuffle", SG_SHUFFLE}, {"shuffle_relative", SG_SHUFFLE_RELATIVE}, {"clustered", SG_CLUSTERED}, {"quad", SG_QUAD}};
@@ -64,7 +64,7 @@ u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, int key_bits, const TopK1Tun
 
 bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t, TopK1Path &out) {
     u64 Kp = top_k1_pow2(k);
-    if (!has_ops(lim, ROWS_SUBGROUP_OPS) || Kp > t.ROWS_MAX_KP) return false;
+    if (!top_k1_has_ops(lim, ROWS_SUBGROUP_OPS) || Kp > t.ROWS_MAX_KP) return false;
     if (length > t.ROWS_MAX_L || n_seq < t.ROWS_MIN_SEQ) return false;
     if (length > t.ROWS_RADIX_MIN_L && key_bits > 8 && k >= t.SHORT_ROW_RADIX_MIN_K && n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ)
         return false;  // radix select with the short rows' buffer and workgroup (ROWS_RADIX_MIN_L)
@@ -88,7 +88,7 @@ bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_b
 
 bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const TopK1Tuning &t, TopK1Path &out) {
     u64 Kp = top_k1_pow2(k);
-    if (!has_ops(lim, ROWS_SUBGROUP_OPS)) return false;
+    if (!top_k1_has_ops(lim, ROWS_SUBGROUP_OPS)) return false;
     if (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= t.RSORT_MAX_L) || n_seq < t.RSORT_MIN_SEQ)
         return false;
     u64 wg = lim.workgroup(std::min<u64>(RSORT_MAX_WG, std::max<u64>(RSORT_MIN_WG, top_k1_pow2(length) / RSORT_MAX_E)));
@@ -283,7 +283,7 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
         // workgroup that holds pow2(K) entries at GRADIX_SORT_RE a thread where the device allows; in parts, a
         // workgroup of a part's B entries at GRADIX_SORT_RE a thread (shared or register networks alike)
         c.path = "gradix";
-        c.plan.shuf = has_ops(lim, SHUF_SUBGROUP_OPS);
+        c.plan.shuf = top_k1_has_ops(lim, SHUF_SUBGROUP_OPS);
         if (c.plan.sort_parts > 1)
             c.plan.sort_wg = lim.workgroup(c.plan.B / GRADIX_SORT_RE);
         else if (c.plan.shuf)
@@ -304,7 +304,7 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
         c = {"sort", f.sort()};
     }
     // choose(): the _sg modules from pow2(K) = SHUF_MIN_KP where the device has subgroup shuffles
-    bool shuf = has_ops(lim, SHUF_SUBGROUP_OPS) && c.plan.Kp >= t.SHUF_MIN_KP;
+    bool shuf = top_k1_has_ops(lim, SHUF_SUBGROUP_OPS) && c.plan.Kp >= t.SHUF_MIN_KP;
     c.plan.shuf = shuf && (c.plan.path == "seg" || c.plan.path == "filter");
     return c;
 }

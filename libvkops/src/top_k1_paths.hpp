@@ -26,6 +26,7 @@ struct TopK1Choice {
 };
 
 u64 top_k1_pow2(u64 x);                                         // paths._pow2
+bool top_k1_has_ops(const Limits &lim, const std::vector<std::string> &ops);  // Limits.has_subgroup(*ops)
 u64 top_k1_shared_bytes(u64 B, u64 workgroup);                   // paths.shared_bytes
 u64 top_k1_buffer_entries(u64 shared, u64 workgroup, const TopK1Tuning &t);  // DeviceLimitError where none fits
 u64 top_k1_merge_group(u64 chunks, u64 B, u64 Kp, const TopK1Tuning &t);

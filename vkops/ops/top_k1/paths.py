@@ -20,6 +20,11 @@ ROWS_SUBGROUP_OPS = ("basic", "ballot", "arithmetic", "shuffle")
 # strides below 4 x the subgroup size run in registers and subgroup shuffles instead of shared memory and
 # workgroup barriers. Planned from pow2(K) = TopK1Tuning.SHUF_MIN_KP.
 SHUF_SUBGROUP_OPS = ("basic", "shuffle")
+# top_k1_gradix_collect_sg_* (GSUB=1) declares these: its survivors' slots by subgroup sums, one global atomic a
+# subgroup, no workgroup barrier a block. Planned with gradix_sort_sg (the plan's `shuf`) where the device has them.
+GRADIX_COLLECT_SUBGROUP_OPS = ("basic", "arithmetic")
+# gradix_collect.comp's GTIE_CAP: the cut chunk's ties ranked from a shared list up to this many (else a block scan)
+GRADIX_TIE_CAP = 512
 EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in filter.comp)
 # Bits of kernels/top_k1/radix.comp's push word `tune` (tune_bits below), set for one radix chunk a row on
 # >= RADIX_ONE_CHUNK_WG_MIN_SEQ rows. TUNE_GUESS: the sampled guess aims at K + max(K/2, 64) keys instead of
@@ -89,9 +94,9 @@ def shared_bytes(B: int, workgroup: int) -> int:
     return 4 * (2 * B + workgroup + NBINS + NBINS // 32 + 8)
 
 
-def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) -> int:
+def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, sg: bool = False) -> int:
     """Shared memory kernels/top_k1/<algorithm>.comp declares with B buffer entries, this workgroup and (rsort)
-    RS_SH counter words (tests/test_portability.py checks it against each module's SPIR-V)."""
+    RS_SH counter words, `sg` in its _sg module (tests/test_portability.py checks it against each module's SPIR-V)."""
     words = {"seg": 2 * B + workgroup,                       # skey/sidx, s_base (row offsets)
              "filter": 2 * B + workgroup + 5,                # skey/sidx, s_base (seed maxima), 5 scalars
              # skey/sidx, hist, s_grp, 5 scalars (compact's stores of the threshold and s_flag, read only by
@@ -100,8 +105,9 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "sort_tile": 2 * B, "sort_global": 0,
              "rows": 2 * B,                                  # subgroup regions of skey/sidx
              "rsort": B + rs_sh + 1,                         # skey, counters, s_flag
-             # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 6 scalars; skey/sidx[B]
-             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6, "gradix_sort": 2 * B,
+             # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 6 scalars, s_ties[GRADIX_TIE_CAP],
+             # s_nl; skey/sidx[B]
+             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6 + GRADIX_TIE_CAP + 1, "gradix_sort": 2 * B,
              # gradix filtering: fscan adds s_scan2[WG] (uvec2) and 4 scalars; fhist and fcollect as hist and collect
              "gradix_fscan": NBINS + NBINS // 32 + 3 + 2 * workgroup + 4, "gradix_fhist": NBINS + NBINS // 32 + 3,
              "gradix_fcollect": workgroup + 6,
@@ -109,6 +115,8 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "gradix_rank": 2 * B + 1,
              # gradix_psort: skey/sidx[B] (B a part's entries); gradix_pmerge: none
              "gradix_psort": 2 * B, "gradix_pmerge": 0}
+    if sg and algorithm == "gradix_collect":
+        return 4 * (words[algorithm] - 2)  # gradix_collect_sg: no block slots (s_blk, s_base dropped)
     return 4 * words[algorithm]
 
 
