@@ -45,8 +45,8 @@ for _mt in (16,):
 # its own push block (mirrored by ops/top_k1.py's PUSH). Key types: (suffix, ELEM_BITS, KIND), KIND 0 float,
 # 1 signed, 2 unsigned. Families: (module prefix, .comp, key types, defines). SHUF=1 (the `_sg` families):
 # the sorting networks' short strides in registers and subgroup shuffles (needs shuffle), planned for
-# pow2(K) >= 1024. The ROWS and RSORT modules need subgroup ballot + arithmetic + shuffle, gradix_collect_sg
-# (GSUB=1) subgroup arithmetic; the others run on any Vulkan 1.1 device.
+# pow2(K) >= 1024. The ROWS and RSORT modules need subgroup ballot + arithmetic + shuffle; the others run
+# on any Vulkan 1.1 device.
 TOPK_TYPES = (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),
               ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
 GFILTER_TYPES = tuple(t for t in TOPK_TYPES if t[1] > 8)
@@ -63,7 +63,6 @@ TOPK = [
     ("top_k1_rsort", "rsort.comp", TOPK_TYPES, {}),            # RSORT: one workgroup's radix sort a row
     ("top_k1_gradix_hist", "gradix_hist.comp", TOPK_TYPES, {}),        # GRADIX: a digit pass, many workgroups a row
     ("top_k1_gradix_collect", "gradix_collect.comp", TOPK_TYPES, {}),  # ... the compaction of the K survivors
-    ("top_k1_gradix_collect_sg", "gradix_collect.comp", TOPK_TYPES, {"GSUB": 1}),  # ... its slots by subgroup sums
     ("top_k1_gradix_sort", "gradix_sort.comp", TOPK_TYPES, {}),        # ... their sort, one workgroup a row
     ("top_k1_gradix_sort_sg", "gradix_sort.comp", TOPK_TYPES, {"SHUF": 1}),
     ("top_k1_gradix_rank", "gradix_rank.comp", TOPK_TYPES, {}),        # ... or their ranks over many workgroups (few rows)

@@ -124,16 +124,13 @@ def test_requirements_are_reflected(manifest):
     assert dot["device_features"] == ["shaderIntegerDotProduct"]
     assert dot["device_extensions"] == ["VK_KHR_shader_integer_dot_product"]
     # TOP_K1's plain modules run on any Vulkan 1.1 device; the sg modules need exactly the subgroup
-    # operations the plan checks for (top_k1_paths.SHUF_SUBGROUP_OPS: basic + shuffle; gradix_collect_sg:
-    # GRADIX_COLLECT_SUBGROUP_OPS, basic + arithmetic)
+    # operations the plan checks for (top_k1_paths.SHUF_SUBGROUP_OPS: basic + shuffle)
     for name, m in manifest["modules"].items():
         if name.startswith("top_k1_") and top_k1.algorithm(name) not in ("rows", "rsort"):
             sg = "_sg_" in name
-            extra = "GroupNonUniformArithmetic" if top_k1.algorithm(name) == "gradix_collect" else \
-                "GroupNonUniformShuffle"
-            assert set(m["capabilities"]) == ({"Shader", "GroupNonUniform", extra} if sg else {"Shader"}), name
+            assert set(m["capabilities"]) == ({"Shader", "GroupNonUniform", "GroupNonUniformShuffle"} if sg
+                                              else {"Shader"}), name
     assert top_k1_paths.SHUF_SUBGROUP_OPS == ("basic", "shuffle")
-    assert top_k1_paths.GRADIX_COLLECT_SUBGROUP_OPS == ("basic", "arithmetic")
 
 
 def test_manifest_is_current(manifest):
@@ -342,8 +339,6 @@ def test_subgroup_requirements_match_the_planners(manifest):
             assert set(sg["operations"]) <= set(top_k1_paths.ROWS_SUBGROUP_OPS), name
             unused = {"shuffle"} if top_k1.algorithm(name) == "rows" else set()
             assert set(sg["operations"]) == set(top_k1_paths.ROWS_SUBGROUP_OPS) - unused, name
-        elif name.startswith("top_k1_gradix_collect_sg_"):
-            assert set(sg["operations"]) == set(top_k1_paths.GRADIX_COLLECT_SUBGROUP_OPS), name
         elif "_sg_" in name:
             assert set(sg["operations"]) == set(top_k1_paths.SHUF_SUBGROUP_OPS), name
         elif not name.startswith(("qlmm_coopmat", "qlmm_stream", RESEARCH_PREFIX)):

@@ -45,9 +45,8 @@ def check(dev, x, k, axis=-1, direction="decreasing", tuning=TF, **kw):
 @pytest.mark.host_only
 def test_the_knob_plans_the_filter_kernels():
     h = grid.H100
-    # 8-bit keys: no filter, the plain compaction (its subgroup-sum module on an H100)
     for dtype, s, kinds in (("float32", "f32", ["hist", "fscan", "fhist", "fhist", "fcollect"]),
-                            ("int16", "i16", ["hist", "fscan", "fcollect"]), ("uint8", "u8", ["hist", "collect_sg"])):
+                            ("int16", "i16", ["hist", "fscan", "fcollect"]), ("uint8", "u8", ["hist", "collect"])):
         p = plan_of(h, (64, 131072), dtype, 2048, tuning=TUN.replace(GRADIX_FILTER=True))
         assert [d.kernel for d in p.dispatches] == [f"top_k1_gradix_{k}_{s}" for k in kinds] + \
             [f"top_k1_gradix_sort_sg_{s}"]

@@ -7,17 +7,10 @@
 // a chunk whose ties all fall before or after the cut takes all or none of them, the one chunk the cut falls
 // in ranks its ties by index and takes the first ones: at most GTIE_CAP ties gathered into a shared list while
 // the chunk is read and each ranked by counting the smaller indices, more by a block-by-block prefix sum.
-// Slots of the keys above T: GSUB (top_k1_gradix_collect_sg_*, subgroup arithmetic) one global atomic a
-// subgroup and load block, no workgroup barrier in the loop; else one a workgroup and block between barriers.
-// Bindings: the input, work, ctr. Shared memory: s_scan[WG], 6 words; plain: s_ties[GTIE_CAP], 1 word more.
+// Slots of the keys above T: one global atomic a workgroup and load block, between two barriers (slots by subgroup
+// sums without the barriers measured no faster on an H200: docs/tuning/top_k1.md, session 22).
+// Bindings: the input, work, ctr. Shared memory: s_scan[WG], 6 words, s_ties[GTIE_CAP], 1 word.
 #extension GL_GOOGLE_include_directive : require
-#ifndef GSUB
-#define GSUB 0
-#endif
-#if GSUB
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1
 #define GRADIX_BINDING 1
@@ -152,9 +145,9 @@ void main() {
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
     // Blocks of GRADIX_LOADS loads a thread: each thread counts its keys above T (and, `all`, its ties; `list`, its
-    // ties for s_ties), takes its slots of the keys above T (GSUB: an exclusive sum over the subgroup and one global
-    // atomic a subgroup; else a shared atomic into the workgroup's block and one global atomic a block between two
-    // barriers), its ties' slots with one shared atomic, and writes its keys from the registers it loaded them into.
+    // ties for s_ties), takes its slots of the keys above T (a shared atomic into the workgroup's block, one global
+    // atomic a block between two barriers), its ties' slots with one shared atomic, and writes its keys from the
+    // registers it loaded them into.
     for (uint b0 = start; b0 < end; b0 += GRADIX_LOADS * step) {
         uint i0 = b0 + (vec ? tid * EV : tid);
         uvec4 q[GRADIX_LOADS];
@@ -178,14 +171,6 @@ void main() {
                 }
             }
         }
-#if GSUB
-        // subgroup-uniform control flow here (the loop's bounds are the workgroup's): every lane takes part
-        uint sg_n = subgroupAdd(na);
-        uint oa = subgroupExclusiveAdd(na);
-        uint got = 0u;
-        if (sg_n != 0u && subgroupElect()) got = atomicAdd(ctr[slot], sg_n);
-        oa += subgroupMax(got);  // the elected lane's base; the others hold 0
-#else
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
         barrier();
         if (tid == 0u) {
@@ -194,7 +179,6 @@ void main() {
         }
         barrier();
         oa += s_base;
-#endif
         uint ot = nt != 0u ? above + before + atomicAdd(s_tie, nt) : 0u;
         uint ol = nl != 0u ? atomicAdd(s_nl, nl) : 0u;
         if (na + nt + nl == 0u) continue;

@@ -123,10 +123,8 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
             const char *alg = !filt || j == 0 ? "gradix_hist" : j == 1 ? "gradix_fscan" : "gradix_fhist";
             lo.dispatch(alg, {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f);
         }
-        // the compaction's slots by subgroup sums (gradix_collect_sg) with the sort's shuffles where the device has them
-        bool sgc = !filt && p.shuf && top_k1_has_ops(lim, ops_top_k1_paths::GRADIX_COLLECT_SUBGROUP_OPS);
         lo.dispatch(filt ? "gradix_fcollect" : "gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup},
-                    sgc, fields);
+                    false, fields);
         if (rank)
             lo.dispatch("gradix_rank", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq * ni * nj,
                         {(u32)p.workgroup, (u32)tj, (u32)t.GRADIX_RANK_E}, false, fields);

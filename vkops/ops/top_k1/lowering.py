@@ -23,8 +23,7 @@ module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
   gradix  pow2(K) >= GRADIX_MIN_KP on up to GRADIX_FEW_SEQ rows of >= GRADIX_FEW_MIN_L, or K >= GRADIX_MIN_K on
           rows of >= GRADIX_MIN_L (paths.AUTO_RULE's first row; force="gradix" anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit,
           the row's last workgroup to arrive picks the digit), one compaction of the K survivors (gradix_collect:
-          keys above the K-th, and its ties with the smallest indices; gradix_collect_sg with the sort's shuffles
-          and subgroup arithmetic: its slots by subgroup sums) and their bitonic sort in shared
+          keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
           registers); GRADIX_SORT_PARTS > 1 sorts it in parts, several workgroups a row (gradix_psort), and merges
           the parts' sorted runs by rank, one thread a survivor (gradix_pmerge).
@@ -46,7 +45,7 @@ from ...plan import Builder, Plan, Ref
 from ...tensor import TensorDesc, merge_dims
 from ..slice1 import lower_packed
 from .desc import AxisDirection, TopK1Desc
-from .paths import GRADIX_COLLECT_SUBGROUP_OPS, Path, device_path, tune_bits
+from .paths import Path, device_path, tune_bits
 from .tuning import DEFAULT, TopK1Tuning
 
 SENT_IDX = 0xFFFFFFFF
@@ -188,10 +187,8 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
             alg = "gradix_hist" if not filt or j == 0 else "gradix_fscan" if j == 1 else "gradix_fhist"
             dispatch(alg, [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), shift=bits - 8 * (j + 1),
                      last=int(j == passes - 1), **fields)
-        # the compaction's slots by subgroup sums (gradix_collect_sg) with the sort's shuffles where the device has them
-        sgc = not filt and p.shuf and lim.has_subgroup(*GRADIX_COLLECT_SUBGROUP_OPS)
         dispatch("gradix_fcollect" if filt else "gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,),
-                 sgc, **fields)
+                 **fields)
         if rank:
             dispatch("gradix_rank", [x, values, indices, work, ctr], [1, 2, 4], n_seq * ni * nj,
                      (p.workgroup, tj, t.GRADIX_RANK_E), **fields)
