@@ -211,10 +211,14 @@ def test_gradix_sort_parts_knob():
     # few rows and filtering beside it, K from one part (pow2(K) < 2 GRADIX_SORT_MIN_RUN) to beyond one workgroup's
     # sort on the small-shared-memory limit sets, and routed to 64 rows at any K from 256.
     kinds = set()
-    for knobs in ({"GRADIX_SORT_PARTS": 2}, {"GRADIX_SORT_PARTS": 8, "GRADIX_RANK_MAX_SEQ": 4},
-                  {"GRADIX_SORT_PARTS": 64, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}):
+    # The default's bounds moved: parts from pow2(K) = 256 on up to 4 rows; 1000 target groups past 4 rows.
+    for knobs in ({"GRADIX_SORT_PARTS": 1}, {"GRADIX_SORT_PARTS": 8, "GRADIX_RANK_MAX_SEQ": 4},
+                  {"GRADIX_SORT_PARTS": 64, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1,
+                   "GRADIX_SORT_PARTS_MIN_KP": 256},
+                  {"GRADIX_SORT_PARTS_MIN_KP": 256, "GRADIX_SORT_PARTS_MAX_SEQ": 4, "GRADIX_FEW_SEQ": 4,
+                   "GRADIX_MANY_TARGET_GROUPS": 1000}):
         kinds |= _same_plans_tuned(knobs, ((1, 151936), (4, 131072), (5, 131072), (16, 131072), (64, 131072),
-                                           (3, 40001)), (1, 200, 1500, 2048, 3000, 4096, 8192))
+                                           (65, 131072), (3, 40001)), (1, 200, 1500, 2048, 3000, 4096, 8192))
     assert {"top_k1_gradix_psort", "top_k1_gradix_psort_sg", "top_k1_gradix_pmerge", "top_k1_gradix_rank",
             "top_k1_gradix_fscan"} <= kinds
 
@@ -288,7 +292,7 @@ def test_device_limits_are_their_own_status():
     cases = [(desc("float32", (1 << 25, 2), 1, 1), LIMITS["minimum"]),   # input beyond maxStorageBufferRange
              (desc("float32", (4, 5000), 1, 3), tiny),                     # not even MIN_B entries fit
              (desc("float32", (1024, 3000), 1, 8), small_grid),           # more workgroups than the grid
-             (desc("float32", (8, 1 << 22), 1, 3000), LIMITS["minimum"]),  # the sort's scratch beyond the range
+             (desc("float32", (8, 1 << 22), 1, 5000), LIMITS["minimum"]),  # the sort's scratch beyond the range (K = 3000 fits GRADIX in 2 parts)
              (desc("uint8", (4096, 16384), 1, 4000), small_range)]  # GRADIX's scratch beyond the range
     for d, lim in cases:
         assert check(d, lim, py) == "error", (d, lim.name)

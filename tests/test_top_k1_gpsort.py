@@ -24,7 +24,9 @@ KS = (129, 300, 1000, 2048, 2049, 3000, 4095, 4096)  # from the smallest K that 
 
 
 def tun(parts, **kw):
-    return TUN.replace(GRADIX_MIN_CHUNK=CHUNK, GRADIX_SORT_PARTS=parts, **kw)
+    """P parts at any pow2(K) and row count (the default rule: from GRADIX_SORT_PARTS_MIN_KP, up to _MAX_SEQ rows)."""
+    return TUN.replace(**dict(dict(GRADIX_MIN_CHUNK=CHUNK, GRADIX_SORT_PARTS=parts, GRADIX_SORT_PARTS_MIN_KP=1,
+                                   GRADIX_SORT_PARTS_MAX_SEQ=1 << 20), **kw))
 
 
 def want_parts(n_seq, k, parts):
@@ -85,13 +87,16 @@ def data(rng, dtype, shape):
 @pytest.mark.host_only
 def test_the_knob_plans_the_parted_sort():
     h = LIMITS["h100"]
-    # the default: one workgroup's sort (no plan changes)
-    assert TUN.GRADIX_SORT_PARTS == 1
-    last = plan_of(h, (64, 131072), "float32", 4096, TUN).dispatches[-1]
+    # the default: 2 parts from pow2(K) = 4096 on 3-64 rows; one workgroup's sort below, and on more rows
+    assert (TUN.GRADIX_SORT_PARTS, TUN.GRADIX_SORT_PARTS_MIN_KP, TUN.GRADIX_SORT_PARTS_MAX_SEQ) == (2, 4096, 64)
+    for n, k, want in ((64, 4096, 2), (64, 4000, 2), (3, 4096, 2), (65, 4096, 1), (64, 2048, 1), (2, 4096, 1)):
+        d = plan_of(h, (n, 131072), "float32", k, TUN).dispatches
+        assert (d[-1].kernel == "top_k1_gradix_pmerge_f32") == (want == 2), (n, k)
+    last = plan_of(h, (64, 131072), "float32", 4096, TUN.replace(GRADIX_SORT_PARTS=1)).dispatches[-1]
     assert last.kernel == "top_k1_gradix_sort_sg_f32" and last.spec == (1024, 4096)
     for n, k, parts, want in ((64, 4096, 2, 2), (64, 4096, 8, 8), (64, 4096, 64, 32), (3, 300, 8, 4), (3, 200, 2, 2),
                               (3, 128, 2, 1), (2, 4096, 8, 1), (1, 4096, 2, 1)):
-        d = plan_of(h, (n, 131072), "float32", k, TUN.replace(GRADIX_SORT_PARTS=parts)).dispatches
+        d = plan_of(h, (n, 131072), "float32", k, tun(parts, GRADIX_MIN_CHUNK=TUN.GRADIX_MIN_CHUNK)).dispatches
         kp = 1 << (k - 1).bit_length()
         if want == 1:
             assert "gradix_psort" not in d[-2].kernel and "gradix_pmerge" not in d[-1].kernel, (n, k, parts)
@@ -100,16 +105,17 @@ def test_the_knob_plans_the_parted_sort():
         assert (d[-2].kernel, d[-2].spec) == ("top_k1_gradix_psort_sg_f32", (max(1, run // 4), run)), (n, k, parts)
         assert d[-2].groups[0] == n * want and d[-2].writes == (0, 1)  # work, ctr
         assert (d[-1].kernel, d[-1].spec, d[-1].groups[0]) == ("top_k1_gradix_pmerge_f32", (256, run), n * -(-k // 256))
-        assert d[:-2] == plan_of(h, (n, 131072), "float32", k, TUN).dispatches[:-1]  # the passes as they were
+        one = TUN.replace(GRADIX_SORT_PARTS=1)
+        assert d[:-2] == plan_of(h, (n, 131072), "float32", k, one).dispatches[:-1]  # the passes as they were
     # shuffle=False (no subgroup shuffles): the plain module, the same workgroup
     d = tk.python_plan(tk.TopK1Desc(vkops.TensorDesc("float16", (4, 65536)), *tk.output_descs(
         vkops.TensorDesc("float16", (4, 65536)), 1, 2049), 1, 2049).validate(), h, force="gradix", shuffle=False,
-        tuning=TUN.replace(GRADIX_SORT_PARTS=4)).dispatches
+        tuning=tun(4, GRADIX_MIN_CHUNK=TUN.GRADIX_MIN_CHUNK)).dispatches
     assert (d[-2].kernel, d[-2].spec) == ("top_k1_gradix_psort_f16", (256, 1024))
     # shared memory by the part: K = 4096 refused on Vulkan's minimum 16 KiB in one workgroup, planned in 2 parts
     lo = LIMITS["minimum"]
     with pytest.raises(ValidationError, match=r"needs pow2\(K\) \(key, index\) pairs .*: 32768 bytes for K=4096"):
-        plan_of(lo, (4, 65536), "float32", 4096, TUN)
+        plan_of(lo, (4, 65536), "float32", 4096, TUN.replace(GRADIX_SORT_PARTS=1))
     with pytest.raises(ValidationError, match=r"needs pow2\(K\) / 2 \(its sort in 2 parts\) .*: 32768 bytes for K=8192"):
         plan_of(lo, (4, 65536), "float32", 8192, TUN.replace(GRADIX_SORT_PARTS=2))
     d = plan_of(lo, (4, 65536), "float32", 4096, TUN.replace(GRADIX_SORT_PARTS=2)).dispatches
@@ -117,7 +123,10 @@ def test_the_knob_plans_the_parted_sort():
     for bad, msg in (({"GRADIX_SORT_PARTS": 3}, "GRADIX_SORT_PARTS must be a power of two"),
                      ({"GRADIX_SORT_PARTS": 0}, "GRADIX_SORT_PARTS must be an int >= 1"),
                      ({"GRADIX_SORT_PARTS": 128}, "GRADIX_SORT_PARTS must be <= 64"),
-                     ({"GRADIX_SORT_PARTS": True}, "GRADIX_SORT_PARTS must be an int >= 1")):
+                     ({"GRADIX_SORT_PARTS": True}, "GRADIX_SORT_PARTS must be an int >= 1"),
+                     ({"GRADIX_SORT_PARTS_MIN_KP": 3000}, "GRADIX_SORT_PARTS_MIN_KP must be a power of two"),
+                     ({"GRADIX_SORT_PARTS_MAX_SEQ": 0}, "GRADIX_SORT_PARTS_MAX_SEQ must be an int >= 1"),
+                     ({"GRADIX_MANY_TARGET_GROUPS": 0}, "GRADIX_MANY_TARGET_GROUPS must be an int >= 1")):
         with pytest.raises(ValidationError, match=msg):
             TUN.replace(**bad)
 

@@ -34,8 +34,10 @@ def _device(request):
 
 def check(x, k, axis=-1, direction="decreasing", tuning=T1K, **kw):
     """GRADIX's result against the oracle, bit for bit; where its sort does not fit the device's shared memory
-    (K > 2048 under Vulkan's minimum 16 KiB), the refusal instead."""
-    if paths.gradix_shared_bytes(paths._pow2(k)) > SHARED["bytes"]:
+    (K > 2048 under Vulkan's minimum 16 KiB, in one workgroup), the refusal instead."""
+    xa = np.asarray(x)
+    kp = paths._pow2(k)  # a part's sort must fit (GRADIX_SORT_PARTS parts from pow2(K) = 4096 on 3-64 rows)
+    if paths.gradix_shared_bytes(kp, paths.gradix_sort_parts(xa.size // xa.shape[axis], kp, tuning)) > SHARED["bytes"]:
         with pytest.raises(ValidationError, match="gradix path needs pow2"):
             tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning, **kw)
         return None
@@ -186,7 +188,6 @@ def test_ties_in_one_block_and_early_stop(dev, rng):
 
 # ---- the cut chunk's ties (gradix_collect.comp): <= GRADIX_TIE_CAP ranked from a shared list, more by the block scan ----
 TIE_CAP = paths.GRADIX_TIE_CAP
-SHUFFLES = [pytest.param(False, marks=pytest.mark.subgroup_free), True]  # gradix_collect / gradix_collect_sg
 
 
 def collect_kernel(dev, x, k, **kw):
@@ -194,13 +195,6 @@ def collect_kernel(dev, x, k, **kw):
     p = gradix_plan(dev, x, k, **kw)
     d = p.dispatches[-2]
     return d.kernel, d.push[10]
-
-
-def shuffle_or_skip(dev, shuffle):
-    if shuffle and not dev.limits.has_subgroup(*paths.SHUF_SUBGROUP_OPS):
-        pytest.skip("no subgroup shuffles")
-    want = shuffle and dev.limits.has_subgroup(*paths.GRADIX_COLLECT_SUBGROUP_OPS)
-    return "top_k1_gradix_collect_" + ("sg_" if want else "")
 
 
 def tie_rows(rng, dtype, direction, cl, cuts, own, r, spread=40, dense=()):
@@ -221,37 +215,33 @@ def tie_rows(rng, dtype, direction, cl, cuts, own, r, spread=40, dense=()):
     return x.astype(dtype), k
 
 
-@pytest.mark.parametrize("shuffle", SHUFFLES)
 @pytest.mark.parametrize("direction", DIRS)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
-def test_cut_chunk_ties_around_the_list_cap(dev, rng, dtype, direction, shuffle):
+def test_cut_chunk_ties_around_the_list_cap(dev, rng, dtype, direction):
     # TIE_CAP - 1 and TIE_CAP ties in the cut chunk: the shared list; TIE_CAP + 1: the block scan. The cut chunk
     # first, middle or last (row 0; row 1 another, its ties contiguous), r = 1, half, all but one of them
-    want = shuffle_or_skip(dev, shuffle)
     cl = 1024
     combos = [(own, cut) for own in (TIE_CAP - 1, TIE_CAP, TIE_CAP + 1) for cut in (0, 1, 3)]
     for j, (own, cut) in enumerate(combos):
         r = (1, own // 2, own - 1)[j % 3]
         x, k = tie_rows(rng, dtype, direction, cl, (cut, (cut + 2) % 4), own, r, dense=(1,))
-        kernel, chunk_len = collect_kernel(dev, x, k, chunks=4, shuffle=shuffle)
-        assert kernel.startswith(want) and chunk_len == cl, (kernel, chunk_len)
-        check(x, k, direction=direction, chunks=4, shuffle=shuffle)
+        kernel, chunk_len = collect_kernel(dev, x, k, chunks=4)
+        assert kernel.startswith("top_k1_gradix_collect_") and chunk_len == cl, (kernel, chunk_len)
+        check(x, k, direction=direction, chunks=4)
 
 
-@pytest.mark.parametrize("shuffle", SHUFFLES)
 @pytest.mark.parametrize("direction", DIRS)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8"])
-def test_constant_rows_k_at_chunk_boundaries(dev, rng, dtype, direction, shuffle):
+def test_constant_rows_k_at_chunk_boundaries(dev, rng, dtype, direction):
     # every key a tie: a chunk's ties are the whole chunk, below, at and above TIE_CAP; K one short of, at and one
     # past a chunk's end (the cut at its last tie, on the boundary, at the next chunk's first)
-    shuffle_or_skip(dev, shuffle)
     for cl in (TIE_CAP - 16, TIE_CAP, TIE_CAP + 16):
         x = np.full((2, 4 * cl - 5), 7, dtype)  # the last chunk 5 short
         x[1, :] = 2
         x[1, cl // 2:] = 7  # row 1: the ties start mid-chunk
-        assert collect_kernel(dev, x, cl, chunks=4, shuffle=shuffle)[1] == cl
+        assert collect_kernel(dev, x, cl, chunks=4)[1] == cl
         for k in (cl - 1, cl, cl + 1, 2 * cl - 1, 2 * cl + 1):
-            check(x, k, direction=direction, chunks=4, shuffle=shuffle)
+            check(x, k, direction=direction, chunks=4)
 
 
 # ---- NaN, inf, -0.0 ----------------------------------------------------------------------------------------
@@ -322,7 +312,7 @@ def test_the_rule_and_the_knob():
         off = TUN.replace(GRADIX_MIN_KP=0)
         assert paths.choose(h, n, L, k, tuning=off).path != "gradix"
         assert _plan(h, n, L, k, tuning=off).note("path") != "gradix"
-    on = TUN.replace(GRADIX_MIN_K=1)  # any K with pow2(K) >= GRADIX_MIN_KP, any rows
+    on = TUN.replace(GRADIX_MIN_K=1, GRADIX_SORT_PARTS=1)  # any K with pow2(K) >= GRADIX_MIN_KP, any rows; one sort a row
     assert paths.choose(h, 1, 151936, 4096, tuning=on).path == "gradix"
     assert paths.choose(h, 64, 131072, 2049, tuning=on).path == "gradix"
     assert paths.choose(h, 64, 131072, 1024, tuning=on).path != "gradix"  # pow2(K) below GRADIX_MIN_KP
@@ -333,17 +323,15 @@ def test_the_rule_and_the_knob():
         p = _plan(h, 3, 151936, 4096, dtype, tuning=on)
         assert p.note("path") == "gradix"
         assert [x.kernel for x in p.dispatches] == ([f"top_k1_gradix_hist_{s}"] * passes +
-                                                    [f"top_k1_gradix_collect_sg_{s}", f"top_k1_gradix_sort_sg_{s}"])
+                                                    [f"top_k1_gradix_collect_{s}", f"top_k1_gradix_sort_sg_{s}"])
         assert p.dispatches[-1].spec == (1024, 4096) and p.dispatches[0].spec == (256,)  # 4 entries a thread
         assert p.dispatches[0].groups[0] == 3 * 38  # chunks of 4096
         plain = _plan(h, 3, 151936, 4096, dtype, tuning=on, shuffle=False).dispatches
         assert plain[-1].kernel == f"top_k1_gradix_sort_{s}" and plain[-1].spec == (512, 4096)
-        assert plain[-2].kernel == f"top_k1_gradix_collect_{s}"  # shuffle=False: no subgroup module at all
-        noarith = h.replace(subgroup_operations=h.subgroup_operations & ~vkops.limits.SUBGROUP_OPS["arithmetic"])
-        assert _plan(noarith, 3, 151936, 4096, dtype, tuning=on).dispatches[-2].kernel == f"top_k1_gradix_collect_{s}"
+        assert plain[-2].kernel == f"top_k1_gradix_collect_{s}"
     assert _plan(h, 3, 151936, 2048, tuning=on).dispatches[-1].spec == (512, 2048)
     assert [d.kernel for d in _plan(grid.LIMITS["minimum"], 3, 151936, 1024, force="gradix").dispatches[-2:]] == \
-        ["top_k1_gradix_collect_f32", "top_k1_gradix_sort_f32"]  # no subgroup shuffles nor arithmetic
+        ["top_k1_gradix_collect_f32", "top_k1_gradix_sort_f32"]  # no subgroup shuffles
     with pytest.raises(ValidationError, match="GRADIX_MIN_KP must be an int >= 0"):
         TUN.replace(GRADIX_MIN_KP=-1)
 

@@ -71,11 +71,12 @@ def test_the_knob_plans_the_rank_kernel():
     for n, want in ((1, True), (SEQ, True), (SEQ + 1, False)):
         p = plan_of(h, (n, 151936), "float32", 4096,
                     tuning=TUN.replace(GRADIX_RANK_MAX_SEQ=SEQ, GRADIX_RANK_E=2, GRADIX_RANK_TJ=256))
-        last = p.dispatches[-1]
-        assert last.kernel == ("top_k1_gradix_rank_f32" if want else "top_k1_gradix_sort_sg_f32"), (n, last.kernel)
+        last = p.dispatches[-1]  # past the rank sort's rows, the sort in GRADIX_SORT_PARTS parts (test_top_k1_gpsort)
+        assert last.kernel == ("top_k1_gradix_rank_f32" if want else "top_k1_gradix_pmerge_f32"), (n, last.kernel)
         if want:  # i-tiles of 2 x 256, j-tiles of 256: 8 x 16 workgroups a row
             assert last.spec == (256, 256, 2) and last.groups[0] * last.groups[1] * last.groups[2] >= n * 128
-            assert p.dispatches[:-1] == plan_of(h, (n, 151936), "float32", 4096, tuning=TUN).dispatches[:-1]
+            one = TUN.replace(GRADIX_SORT_PARTS=1)  # the passes and compaction as the one-workgroup sort has them
+            assert p.dispatches[:-1] == plan_of(h, (n, 151936), "float32", 4096, tuning=one).dispatches[:-1]
     # the default tuning: the rank kernel on up to GRADIX_RANK_MAX_SEQ (2) rows, i-tiles of 256, j-tiles of 128
     assert (TUN.GRADIX_RANK_MAX_SEQ, TUN.GRADIX_RANK_E, TUN.GRADIX_RANK_TJ) == (2, 1, 128)
     for n, L, k, want in ((1, 151936, 4096, True), (2, 151936, 2048, True), (3, 131072, 4096, False),

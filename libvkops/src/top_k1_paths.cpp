@@ -114,10 +114,10 @@ bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const To
 // module.
 static u64 gradix_shared_bytes(u64 Kp, u64 parts) { return 8 * (Kp / parts); }
 
-// paths.gradix_sort_parts: GRADIX_SORT_PARTS, as many as leave parts of >= GRADIX_SORT_MIN_RUN entries; 1 where the rank
-// sort takes the rows.
+// paths.gradix_sort_parts: GRADIX_SORT_PARTS, as many as leave parts of >= GRADIX_SORT_MIN_RUN entries, from pow2(K) =
+// GRADIX_SORT_PARTS_MIN_KP on up to GRADIX_SORT_PARTS_MAX_SEQ rows; 1 where the rank sort takes the rows.
 static u64 gradix_sort_parts(u64 n_seq, u64 Kp, const TopK1Tuning &t) {
-    if (n_seq <= t.GRADIX_RANK_MAX_SEQ) return 1;
+    if (n_seq <= t.GRADIX_RANK_MAX_SEQ || n_seq > t.GRADIX_SORT_PARTS_MAX_SEQ || Kp < t.GRADIX_SORT_PARTS_MIN_KP) return 1;
     return std::max<u64>(1, std::min<u64>(t.GRADIX_SORT_PARTS, Kp / GRADIX_SORT_MIN_RUN));
 }
 
@@ -213,7 +213,9 @@ struct Facts {
     // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K,
     // and it fits.
     bool gradix(TopK1Path &out) {
-        u64 groups = short_chunks ? t.GRADIX_TARGET_GROUPS : target_groups;
+        // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
+        u64 groups = short_chunks ? (n_seq > t.GRADIX_FEW_SEQ ? t.GRADIX_MANY_TARGET_GROUPS : t.GRADIX_TARGET_GROUPS)
+                                  : target_groups;
         return top_k1_gradix_path(n_seq, length, k, shared, WG, groups, t, out);
     }
     bool gradix_auto(TopK1Path &out) {
@@ -225,7 +227,8 @@ struct Facts {
 TopK1Path Facts::filter(bool radix) {
     u64 wg = WG, b = B();
     u64 step = wg * EPI;
-    bool short_ = short_chunks && length >= SHORT_CHUNK_STEPS * step;
+    bool few_short = n_seq <= FEW_SHORT_MAX_SEQ && key_bits > 8 && k > 1;
+    bool short_ = short_chunks && length >= (few_short ? FEW_SHORT_CHUNK_STEPS : SHORT_CHUNK_STEPS) * step;
     bool few = n_seq * ceil_div(length, FEW_ROWS_CHUNK_KP * Kp) <= target_groups / 2;
     u64 per = few ? FEW_ROWS_CHUNK_KP : CHUNK_KP;
     u64 min_chunk = short_ ? std::max(step, per * Kp) : std::max(CPU_CHUNK_B * b, CPU_CHUNK_STEPS * step);

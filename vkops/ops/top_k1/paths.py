@@ -20,9 +20,6 @@ ROWS_SUBGROUP_OPS = ("basic", "ballot", "arithmetic", "shuffle")
 # strides below 4 x the subgroup size run in registers and subgroup shuffles instead of shared memory and
 # workgroup barriers. Planned from pow2(K) = TopK1Tuning.SHUF_MIN_KP.
 SHUF_SUBGROUP_OPS = ("basic", "shuffle")
-# top_k1_gradix_collect_sg_* (GSUB=1) declares these: its survivors' slots by subgroup sums, one global atomic a
-# subgroup, no workgroup barrier a block. Planned with gradix_sort_sg (the plan's `shuf`) where the device has them.
-GRADIX_COLLECT_SUBGROUP_OPS = ("basic", "arithmetic")
 # gradix_collect.comp's GTIE_CAP: the cut chunk's ties ranked from a shared list up to this many (else a block scan)
 GRADIX_TIE_CAP = 512
 EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for every dtype (EPI in filter.comp)
@@ -94,9 +91,9 @@ def shared_bytes(B: int, workgroup: int) -> int:
     return 4 * (2 * B + workgroup + NBINS + NBINS // 32 + 8)
 
 
-def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, sg: bool = False) -> int:
+def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) -> int:
     """Shared memory kernels/top_k1/<algorithm>.comp declares with B buffer entries, this workgroup and (rsort)
-    RS_SH counter words, `sg` in its _sg module (tests/test_portability.py checks it against each module's SPIR-V)."""
+    RS_SH counter words (tests/test_portability.py checks it against each module's SPIR-V)."""
     words = {"seg": 2 * B + workgroup,                       # skey/sidx, s_base (row offsets)
              "filter": 2 * B + workgroup + 5,                # skey/sidx, s_base (seed maxima), 5 scalars
              # skey/sidx, hist, s_grp, 5 scalars (compact's stores of the threshold and s_flag, read only by
@@ -115,8 +112,6 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, 
              "gradix_rank": 2 * B + 1,
              # gradix_psort: skey/sidx[B] (B a part's entries); gradix_pmerge: none
              "gradix_psort": 2 * B, "gradix_pmerge": 0}
-    if sg and algorithm == "gradix_collect":
-        return 4 * (words[algorithm] - 2)  # gradix_collect_sg: no block slots (s_blk, s_base dropped)
     return 4 * words[algorithm]
 
 
@@ -135,6 +130,9 @@ def buffer_entries(shared: int, workgroup: int = DEFAULT.WORKGROUP, t: TopK1Tuni
 
 # Chunking of the filter / radix rows (Facts.filter; the measurements are in its comment):
 SHORT_CHUNK_STEPS = 8  # rows under 8 filter steps stay one chunk (the merge costs more than it saves)
+# ... but on up to 8 rows of 16- and 32-bit keys at K > 1 from 2 steps: H200 1x32000 fp32 K=50 0.027 -> 0.015 ms,
+# 8x32000 0.028 -> 0.017 (docs/tuning/top_k1.md, session 22); 8-bit keys and K = 1 lost in chunks
+FEW_SHORT_CHUNK_STEPS, FEW_SHORT_MAX_SEQ = 2, 8
 FEW_ROWS_CHUNK_KP = 56  # chunks of >= 56 x pow2(K) elements while the rows give <= target_groups / 2 of them
 CHUNK_KP = 64  # else chunks of >= 64 x pow2(K): more chunks than about a workgroup per SM lost (H100)
 CPU_CHUNK_B, CPU_CHUNK_STEPS = 4, 8  # a CPU (short_chunks False) keeps chunks of >= 4 buffers and 8 steps
@@ -176,7 +174,9 @@ class Facts:
     @cached_property
     def gradix(self) -> Optional[Path]:
         """GRADIX's sizing where it fits (else None): gradix_path."""
-        groups = self.t.GRADIX_TARGET_GROUPS if self.short_chunks else self.target_groups  # a CPU: its own target
+        t = self.t  # more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
+        groups = (t.GRADIX_MANY_TARGET_GROUPS if self.n_seq > t.GRADIX_FEW_SEQ else t.GRADIX_TARGET_GROUPS) \
+            if self.short_chunks else self.target_groups
         return gradix_path(self.n_seq, self.length, self.k, shared=self.shared, workgroup=self.WG,
                            target_groups=groups, chunks=self.chunks, t=self.t)
 
@@ -255,15 +255,17 @@ class Facts:
             # chunks of >= 56 * pow2(K) elements. With the merge of sorted runs (merge_cand), K=1024 ran
             # best in 3 chunks (8 x 128256: 0.054 ms; 2 chunks 0.084, 4: 0.058, 8: 0.063; 1 x 151936
             # 0.054, 2: 0.058, 7: 0.063), K=256 in 8-10 (chunk lengths are whole steps). Rows under 8
-            # steps stay whole (the merge costs more than it saves: 1 x 32000 K=50 0.025 ms in one chunk,
-            # 0.030 in 4). Where the rows alone give more than target_groups / 2 chunks (about one
+            # steps stay whole (the merge cost more than it saved: H100 session 7, 1 x 32000 K=50 0.025 ms in one
+            # chunk, 0.030 in 4; since the radix chunks and merge of later sessions, up to 8 rows from 2 steps:
+            # FEW_SHORT_CHUNK_STEPS). Where the rows alone give more than target_groups / 2 chunks (about one
             # workgroup per SM of an H100), chunks stay at >= 64 * pow2(K): 64 x 128256 K=1024 ran 0.052-0.056
             # ms in 2 chunks, 0.075-0.080 in 3 (192 workgroups). A CPU (short_chunks False) keeps long chunks.
             # At most 65536 / K chunks (every chunk's run is merged), or about a wave of workgroups
             # (session 12 kept 128 with the two-level merge: 0.229 ms, 256 chunks 0.267): 1 x 2^26 K=1024
             # ran 0.549 ms in 128 chunks of 2^19 against 0.880 in 64 and 1.010
             # in 256; 2 x 2^25 0.368 in 2 x 64 against 0.732 in 2 x 128 (H100, session 11).
-            short = short_chunks and length >= SHORT_CHUNK_STEPS * step
+            few_short = n_seq <= FEW_SHORT_MAX_SEQ and key_bits > 8 and k > 1
+            short = short_chunks and length >= (FEW_SHORT_CHUNK_STEPS if few_short else SHORT_CHUNK_STEPS) * step
             few = n_seq * -(-length // (FEW_ROWS_CHUNK_KP * Kp)) <= target_groups // 2
             per = FEW_ROWS_CHUNK_KP if few else CHUNK_KP
             min_chunk = max(step, per * Kp) if short else max(CPU_CHUNK_B * B, CPU_CHUNK_STEPS * step)
@@ -433,8 +435,9 @@ def gradix_shared_bytes(Kp: int, parts: int = 1) -> int:
 
 def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
     """Workgroups a row's survivors' sort takes: GRADIX_SORT_PARTS, as many as leave parts of >= GRADIX_SORT_MIN_RUN
-    entries; 1 where the rank sort takes the rows (<= GRADIX_RANK_MAX_SEQ of them)."""
-    if n_seq <= t.GRADIX_RANK_MAX_SEQ:
+    entries, from pow2(K) = GRADIX_SORT_PARTS_MIN_KP on up to GRADIX_SORT_PARTS_MAX_SEQ rows; 1 where the rank sort
+    takes the rows (<= GRADIX_RANK_MAX_SEQ of them)."""
+    if n_seq <= t.GRADIX_RANK_MAX_SEQ or n_seq > t.GRADIX_SORT_PARTS_MAX_SEQ or Kp < t.GRADIX_SORT_PARTS_MIN_KP:
         return 1
     return max(1, min(t.GRADIX_SORT_PARTS, Kp // GRADIX_SORT_MIN_RUN))
 

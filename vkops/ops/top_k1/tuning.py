@@ -15,7 +15,7 @@ from ..tuning import Tuning
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
-POW2 = ("WORKGROUP", "GRADIX_WG", "GRADIX_SORT_PARTS", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+POW2 = ("WORKGROUP", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
 
 
@@ -77,11 +77,14 @@ class TopK1Tuning(Tuning):
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
+    GRADIX_MANY_TARGET_GROUPS: int = 512  # ... this many on more than GRADIX_FEW_SEQ rows: 64x131072 K=4096 0.120 -> 0.106 ms, 16 rows fp16 K=2048 lost 7% at 512 (#gradix)
     GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: won only on fp16 64-row cells from K=3000, lost 1-4% on one row) (#gradix)
     GRADIX_RANK_MAX_SEQ: int = 2  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never); 1x151936 K=4096 0.071 -> 0.053 ms, 4 rows K=4096 lost 1% (#gradix)
     GRADIX_RANK_E: int = 1  # ... survivors a thread ranks (1-4; an i-tile is GRADIX_WG of these); 1 against 2: 1x151936 K=2048 0.0502 / 0.0522 ms (#gradix)
     GRADIX_RANK_TJ: int = 128  # ... survivors a workgroup ranks them against (its j-tile, in shared memory; <= 1024); 128 against 256: 0.0502 / 0.0522 (#gradix)
-    GRADIX_SORT_PARTS: int = 1  # ... on more rows the survivors' sort in this many workgroups a row (a power of two, 1-64; parts of >= 128), runs merged by rank; built, not yet measured (#gradix)
+    GRADIX_SORT_PARTS: int = 2  # ... on more rows the survivors' sort in this many workgroups a row (a power of two, 1-64; parts of >= 128), runs merged by rank: 4x131072 K=4096 0.074 -> 0.067 ms, 4 and 8 parts slower on 64 rows (#gradix)
+    GRADIX_SORT_PARTS_MIN_KP: int = 4096  # ... from this pow2(K) (16x131072 K=2048 lost 1.5% in 2 parts) (#gradix)
+    GRADIX_SORT_PARTS_MAX_SEQ: int = 64  # ... on up to this many rows (256x32000 K=4096 lost 6%: its rows fill the card) (#gradix)
 
     OP = "TOP_K1"
 
