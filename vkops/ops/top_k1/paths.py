@@ -130,9 +130,9 @@ def buffer_entries(shared: int, workgroup: int = DEFAULT.WORKGROUP, t: TopK1Tuni
 
 # Chunking of the filter / radix rows (Facts.filter; the measurements are in its comment):
 SHORT_CHUNK_STEPS = 8  # rows under 8 filter steps stay one chunk (the merge costs more than it saves)
-# ... but on up to 8 rows of 16- and 32-bit keys at K > 1 from 2 steps: H200 1x32000 fp32 K=50 0.027 -> 0.015 ms,
-# 8x32000 0.028 -> 0.017 (docs/tuning/top_k1.md, session 22); 8-bit keys and K = 1 lost in chunks
-FEW_SHORT_CHUNK_STEPS, FEW_SHORT_MAX_SEQ = 2, 8
+# ... but on up to 8 rows of 16- and 32-bit keys at K > 1 from 3 steps: H200 1x32000 fp32 K=50 0.0275 -> 0.0161 ms,
+# 8x32000 0.0280 -> 0.0165; 4x20000 fp16 K=100 (2.4 steps) lost 7%; 8-bit keys and K = 1 lost (docs/tuning/top_k1.md)
+FEW_SHORT_CHUNK_STEPS, FEW_SHORT_MAX_SEQ = 3, 8
 FEW_ROWS_CHUNK_KP = 56  # chunks of >= 56 x pow2(K) elements while the rows give <= target_groups / 2 of them
 CHUNK_KP = 64  # else chunks of >= 64 x pow2(K): more chunks than about a workgroup per SM lost (H100)
 CPU_CHUNK_B, CPU_CHUNK_STEPS = 4, 8  # a CPU (short_chunks False) keeps chunks of >= 4 buffers and 8 steps
