@@ -15,12 +15,13 @@ PART = 4096  # bytes a part in these tests (UPLOAD_PART is MiBs)
 @pytest.fixture
 def staged(dev, monkeypatch):
     """Device-local buffers behind staging copies, uploads in parts of PART bytes, host copies split from
-    SPLIT_BYTES = 2 * PART on 3 threads."""
+    SPLIT_BYTES = SPLIT_OUT_BYTES = 2 * PART on 3 threads."""
     dev.synchronize()
     saved = dev._memory
     dev._memory = Allocator(dev, "storage", 64 << 20, dev._forget)
     monkeypatch.setattr(submit, "UPLOAD_PART", PART)
     monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "SPLIT_OUT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "THREADS", 3)
     monkeypatch.setattr(hostcopy, "_pool", None)
     try:
@@ -37,6 +38,7 @@ def staged(dev, monkeypatch):
 @pytest.mark.parametrize("n", [1, 4095, 4096, 4097, 2 * 4096 - 1, 2 * 4096, 2 * 4096 + 1, 5 * 4096 + 3, 1 << 20])
 def test_copy_splits_into_parts_with_every_byte(monkeypatch, rng, n):
     monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "SPLIT_OUT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "THREADS", 3)
     monkeypatch.setattr(hostcopy, "_pool", None)
     src = rng.integers(0, 256, n + 7, dtype=np.uint8)[3:n + 3]  # not page-aligned
@@ -49,8 +51,32 @@ def test_copy_splits_into_parts_with_every_byte(monkeypatch, rng, n):
     assert out.flags.owndata and out.flags.c_contiguous
 
 
+def test_copies_out_split_from_their_own_size(monkeypatch, rng):
+    # copy_out (out of staging) splits from SPLIT_OUT_BYTES, copy (into staging) from SPLIT_BYTES: between the two
+    # only copy_out hands parts to the pool
+    monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 8 * PART)
+    monkeypatch.setattr(hostcopy, "SPLIT_OUT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "THREADS", 2)
+    monkeypatch.setattr(hostcopy, "_pool", None)
+    parts = []
+    real = hostcopy._executor
+
+    class Spy:
+        def submit(self, f, *a):
+            parts.append(a[0].size)
+            return real().submit(f, *a)
+    monkeypatch.setattr(hostcopy, "_executor", Spy)
+    src = rng.integers(0, 256, 4 * PART, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    hostcopy.copy(dst, src)
+    assert parts == [] and np.array_equal(dst, src)
+    out = hostcopy.copy_out(src, np.dtype(np.uint16), (2 * PART,))
+    assert parts == [2 * PART] and np.array_equal(out.view(np.uint8), src)
+
+
 def test_copy_raises_a_part_s_error_after_every_part(monkeypatch):
     monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "SPLIT_OUT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "THREADS", 3)
     monkeypatch.setattr(hostcopy, "_pool", None)
     dst = np.zeros(3 * PART, np.uint8)
@@ -111,6 +137,7 @@ def test_a_forked_child_copies_on_its_own_threads(monkeypatch):
     import os
 
     monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
+    monkeypatch.setattr(hostcopy, "SPLIT_OUT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "THREADS", 3)
     src = np.arange(6 * PART, dtype=np.uint32).view(np.uint8)
     dst = np.zeros_like(src)
