@@ -1,7 +1,8 @@
 """Research (not a benchmark of record): host work of a repeated small NumPy-in/NumPy-out call (issue 36). Per
-call: median µs of 2000 outside kp's submission and wait (Sequences.submit / wait timed and taken off), the
-same split over the runtime's phases (each timed by a wrapper: its own overhead counts in it), and Python
-function calls per call (cProfile). Measures the vkops package in the current directory.
+call: mean µs over 2000 outside kp's submission and wait (Sequences.submit / wait timed and taken off), the
+same split over the runtime's phases (each timed by a wrapper: its own overhead counts in it), Python function
+calls per call (cProfile), and the host work alone (submission stubbed, median). Measures the vkops package in
+the current directory (`cd .old && python ../bench/research/numpy_host.py` a saved copy: ab.sh's header).
 `python bench/research/numpy_host.py`; on a GPU: `bash bench/gpu.sh python3 bench/research/numpy_host.py`"""
 import collections
 import cProfile
@@ -15,10 +16,6 @@ import numpy as np  # noqa: E402
 
 import vkops  # noqa: E402
 from vkops.runtime import call as C, sequences as Q, submit as S  # noqa: E402
-try:
-    from vkops.runtime import recipe as R
-except ImportError:  # before the NumPy recipes (session 22)
-    R = None
 
 rng = np.random.default_rng(0)
 x = rng.standard_normal((1, 1024)).astype(np.float32)
@@ -50,13 +47,14 @@ timed(Q.Sequences, "wait", "wait")
 
 
 def host_us(f, n=2000):
+    """Mean µs per call outside submit/wait over n calls in a loop (.phase_probe.py's way)."""
     for _ in range(100):
         f()
-    hs = []
+    acc.clear()
+    t = time.perf_counter()
     for _ in range(n):
-        acc.clear()
-        t = time.perf_counter(); f(); hs.append((time.perf_counter() - t - acc["submit"] - acc["wait"]) * 1e6)
-    return sorted(hs)[n // 2]
+        f()
+    return ((time.perf_counter() - t) - acc["submit"] - acc["wait"]) / n * 1e6
 
 
 def calls(f, n=200):
@@ -67,15 +65,21 @@ def calls(f, n=200):
     return pstats.Stats(pr).total_calls / n
 
 
-print(f"{'call':26s} {'host us':>8s} {'Python calls':>12s}  (median outside submit/wait)")
-plain = {name: (host_us(f), calls(f)) for name, f in cases.items()}
-for name, (h, c) in plain.items():
-    print(f"{name:26s} {h:8.1f} {c:12.1f}", flush=True)
+def stubbed_us(f, n=5000):
+    """Median µs per call with kp's submission and wait stubbed (host_work.py's way): the host work alone,
+    without the CPU Vulkan driver's threads beside it (on a 2-core box they slow the host work 2-3x)."""
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
+    return sorted(ts)[n // 2] * 1e6
+
+
+rows = {name: [host_us(f), calls(f)] for name, f in cases.items()}
 phases = [(C.Call, "__init__"), (C.Call, "__enter__"), (C.Call, "_run"), (C.Call, "__exit__"), (S.Batch, "upload"),
-          (S.Batch, "run"), (S.Batch, "host_words"), (S.Batch, "_release"), (R, "replay")]
-for cls, name in [p for p in phases if p[0] is not None]:
-    timed(cls, name, f"{getattr(cls, '__name__', cls)}.{name}".replace("vkops.runtime.", ""))
-print("phases (us/call, nested ones inside their callers; submit and wait inside Batch.run / recipe.replay):")
+          (S.Batch, "run"), (S.Batch, "host_words"), (S.Batch, "_release"), (C, "replay")]
+for cls, name in phases:
+    timed(cls, name, "recipe.replay" if cls is C else f"{cls.__name__}.{name}")
+report = []
 for name, f in cases.items():
     for _ in range(100):
         f()
@@ -84,8 +88,17 @@ for name, f in cases.items():
     for _ in range(n):
         f()
     tot = (time.perf_counter() - t) / n * 1e6
-    rest = tot - sum(acc[k] for k in acc if k in ("Call.__init__", "Call.__enter__", "Call.__exit__",
-                                                     "recipe.replay")) / n * 1e6
-    print(f"  {name}: total {tot:.1f}, outside Call and recipe.replay (the face) {rest:.1f}")
-    for k, v in sorted(acc.items(), key=lambda kv: -kv[1]):
-        print(f"    {k:24s} {v / n * 1e6:7.1f}")
+    inner = (acc["Call.__init__"] + acc["Call.__enter__"] + (acc["Call.__exit__"] or acc["recipe.replay"])) / n * 1e6
+    report.append(f"  {name}: total {tot:.1f}, outside Call and recipe.replay (the face) {tot - inner:.1f}")
+    report += [f"    {k:24s} {v / n * 1e6:7.1f}" for k, v in sorted(acc.items(), key=lambda kv: -kv[1])]
+vkops.Device().synchronize()  # before the stubs: a stubbed wait would let go of buffers the GPU still uses
+Q.Sequences.submit = lambda self, ops, timestamps=False, reuse=None: None
+Q.Sequences.wait = lambda self, pending, timestamps=False: []
+for name, f in cases.items():
+    rows[name].append(stubbed_us(f))
+print(f"{'call':26s} {'host us':>8s} {'stubbed':>8s} {'Python calls':>12s}  (host: mean outside submit/wait; "
+      f"stubbed: median with submit/wait stubbed)")
+for name, (h, c, st) in rows.items():
+    print(f"{name:26s} {h:8.1f} {st:8.1f} {c:12.1f}")
+print("phases (us/call, wrapped: each wrapper's own cost counts; submit and wait inside Batch.run / recipe.replay):")
+print("\n".join(report))
