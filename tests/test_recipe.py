@@ -79,6 +79,30 @@ def test_repeat_python_calls(dev, rng):
     assert pstats.Stats(pr).total_calls / 20 <= 70
 
 
+def test_qlmm_numpy_index(dev, rng):
+    """quantized_linear_matmul's NumPy index (qlmm/face.py _NUMPY) leads only to the recipe of the same
+    layouts, scalar types and values: other scales, zero points and dtypes stay exact, bad ones raise;
+    a repeat makes 46 Python calls (366 through the normalisation and Call before recipes)."""
+    b = np.ascontiguousarray(B[:, :256])
+    for _ in range(2):
+        for sa, za, zo, dt in ((1 / 16, None, None, np.int8), (1 / 8, None, None, np.int8), (1 / 16, 3, None, np.int8),
+                               (np.float32(1 / 16), 3, 5, np.int8), (1 / 16, None, None, np.uint8)):
+            a = rng.integers(0 if dt is np.uint8 else -128, 128, (16, 512)).astype(dt)
+            got = vkops.quantized_linear_matmul(a, sa, za, b, 1 / 32, None, 1.0, zo)
+            want = reference.quantized_linear_matmul(a, sa, za or 0, b, 1 / 32, 0, 1.0, zo or 0, dt)  # out: a's dtype
+            assert _same(got, want), (sa, za, zo, dt)
+    with pytest.raises(vkops.ValidationError):
+        vkops.quantized_linear_matmul(a, -1.0, None, b, 1 / 32, None, 1.0, None)
+    with pytest.raises(vkops.ValidationError):
+        vkops.quantized_linear_matmul(a, 1 / 16, 300, b, 1 / 32, None, 1.0, None)  # zero point out of range
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(20):
+        vkops.quantized_linear_matmul(a, 1 / 16, None, b, 1 / 32, None, 1.0, None)
+    pr.disable()
+    assert pstats.Stats(pr).total_calls / 20 <= 55
+
+
 def test_other_shapes_and_bad_inputs_are_other_keys(dev, rng):
     """A new shape or dtype between repeats is its own call (validated, planned); the recipe then still
     serves the first shape exactly."""

@@ -94,14 +94,19 @@ class Call:
         one input `x` from the recipe its earlier call left (runtime/recipe.py), or None: run it through Call."""
         if x.__class__ is not np.ndarray:
             return None
+        return Call.recipe((key, frozen_key(x) or (x.dtype.str, x.shape, x.strides, None)), (x,))  # _input_key's
+
+    @staticmethod
+    def recipe(full: tuple, arrays: Sequence):
+        """The results of a NumPy call whose complete key (`input_key`) is `full` on `arrays` (its inputs in
+        order; those its recipe stages) from the recipe an earlier call left, or None: run it through Call."""
         dev = _default_device()
         if dev._async or getattr(dev._local, "stack", None):  # calls in flight, or an open batch or capture
             return None
-        full = (key, frozen_key(x) or (x.dtype.str, x.shape, x.strides, None))  # as _input_key() makes it
         rec = take(dev, full)
         if rec is None:
             return None
-        res = replay(dev, rec, (x,))
+        res = replay(dev, rec, arrays)
         if res is None:  # no longer live: dropped
             return None
         keep(dev, full, rec)
