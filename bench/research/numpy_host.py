@@ -2,7 +2,7 @@
 call: mean µs over 2000 outside kp's submission and wait (Sequences.submit / wait timed and taken off), the
 same split over the runtime's phases (each timed by a wrapper: its own overhead counts in it), Python function
 calls per call (cProfile), and the host work alone (submission stubbed, median). Measures the vkops package in
-the current directory (`cd .old && python ../bench/research/numpy_host.py` a saved copy: ab.sh's header).
+the current directory, first checked on 30 new contents of each call's arrays (`cd .old && python ../bench/research/numpy_host.py` a saved copy: ab.sh's header).
 `python bench/research/numpy_host.py`; on a GPU: `bash bench/gpu.sh python3 bench/research/numpy_host.py`"""
 import collections
 import cProfile
@@ -15,6 +15,7 @@ sys.path.insert(0, os.getcwd())
 import numpy as np  # noqa: E402
 
 import vkops  # noqa: E402
+import vkops.reference  # noqa: E402
 from vkops.runtime import call as C, sequences as Q, submit as S  # noqa: E402
 
 rng = np.random.default_rng(0)
@@ -25,6 +26,15 @@ b = rng.integers(-128, 128, (512, 512), dtype=np.int8)
 cases = {"top_k 1x1024 K=8": lambda: vkops.top_k(x, 8),
          "slice 256^2 [::-1, ::2]": lambda: vkops.slice(s, [0, 0], [256, 256], [-1, 2]),
          "qlmm 16x512x512": lambda: vkops.quantized_linear_matmul(a, 1 / 16, None, b, 1 / 32, None, 1.0, None)}
+for _ in range(30):  # every call exact on new contents of the same arrays (the repeats' path)
+    x[...] = rng.standard_normal(x.shape); s[...] = rng.standard_normal(s.shape)
+    a[...] = rng.integers(-128, 128, a.shape); b[...] = rng.integers(-128, 128, b.shape)
+    i = np.argsort(-x, axis=1, kind="stable")[:, :8]
+    v, j = cases["top_k 1x1024 K=8"]()
+    assert np.array_equal(v, np.take_along_axis(x, i, 1)) and np.array_equal(j, i)
+    assert np.array_equal(cases["slice 256^2 [::-1, ::2]"](), s[::-1, ::2])
+    want = vkops.reference.quantized_linear_matmul(a, 1 / 16, 0, b, 1 / 32, 0, 1.0, 0, np.int8)
+    assert np.array_equal(cases["qlmm 16x512x512"](), want)
 acc = collections.Counter()
 
 
