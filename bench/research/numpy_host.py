@@ -1,8 +1,9 @@
 """Research (not a benchmark of record): host work of a repeated small NumPy-in/NumPy-out call (issue 36). Per
 call: mean µs over 2000 outside kp's submission and wait (Sequences.submit / wait timed and taken off), the
 same split over the runtime's phases (each timed by a wrapper: its own overhead counts in it), Python function
-calls per call (cProfile), and the host work alone (submission stubbed, median). Measures the vkops package in
-the current directory, first checked on 30 new contents of each call's arrays (`cd .old && python ../bench/research/numpy_host.py` a saved copy: ab.sh's header).
+calls per call (cProfile), and the host work alone (submission stubbed, median); each call first checked on 30
+new contents of its arrays. Measures the vkops package in the current directory (`cd .old && python
+../bench/research/numpy_host.py` a saved copy: ab.sh's header).
 `python bench/research/numpy_host.py`; on a GPU: `bash bench/gpu.sh python3 bench/research/numpy_host.py`"""
 import collections
 import cProfile
