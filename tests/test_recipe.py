@@ -240,3 +240,15 @@ def test_after_synchronize_free_trim_and_evictions(dev, rng, monkeypatch):
         assert _same(_top_k(x), _top_k_ref(x))
         assert all(r.prep.live for r in dev._recipes.values())  # what a dead recording left is gone
     assert dev.stats()["recipe_runs"] == runs  # each ran the general way: its recording had been dropped
+
+
+def test_large_calls_keep_no_recipe(dev, rng, monkeypatch):
+    """Past RECIPE_BYTES of inputs and outputs a call keeps no recipe (its buffers go back to the allocator):
+    every repeat the general way, exact."""
+    monkeypatch.setattr(recipe, "RECIPE_BYTES", 4096)  # top_k 1x1024's 4 KiB in and 64 bytes out: past it
+    dev._recipes.clear()
+    runs = dev.stats()["recipe_runs"]
+    for _ in range(3):
+        x = rng.standard_normal((1, 1024)).astype(np.float32)
+        assert _same(_top_k(x), _top_k_ref(x))
+    assert not dev._recipes and dev.stats()["recipe_runs"] == runs

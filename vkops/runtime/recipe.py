@@ -39,11 +39,13 @@ def capture(call, prep, refs: list) -> Optional[Recipe]:
     batch, dev = call.batch, call.device
     if batch._sent is None or batch._submitted != 1 or not prep.live or dev._async or call._outer is not None:
         return None
-    ins, zeros, outs, total = [], [], [], 0
+    sizes = [t.desc.element_count * t.dtype.itemsize for t in call._outputs]
+    if sum(w for _, _, w in batch._staged) * 4 + sum(sizes) > RECIPE_BYTES:
+        return None
+    ins, zeros, outs = [], [], []
     bufs = [t._buffer for t in call._inputs]
     for buf, host, words in batch._staged:
         view = host.host().view(np.uint8)[:words * 4]
-        total += words * 4
         if buf not in bufs:  # a zeroed scratch buffer (execute._bind)
             zeros.append(view)
             continue
@@ -54,15 +56,11 @@ def capture(call, prep, refs: list) -> Optional[Recipe]:
         # a C-order array lands as its bytes: a typed view of them takes the next call's array in one copy
         dst = view[:a.nbytes].view(a.dtype).reshape(a.shape) if a.flags.c_contiguous and a.ndim else None
         ins.append((i, dst, host, words, param))
-    for t in call._outputs:
+    for t, n in zip(call._outputs, sizes):
         host = next((h for b, h, _ in batch._downloads if b is t._buffer), None)
         if host is None or not t.desc.is_packed:
             return None
-        n = t.desc.element_count * t.dtype.itemsize
         outs.append(host.host().view(np.uint8)[:n].view(t.dtype).reshape(t.shape))  # copied out every call
-        total += n
-    if total > RECIPE_BYTES:
-        return None
     r = Recipe()
     r.plan, r.prep, r.refs, r.ops, r.reuse = call.plan, prep, refs, list(batch._sent.ops), batch._sent
     r.ins, r.zeros, r.outs = ins, zeros, outs
