@@ -8,6 +8,7 @@
 - `plancache` the plans of earlier calls, by operator parameters and input descriptors
 - `graph`     Graph: a batch captured once and re-submitted as one recorded kp sequence
 - `call`      Call: one NumPy-face operator call through a batch
+- `recipe`    a repeated small NumPy call's recipe: its buffers and kept recording, run again
 - `_kp`       the kp import (patched build only) and Vulkan flag values
 
 May import: the pure modules (errors, dtypes, tensor, limits, plan, inputs), `vkops.drivers` and

@@ -15,6 +15,7 @@ from ..tensor import TensorDesc
 from .device import CONSTANT_BYTES, Device
 from .execute import execute
 from .memory import DeviceTensor, host_layout
+from .recipe import capture, keep, replay, take
 from .submit import Batch
 
 
@@ -41,7 +42,7 @@ class Call:
     """
 
     __slots__ = ("device", "numpy_in", "_params", "_raw", "_outer", "batch", "_inputs", "_outputs", "_host",
-                 "_key", "_op", "_user_outs", "plan", "replayed", "_known_key")
+                 "_key", "_op", "_user_outs", "plan", "replayed", "_known_key", "_recipe", "_prep")
 
     def __init__(self, *inputs, device: Optional[Device] = None, params: Sequence[int] = (), key=None,
                  outs: Sequence = (), names: Sequence[str] = (), input_key: Optional[tuple] = None):
@@ -73,6 +74,7 @@ class Call:
         self.batch = outer or Batch(dev, pending=False)  # a one-off: runs before the caller sees a tensor
         if outer is None and numpy_in:
             self.batch._keep_ops = []  # the same op objects call after call: its recording is kept
+            self.batch._staged = []  # and its uploads listed: runtime/recipe.py keeps them
         self._inputs: Optional[List[DeviceTensor]] = inputs if every else None
         self._outputs: List[DeviceTensor] = []
         self._host: List[np.ndarray] = []
@@ -84,6 +86,31 @@ class Call:
         # The complete key (`input_key` after an earlier call) when the operator knows that _input_key()
         # would compute it for these inputs (an index of its own earlier calls' keys, e.g. qlmm/face.py).
         self._known_key = input_key
+        self._recipe = self._prep = None  # a repeat's recipe (runtime/recipe.py); the prepared recording run
+
+    @staticmethod
+    def replay(key: tuple, x):
+        """The results of a NumPy call of operator `key` (its name and frozen parameters, no `out=`) on the
+        one input `x` from the recipe its earlier call left (runtime/recipe.py), or None: run it through Call."""
+        if x.__class__ is not np.ndarray:
+            return None
+        return Call.recipe((key, frozen_key(x) or (x.dtype.str, x.shape, x.strides, None)), (x,))  # _input_key's
+
+    @staticmethod
+    def recipe(full: tuple, arrays: Sequence):
+        """The results of a NumPy call whose complete key (`input_key`) is `full` on `arrays` (its inputs in
+        order; those its recipe stages) from the recipe an earlier call left, or None: run it through Call."""
+        dev = _default_device()
+        if dev._async or getattr(dev._local, "stack", None):  # calls in flight, or an open batch or capture
+            return None
+        rec = take(dev, full)
+        if rec is None:
+            return None
+        res = replay(dev, rec, arrays)
+        if res is None:  # no longer live: dropped
+            return None
+        keep(dev, full, rec)
+        return res[0] if len(res) == 1 else tuple(res)
 
     def __enter__(self) -> "Call":
         """With a `key` (the operator's name and parameters), a call whose key, input descriptors and
@@ -91,6 +118,11 @@ class Call:
         if self._key is not None:
             try:
                 self._key = self._input_key() if self._known_key is None else self._known_key
+                if self.numpy_in and self._outer is None and not self.device._async:
+                    self._recipe = take(self.device, self._key)
+                    if self._recipe is not None:
+                        self.plan, self.replayed = self._recipe.plan, True
+                        return self
                 self.plan = self.device._plans.get(self._key)
             except TypeError:  # an unhashable parameter: this call's plan is not kept
                 self._key = None
@@ -195,9 +227,19 @@ class Call:
                     outputs.append(DeviceTensor(mem.get(words), desc, dev))
                 else:
                     outputs.append(self._checked_out(desc, u, "out" if len(plan._outs) == 1 else f"out[{j}]"))
-        execute(plan, self.batch, self.inputs, outputs)
+        self._prep = execute(plan, self.batch, self.inputs, outputs)
 
     def __exit__(self, exc_type, exc, tb):
+        if exc_type is None and self._recipe is not None:
+            try:
+                self._host = replay(self.device, self._recipe, self._raw)
+            except BaseException as e:
+                self._failed(e)
+                raise
+            if self._host is not None:
+                keep(self.device, self._key, self._recipe)
+                return
+            self._recipe = None  # no longer live: dropped, the call runs the general way
         if exc_type is None:
             try:
                 self._run()
@@ -210,11 +252,17 @@ class Call:
         if self._outer is not None:
             return
         if self.numpy_in:
+            b = self.batch
             for t in self._outputs:
-                self.batch.download(t)
-            self.batch.run()
-            self._host = [t.from_words(self.batch.host_words(t)) for t in self._outputs]
-            self.batch._release()
+                b.download(t)
+            refs = list(b._refs) if self._key is not None and self._prep is not None else None  # run() lets go
+            b.run()
+            self._host = [t.from_words(b.host_words(t)) for t in self._outputs]
+            if refs is not None:
+                rec = capture(self, self._prep, refs)
+                if rec is not None:
+                    keep(self.device, self._key, rec)
+            b._release()
         else:
             self.batch.run_async()  # device tensors: returns once submitted (Device.synchronize)
 
@@ -229,7 +277,7 @@ class Call:
         """NumPy arrays when the call came in with NumPy outside a batch, else the device tensors
         (`outs`, or every output in the order they were made)."""
         if self.numpy_in and self._outer is None:
-            res = [self._host[self._outputs.index(t)] for t in outs or self._outputs]
+            res = [self._host[self._outputs.index(t)] for t in outs] if outs else self._host
             return res[0] if len(res) == 1 else tuple(res)
         res = outs or self._outputs
         return res[0] if len(res) == 1 else tuple(res)

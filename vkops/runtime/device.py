@@ -103,6 +103,8 @@ class Device(HostAccess):
         # Operators' indexes from a repeated call's arguments to what its first call normalised them
         # to and its plan key (qlmm/face.py): dict by operator; each entry only leads to the plan cache.
         self._faces: dict = {}
+        self._recipes: dict = {}  # repeated NumPy calls' recipes by plan key (runtime/recipe.py), LRU
+        self._recipe_runs = 0
         self._set_limits(os.environ.get("VKOPS_DEVICE_LIMITS") or "device")
         self._local = threading.local()
         # Bytes vkops may hold on this device (device and staging buffers together, idle ones too);
@@ -202,13 +204,14 @@ class Device(HostAccess):
         ("replays"), plans made ("plans"), plan recordings prepared for a set of bound buffers
         ("prepared", runtime/execute.py) and ops recorded into kp sequences ("recorded_ops": a repeated
         one-off call re-submits the sequence it recorded last time and records none), and eager calls
-        submitted and not yet waited for ("in_flight", at most ASYNC_MAX)."""
+        submitted and not yet waited for ("in_flight", at most ASYNC_MAX); "recipe_runs": repeated NumPy calls
+        run from their recipe (runtime/recipe.py; counted in "replays" too)."""
         return {"pipelines": self._pipelines.compiled, "algorithms": self._pipelines.algorithms_created,
                 "buffers_created": self._memory.created, "buffers_reused": self._memory.reused,
                 "staging_created": self._staging.created, "sequences": self._sequences.created,
                 "submissions": self._sequences.submissions, "recorded_ops": self._sequences.recorded_ops,
                 "in_flight": len(self._async),
-                "replays": self._plans.hits,
+                "replays": self._plans.hits + self._recipe_runs, "recipe_runs": self._recipe_runs,
                 "plans": self._plans.stored, "prepared": self._pipelines.prepared_created,
                 "pipeline_cache_loaded_bytes": self._pipelines.cache_loaded}
 
@@ -220,6 +223,7 @@ class Device(HostAccess):
         """Free the device and staging memory idle in the caching allocators (after waiting for the
         calls in flight, whose buffers then go idle); returns bytes freed."""
         self.synchronize()
+        self._recipes.clear()  # their buffers go idle
         return self._memory.trim() + self._staging.trim()
 
     # -- tensors ------------------------------------------------------------------------------ #

@@ -124,11 +124,11 @@ def prepare(plan: Plan, pipelines, bufs) -> Prepared:
     return Prepared(plan, tuple(steps), tuple(keys), frozenset([b.serial for b in bufs]))
 
 
-def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[DeviceTensor]) -> None:
+def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[DeviceTensor]):
     """Record `plan` into `batch` with the call's `inputs` and `outputs` (in the plan's order): bind its
     buffers, find (or prepare) its recording for them, and let the batch append it. Barriers: the batch
     orders dispatches by the same rule the plan's barriers were derived with (plan.barriers), across
-    calls too."""
+    calls too. Returns the prepared recording appended."""
     bufs = _bind(plan, batch, inputs, outputs)
     pipes = batch.device._pipelines
     key = [b.serial for b in bufs]
@@ -145,6 +145,7 @@ def execute(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence
     if prep is None or not prep.live:
         prep = pipes.prepared(key, lambda: prepare(plan, pipes, bufs))
     batch.record(prep, bufs)
+    return prep
 
 
 def run_plan(plan: Plan, arrays: Sequence[np.ndarray], device=None, batch=None) -> List[np.ndarray]:

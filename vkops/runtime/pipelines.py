@@ -30,6 +30,7 @@ import numpy as np
 
 from ..drivers import cache_base
 from ._kp import kp
+from .recipe import forget as forget_recipes
 
 ALGORITHM_CACHE_SIZE = 512
 # Prepared recordings (runtime/execute.py) kept per (plan, bound buffers' serials), LRU.
@@ -197,6 +198,7 @@ class Pipelines:
         if dropped:
             self.device._sequences.forget_kept(dropped)
         self.device._sequences.forget_ops()  # recordings kept by op list may bind them too
+        forget_recipes(self.device)  # NumPy recipes that submit them
 
     def transfer_op(self, key: tuple, make):
         """The transfer op (a copy, a barrier) cached under `key` (buffer serials and a kind), made by `make()`

@@ -50,8 +50,8 @@ class Batch:
     undefined, every other tensor and the device stay as they were."""
 
     __slots__ = ("device", "timestamps", "_ops", "_hazards", "_touched", "_refs", "_downloads", "_ran",
-                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered", "_only", "_covered", "_writes", "_keep_ops", "_whole", "__dict__",
-                 "__weakref__")
+                 "_inflight", "_submitted", "_pending_dispatches", "barriers", "gpu_ns", "_pins", "_registered",
+                 "_only", "_covered", "_writes", "_keep_ops", "_whole", "_staged", "_sent", "__dict__", "__weakref__")
     _flushes = True  # a Graph submits nothing while it records
 
     def __init__(self, device, timestamps: bool = False, pending: bool = True):
@@ -80,6 +80,9 @@ class Batch:
         # recorded into kp again every call; docs/tuning/runtime.md, session 21: one-off calls whole).
         self._whole = not pending
         self._registered = pending
+        # A one-off NumPy call's (Call): (device buffer, mapped buffer written, words) per upload, and the
+        # OpsKey of its kept submission: what runtime/recipe.py keeps of it. None otherwise.
+        self._staged = self._sent = None
         if pending:  # a one-off call's batch (runtime/call.py) runs before its caller sees any tensor
             device._pending.add(self)
 
@@ -117,17 +120,21 @@ class Batch:
         self._writes.add(buf.serial)
         if buf.host_visible:
             dev._pack_into(buf, data, words)
+            host = buf
         else:
             # A transfer write into a buffer no earlier op of this batch uses: kp's transfer->compute
             # barrier before each dispatch covers it (in this submission or a later one).
-            self._stage_into(buf, data, words, ordered=False)
+            host = self._stage_into(buf, data, words, ordered=False)
+        if self._staged is not None:
+            self._staged.append((buf, host, words))
         return DeviceTensor(buf, desc, dev)
 
-    def _stage_into(self, buf, data: np.ndarray, words: int, ordered: bool) -> None:
+    def _stage_into(self, buf, data: np.ndarray, words: int, ordered: bool):
         """Copy `data`'s C-order bytes (zero-padded to `words` words) into device buffer `buf` through a
         staging buffer. From 2 * UPLOAD_PART bytes in parts, each part's copy submitted (without waiting)
         while the next part is written, so the transfer runs beside the host's copy. `ordered`: `buf` may be
-        in use (barriers by the batch's rule, Batch._order), else it is a buffer no op uses yet."""
+        in use (barriers by the batch's rule, Batch._order), else it is a buffer no op uses yet. Returns
+        the staging buffer."""
         dev = self.device
         stage = dev._staging.get(words)
         self._refs.append(stage)
@@ -156,6 +163,7 @@ class Batch:
             self._ops.append(("op", pipes.copy_op(stage, buf, end - off, off)))
             if end < total:
                 self._flush()
+        return stage
 
     def hold(self, tensor: DeviceTensor) -> None:
         """Keep `tensor`'s buffer alive until the batch has run."""
@@ -251,7 +259,8 @@ class Batch:
         if only is not None and not extra and len(ops) == len(only.ops):  # nothing but that recording
             pending = self.device._sequences.submit(ops, self.timestamps, only)
         elif self._keep_ops and not self.timestamps:
-            pending = self.device._sequences.submit(ops, False, OpsKey(ops, self._keep_ops))
+            self._sent = OpsKey(ops, self._keep_ops)
+            pending = self.device._sequences.submit(ops, False, self._sent)
         else:
             pending = self.device._sequences.submit(ops, self.timestamps)
         self._inflight.append((pending, kinds))

@@ -1,7 +1,8 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY's NumPy face: arrays or device tensors in, the call planned once per
 key (lowering.py) and recorded; its argument normalisation is args.py. A repeated call on device tensors
 (scalars, device tensors or None for the parameters) skips the normalisation through a per-device index of
-what its first call normalised (see _remember)."""
+what its first call normalised (see _remember); a repeated NumPy call through a process-wide one to its plan
+key, under which the runtime keeps the call's recipe (see _NUMPY)."""
 from __future__ import annotations
 
 import functools
@@ -86,11 +87,28 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
             res = call.result()
             # the result's reshape(shape) as the first call's made it: its packed descriptor over this buffer
             return res if shaped is None else res.__class__(res._buffer, shaped, res._device)
+    nk = None
+    if a.__class__ is np.ndarray and out is None and kernel.__class__ is str and \
+            (tuning is None or tuning.__class__ is QlmmTuning):
+        nk = _numpy_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
+                        output_dtype, kernel, tuning)
+        try:
+            hit = None if nk is None else _NUMPY.get(nk)
+        except TypeError:  # an unhashable output_dtype: the normalisation names it
+            hit = nk = None
+        if hit is not None:
+            res = Call.recipe(hit[0], (a,) + (None,) * (hit[1] - 1) + (b,))  # a and b: the inputs it stages
+            if res is not None:
+                return res.reshape(hit[2])
     n = _normalise(freeze, a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point,
                    output_dtype, out, kernel, tuning)
     raw, names, params, key, out_n, out_desc, known, shape = n
     call = _call(Call, raw, names, params, key, out_n, out_desc, known, kernel, tuning, None)
     res = call.result().reshape(shape)
+    if nk is not None and call.input_key is not None:
+        if len(_NUMPY) >= _FAST_ENTRIES:
+            _NUMPY.clear()
+        _NUMPY[nk] = (call.input_key, sum(x is not None for x in raw[:3]), shape)  # b's position among inputs
     if fast is not None:
         _remember(a._device, fast, n, call, res, hit,
                   (a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point), out)
@@ -105,6 +123,31 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
 # `out=`) and everything after the key run on both paths. Cleared when full.
 _FAST_ENTRIES = 512
 CHECK_FAST = False  # tests: a hit also normalises and asserts the index held exactly that (and its key)
+
+
+# A repeated NumPy call (C-order a and b, scalars or None for the parameters, no `out=`) skips the normalisation
+# too: an index (process-wide: plan keys are device-independent) from the arguments' layouts, scalars' types
+# and values, output_dtype, kernel and tuning to the plan key its first call computed, under which Call keeps
+# the call's recipe (runtime/recipe.py); the scalars are staged as the device's constants, so a and b are
+# what it copies. The same argument for skipping the checks as for _FAST_ENTRIES' index. Cleared when full.
+_NUMPY: dict = {}
+
+
+def _numpy_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point, output_dtype,
+               kernel, tuning):
+    """The NumPy index key of a call's arguments, or None (normalised every call)."""
+    if b.__class__ is not np.ndarray or not a.flags.c_contiguous or not b.flags.c_contiguous:
+        return None
+    k = ("numpy", kernel, tuning, output_dtype.__class__, output_dtype, a.dtype.str, a.shape, b.dtype.str, b.shape)
+    for x in (a_scale, a_zero_point, b_scale, b_zero_point, output_scale, output_zero_point):
+        c = x.__class__
+        if x is None:
+            k += (None,)
+        elif c in _SCALAR_TYPES:
+            k += (c, x)
+        else:
+            return None
+    return k
 
 
 def _fast_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point, out,
