@@ -492,6 +492,24 @@ def target_rows(rng, dtype, direction, t, ties, own=120, spread=(20, 60, 45, 30)
     return x.astype(ut).view(dtype), [n_above + r for r in (1, 100, 180)]
 
 
+def dense_rows(rng, dtype, direction, t, ties, cl=400, per_chunk=((200, 34, 33, 33), (100, 150, 25, 25),
+                                                                   (50, 50, 150, 50), (40, 40, 40, 180))):
+    """Where nothing lies on the near side of t (DECREASING -inf, INCREASING NaN) the rows above hold a tie in every
+    other place: the cut chunk ranks them by the block scan and the loop's ties matter nowhere. Here 4 short chunks of
+    cl, row c with per_chunk[c] ties (300), all else beyond t: the 150th tie in chunk c, the chunks before it `all`,
+    the cut chunk's in the list. Returns the bits' view and (K for 1, 150, 300 ties)."""
+    ut, nb, sb, inf = fbits(dtype)
+    qn = quiet(dtype)
+    pool = np.array([0, sb, inf, sb | inf, inf | 1, inf | qn, sb | inf | 1, sb | inf | qn, 1, sb | 1], np.int64)
+    pool = np.concatenate([pool, (rng.standard_normal(400) * 4).astype(dtype).view(ut).astype(np.int64)])
+    above = pool[fkey(pool, dtype, direction) > fkey(t, dtype, direction)]
+    x = rng.choice(above, (4, 4 * cl))
+    for c, counts in enumerate(per_chunk):
+        for c2, n in enumerate(counts):
+            x[c, c2 * cl + rng.choice(cl, n, replace=False)] = rng.choice(ties, n)
+    return x.astype(ut).view(dtype), [4 * cl - 300 + r for r in (1, 150, 300)]
+
+
 def f_targets(dtype):
     ut, nb, sb, inf = fbits(dtype)
     one = lambda v: int(np.array(v, dtype).view(ut))  # noqa: E731
@@ -518,3 +536,9 @@ def test_compaction_filter_t_ranges(dev, rng, dtype, direction, target):
         if out is not None:  # the K-th value is t's (the test tests the class it names)
             assert (fkey(out[0][:, -1].view(ut), dtype, direction) == fkey(t, dtype, direction)).all(), (target, k)
     check(x[:, :-3], ks[1], direction=direction, chunks=4)  # L % EV != 0: one element a load, bounds-checked
+    if target in ("-inf", "nan") and (target == "nan") == (direction == "increasing"):
+        x, ks = dense_rows(rng, dtype, direction, t, ties)
+        for k in ks:
+            out = check(x, k, direction=direction, chunks=4)
+            if out is not None:
+                assert (fkey(out[0][:, -1].view(ut), dtype, direction) == fkey(t, dtype, direction)).all(), (target, k)
