@@ -434,3 +434,111 @@ def test_whole_blocks_exact_prefix(dev, rng, dtype, direction):
     x[1, at[1500:3000]] = vals([(sign if up else 0) | 1 + j % 4 for j in range(1500)])
     for k in (700, 1500, 2200):
         check_blocks(dev, x, k, direction)
+
+
+# ---- the compaction's raw-bits filter (gradix.glsl gradix_cut/gbelow: a value told below T without its key) ----
+# T (the K-th key) in each class gradix_cut tells apart: zero's (-0.0 ties), negative, positive, +inf's, NaN's, the
+# smallest subnormals next to zero on either side, -inf's; every row holds NaNs of both signs and payloads, +-inf,
+# +-0.0 and subnormals among its other values. Chunks of a whole block and more (the unchecked loads), 4 a row, the
+# cut in chunk 0-3 (row c: `own` ties in chunk c, fewer in the others).
+def fbits(dtype):
+    """(uint type, bits, sign bit, +inf's bits) of a float dtype."""
+    return (np.uint32, 32, 0x80000000, 0x7F800000) if dtype == "float32" else (np.uint16, 16, 0x8000, 0x7C00)
+
+
+def quiet(dtype):
+    """The quiet-NaN bit: the mantissa's top one."""
+    _, _, sb, inf = fbits(dtype)
+    return ((sb - 1) & ~inf) + 1 >> 1
+
+
+def fkey(b, dtype, direction):
+    """io.glsl's make_key of raw bits (NaN above +inf, -0.0 == +0.0), negated for INCREASING: larger comes first."""
+    _, nb, sb, inf = fbits(dtype)
+    b = np.asarray(b).astype(np.int64)
+    m = (1 << nb) - 1
+    z = np.where(b == sb, 0, b)
+    k = np.where((b & (sb - 1)) > inf, m, np.where(z & sb, ~z & m, z | sb))
+    return k if direction == "decreasing" else -k
+
+
+def target_rows(rng, dtype, direction, t, ties, own=120, spread=(20, 60, 45, 30), n_above=300):
+    """4 rows of 4 chunks of a block + 512; the tie values `ties` (the K-th key t's raw variants) placed so that the
+    100th tie by index falls in chunk c on row c, `n_above` values beyond t, the rest on the near side of t (none
+    there: every other value a tie, the cut in chunk 0). Returns the bits' view and (K for 1, 100, 180 ties)."""
+    ut, nb, sb, inf = fbits(dtype)
+    m = (1 << nb) - 1
+    cl = block_elems(dtype) + 512
+    L = 4 * cl
+    qn = quiet(dtype)
+    special = [0, sb, inf, sb | inf, inf | 1, inf | qn, m >> 1, sb | inf | 1, sb | inf | qn, m,
+               inf | 0x123, sb | inf | 0x155, 1, 2, sb | 1, sb | 2, inf - 1, sb | (inf - 1), t - 1, t + 1, t ^ 1]
+    pool = np.concatenate([np.array(special, np.int64) & m,
+                           (rng.standard_normal(400) * 4).astype(dtype).view(ut).astype(np.int64)])
+    kp, kt = fkey(pool, dtype, direction), fkey(t, dtype, direction)
+    above, below = pool[kp > kt], pool[kp < kt]
+    x = np.empty((4, L), np.int64)
+    n_above = n_above if above.size else 0
+    for c in range(4):
+        if below.size:
+            x[c] = rng.choice(below, L)
+            for c2 in range(4):
+                n = own if c2 == c else spread[c]
+                x[c, c2 * cl + rng.choice(cl, n, replace=False)] = rng.choice(ties, n)
+        else:
+            x[c] = rng.choice(ties, L)
+        free = np.nonzero(fkey(x[c], dtype, direction) != kt)[0] if below.size else np.arange(L)
+        x[c, rng.choice(free, n_above, replace=False)] = rng.choice(above, n_above) if n_above else 0
+    return x.astype(ut).view(dtype), [n_above + r for r in (1, 100, 180)]
+
+
+def dense_rows(rng, dtype, direction, t, ties, cl=400, per_chunk=((200, 34, 33, 33), (100, 150, 25, 25),
+                                                                   (50, 50, 150, 50), (40, 40, 40, 180))):
+    """Where nothing lies on the near side of t (DECREASING -inf, INCREASING NaN) the rows above hold a tie in every
+    other place: the cut chunk ranks them by the block scan and the loop's ties matter nowhere. Here 4 short chunks of
+    cl, row c with per_chunk[c] ties (300), all else beyond t: the 150th tie in chunk c, the chunks before it `all`,
+    the cut chunk's in the list. Returns the bits' view and (K for 1, 150, 300 ties)."""
+    ut, nb, sb, inf = fbits(dtype)
+    qn = quiet(dtype)
+    pool = np.array([0, sb, inf, sb | inf, inf | 1, inf | qn, sb | inf | 1, sb | inf | qn, 1, sb | 1], np.int64)
+    pool = np.concatenate([pool, (rng.standard_normal(400) * 4).astype(dtype).view(ut).astype(np.int64)])
+    above = pool[fkey(pool, dtype, direction) > fkey(t, dtype, direction)]
+    x = rng.choice(above, (4, 4 * cl))
+    for c, counts in enumerate(per_chunk):
+        for c2, n in enumerate(counts):
+            x[c, c2 * cl + rng.choice(cl, n, replace=False)] = rng.choice(ties, n)
+    return x.astype(ut).view(dtype), [4 * cl - 300 + r for r in (1, 150, 300)]
+
+
+def f_targets(dtype):
+    ut, nb, sb, inf = fbits(dtype)
+    one = lambda v: int(np.array(v, dtype).view(ut))  # noqa: E731
+    qn = quiet(dtype)
+    nans = [inf | 1, inf | qn, sb | inf | 1, sb | inf | qn | 0x2A, (sb - 1), (1 << nb) - 1]
+    return {"zero": (0, [0, sb]), "negative": (one(-1.5), [one(-1.5)]), "positive": (one(2.5), [one(2.5)]),
+            "+inf": (inf, [inf]), "nan": (inf | qn, nans), "min_subnormal": (1, [1]),
+            "-min_subnormal": (sb | 1, [sb | 1]), "-inf": (sb | inf, [sb | inf])}
+
+
+@pytest.mark.parametrize("target", ["zero", "negative", "positive", "+inf", "nan", "min_subnormal", "-min_subnormal",
+                                    "-inf"])
+@pytest.mark.parametrize("direction", DIRS)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_compaction_filter_t_ranges(dev, rng, dtype, direction, target):
+    t, ties = f_targets(dtype)[target]
+    x, ks = target_rows(rng, dtype, direction, t, ties)
+    p = gradix_plan(dev, x, ks[0], chunks=4)
+    assert p.dispatches[-2].kernel.startswith("top_k1_gradix_collect_")
+    assert p.dispatches[-2].push[10] > block_elems(dtype) and p.dispatches[-2].push[11] == 1  # whole blocks, vec
+    ut = fbits(dtype)[0]
+    for k in ks:
+        out = check(x, k, direction=direction, chunks=4)
+        if out is not None:  # the K-th value is t's (the test tests the class it names)
+            assert (fkey(out[0][:, -1].view(ut), dtype, direction) == fkey(t, dtype, direction)).all(), (target, k)
+    check(x[:, :-3], ks[1], direction=direction, chunks=4)  # L % EV != 0: one element a load, bounds-checked
+    if target in ("-inf", "nan") and (target == "nan") == (direction == "increasing"):
+        x, ks = dense_rows(rng, dtype, direction, t, ties)
+        for k in ks:
+            out = check(x, k, direction=direction, chunks=4)
+            if out is not None:
+                assert (fkey(out[0][:, -1].view(ut), dtype, direction) == fkey(t, dtype, direction)).all(), (target, k)

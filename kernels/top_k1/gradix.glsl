@@ -131,3 +131,49 @@ bool gradix_raw(uint prefix, uint hmask, out uint X, out uint rp) {
     return true;
 #endif
 }
+
+// The compaction's filter (gradix_collect.comp): gbelow(raw, X, TF) true says gkey(raw) < T, in 4 operations
+// (xor, two compares, and) where gkey takes ~8; false says nothing (the caller takes gkey). gradix_cut picks X and TF
+// once a workgroup from T. Floats: a key of T's sign class is y = raw ^ X (X = sign bit or all bits, then the flip),
+// and every other raw value's y lies on the same side of T as its key, but a negative NaN's (raw above -inf's:
+// excluded) and, T being zero's or NaN's key, -0.0's and NaNs' (TF moved for those below). Before the flip (X0, TF0,
+// T0 = T ^ flip; INCREASING: y < TF there reads y0 > TF0):
+//   T0 positive (sign + 1 to +inf's key): X0 = sign, TF0 = T0 (-0.0's y0 = 0 and positive NaNs' above +inf's key
+//     fall on their keys' side); negative (-inf's key to sign - 2): X0 = all bits, TF0 = T0 (-0.0's y0 = sign - 1);
+//   T0 zero's (ties -0.0): DECREASING X0 = all bits, TF0 = sign - 1 (the negatives but -0.0, whose y0 = sign - 1);
+//     INCREASING X0 = sign, TF0 = sign (the positives but +0.0, NaNs included);
+//   T0 NaN's: DECREASING X0 = sign, TF0 = +inf's key + 1 (every value but NaNs); INCREASING nothing (TF = 0).
+// Integers: X is gkey's xor and y the key.
+#if KIND == 0
+const uint G_NNEG = G_INFK;  // -inf's raw bits: a negative NaN's lie above them
+#endif
+void gradix_cut(uint T, out uint X, out uint TF) {
+#if KIND == 0
+    const uint M = KEY_BITS_MASK, NINFK = ~G_INFK & KEY_BITS_MASK;  // NINFK: -inf's key before the flip
+    uint F = pc.flip & M, T0 = T ^ F;
+    uint X0 = T0 >= NINFK && T0 <= G_SB - 2u ? M : G_SB, TF0 = T0;
+    bool never = false;  // nothing is below T there, or T is no key (never)
+    if (T0 == G_SB) {
+        X0 = F != 0u ? G_SB : M;
+        TF0 = F != 0u ? G_SB : G_SB - 1u;
+    } else if (T0 == M) {
+        TF0 = G_INFK + 1u;
+        never = F != 0u;
+    } else {
+        never = !(T0 >= NINFK && T0 <= G_SB - 2u) && !(T0 >= G_SB + 1u && T0 <= G_INFK);
+    }
+    X = X0 ^ F;
+    TF = never ? 0u : TF0 ^ F;
+#else
+    X = gkey(0u);
+    TF = T;
+#endif
+}
+
+bool gbelow(uint raw, uint X, uint TF) {
+#if KIND == 0
+    return (raw ^ X) < TF && raw <= G_NNEG;
+#else
+    return (raw ^ X) < TF;
+#endif
+}
