@@ -7,7 +7,6 @@
 // a chunk whose ties all fall before or after the cut takes all or none of them, the one chunk the cut falls
 // in ranks its ties by index and takes the first ones: at most GTIE_CAP ties gathered into a shared list while
 // the chunk is read and each ranked by counting the smaller indices, more by a block-by-block prefix sum.
-// Each element is first tested on its raw bits (gradix.glsl's gbelow: below T in 4 operations), the rest by its key.
 // Slots of the keys above T: one global atomic a workgroup and load block, between two barriers (slots by subgroup
 // sums without the barriers measured no faster on an H200: docs/tuning/top_k1.md, session 22).
 // Bindings: the input, work, ctr. Shared memory: s_scan[WG], 6 words, s_ties[GTIE_CAP], 1 word.
@@ -145,37 +144,26 @@ void main() {
     uint surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
-    uint X, TF;
-    gradix_cut(T, X, TF);  // gbelow's filter: most keys are below T, told in 4 operations without gkey
     // Blocks of GRADIX_LOADS loads a thread: each thread counts its keys above T (and, `all`, its ties; `list`, its
     // ties for s_ties), takes its slots of the keys above T (a shared atomic into the workgroup's block, one global
     // atomic a block between two barriers), its ties' slots with one shared atomic, and writes its keys from the
-    // registers it loaded them into. Both loops classify alike: gbelow, else the exact key.
-    const uint BLK = GRADIX_LOADS * WG * EV;
-    uint v = (base + start) / EV + tid;  // vec: this thread's first uvec4 of the block (a running index, no division)
-    for (uint b0 = start; b0 < end; b0 += GRADIX_LOADS * step, v += GRADIX_LOADS * WG) {
+    // registers it loaded them into.
+    for (uint b0 = start; b0 < end; b0 += GRADIX_LOADS * step) {
         uint i0 = b0 + (vec ? tid * EV : tid);
-        bool full = vec && end - b0 >= BLK;  // uniform: a block wholly inside the chunk, no bounds checks
         uvec4 q[GRADIX_LOADS];
-        if (full) {
-            [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) q[u] = src4[v + u * WG];
-        } else {
-            [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
-                uint i = i0 + u * step;
-                if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
-                else q[u].x = i < end ? load_raw(base, i) : 0u;
-            }
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            uint i = i0 + u * step;
+            if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
+            else q[u].x = i < end ? load_raw(base, i) : 0u;
         }
-        // A load inside the chunk is wholly inside it (vec: end is a multiple of EV): bounds checked a load outside
-        // whole blocks.
+        // A load inside the chunk is wholly inside it (vec: end is a multiple of EV): bounds checked a load, and
+        // one compare an element for the common key below T.
         uint na = 0u, nt = 0u, nl = 0u;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
-            if (!full && i0 + u * step >= end) continue;
+            if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
-                uint raw = VEC_ELEM(q[u], e);
-                if (gbelow(raw, X, TF)) continue;
-                uint key = gkey(raw);
+                uint key = gkey(VEC_ELEM(q[u], e));
                 if (key >= T) {
                     if (key > T) ++na;
                     else if (all) ++nt;
@@ -195,14 +183,12 @@ void main() {
         uint ol = nl != 0u ? atomicAdd(s_nl, nl) : 0u;
         if (na + nt + nl == 0u) continue;
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
-            if (!full && i0 + u * step >= end) continue;
+            if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
-                uint raw = VEC_ELEM(q[u], e);
-                if (gbelow(raw, X, TF)) continue;
-                uint key = gkey(raw);
-                if (key < T) continue;
                 uint i = i0 + u * step + e;
+                uint key = gkey(VEC_ELEM(q[u], e));
+                if (key < T) continue;
                 if (key > T || all) {
                     uint pos = key > T ? oa++ : ot++;
                     work[surv + 2u * pos] = key;
