@@ -69,6 +69,18 @@ def no_validation_messages():
         pytest.fail(f"Vulkan validation layer reported:\n{text}")
 
 
+@pytest.fixture(autouse=True)
+def no_recipes_left():
+    """A test's NumPy recipes (runtime/recipe.py) hold buffers and kept sequences: dropped after it, so the next
+    test's counts of allocations, Algorithms and kept sequences start from what it does itself."""
+    yield
+    from vkops.runtime import call
+
+    d = call._default[1]
+    if d is not None and d._recipes:
+        d._recipes.clear()
+
+
 @pytest.fixture(scope="session")
 def dev():
     import vkops

@@ -129,6 +129,7 @@ def test_new_shapes_and_fresh_outputs_compile_no_pipeline(dev, rng):
     """A kernel is compiled once per specialization, whatever shapes and buffers it runs with."""
     x = rng.integers(0, 255, size=(33, 77), dtype=np.uint8)
     vkops.slice(x, [1, 2], [30, 70], [2, -3])
+    vkops.slice(rng.integers(0, 255, size=(8, 64), dtype=np.uint8), [0, 0], [8, 64], [-1, 1])  # rows of whole words
     vkops.top_k(rng.standard_normal((3, 300)).astype(np.float32), 4)
     n = dev.pipeline_count()
     for rows, cols in [(5, 9), (40, 100), (7, 300), (64, 64), (1, 1000)]:
@@ -693,6 +694,8 @@ def test_prepared_recordings_are_bounded_and_never_stale(dev, rng, monkeypatch):
     pipes = dev._pipelines
     monkeypatch.setattr(pipelines, "PREPARED_ENTRIES", 4)
     monkeypatch.setattr(sequences, "KEPT_SEQUENCES", 3)
+    dev.synchronize()
+    dev._sequences.forget_kept()  # none kept from earlier tests: the cap is enforced one recording at a time
     arrays = [rng.standard_normal((4, 300)).astype(np.float32) for _ in range(10)]
     xs = [dev.tensor(a) for a in arrays]
     s0 = dev.stats()
