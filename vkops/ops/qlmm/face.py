@@ -139,9 +139,17 @@ def _numpy_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale,
     if b.__class__ is not np.ndarray or not a.flags.c_contiguous or not b.flags.c_contiguous:
         return None
     k = ("numpy", kernel, tuning, output_dtype.__class__, output_dtype, a.dtype.str, a.shape, b.dtype.str, b.shape)
-    for x in (a_scale, a_zero_point, b_scale, b_zero_point, output_scale, output_zero_point):
+    return _args_key(k, (a_scale, a_zero_point, b_scale, b_zero_point, output_scale, output_zero_point), None)
+
+
+def _args_key(k: tuple, args, DT) -> Optional[tuple]:
+    """`k` extended by each argument: a device tensor (of class DT) its descriptor and buffer serial, None, a
+    scalar of _SCALAR_TYPES its type and value; None where one is anything else."""
+    for x in args:
         c = x.__class__
-        if x is None:
+        if c is DT:
+            k += (x.desc, x._buffer.serial)
+        elif x is None:
             k += (None,)
         elif c in _SCALAR_TYPES:
             k += (c, x)
@@ -155,19 +163,9 @@ def _fast_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, 
     """The index key of a call's arguments, or None where an argument is not a device tensor, None or a
     scalar of _SCALAR_TYPES (NumPy arrays, lists: normalised every call). Flat: a descriptor is followed
     by its buffer's serial, a scalar's type by its value."""
-    DT = _args._DEVICE_TENSOR
-    k = (kernel, tuning, output_dtype.__class__, output_dtype)
-    for x in (a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point, out):
-        c = x.__class__
-        if c is DT:
-            k += (x.desc, x._buffer.serial)
-        elif x is None:
-            k += (None,)
-        elif c in _SCALAR_TYPES:
-            k += (c, x)
-        else:
-            return None
-    return k
+    return _args_key((kernel, tuning, output_dtype.__class__, output_dtype),
+                     (a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point, out),
+                     _args._DEVICE_TENSOR)
 
 
 def _remember(dev, fast, n, call, res, hit, args8, out) -> None:
