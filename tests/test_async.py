@@ -19,11 +19,12 @@ def _top(m, k):
     return -np.sort(-m, axis=1)[:, :k]
 
 
-@pytest.fixture(params=["mapped", "staged"])
+@pytest.fixture(params=["mapped", "staged", "bar"])
 def memory(request, dev):
     """Device buffers as the device gives them (lavapipe: host-visible, read and written in place), or
     device-local ones behind staging copies, as on a discrete GPU (uploads submitted without waiting,
-    downloads ordered by their barrier)."""
+    downloads ordered by their barrier), or device memory the host maps as under resizable BAR (written
+    in place, read in place up to MAPPED_READ_BYTES, through staging beyond)."""
     if request.param == "mapped":
         yield request.param
         return
@@ -31,7 +32,7 @@ def memory(request, dev):
 
     dev.synchronize()
     saved = dev._memory
-    dev._memory = Allocator(dev, "storage", 64 << 20, dev._forget)
+    dev._memory = Allocator(dev, "storage" if request.param == "staged" else "mapped", 64 << 20, dev._forget)
     try:
         yield request.param
     finally:
@@ -49,7 +50,7 @@ def data(dev, rng, memory):
     b = rng.standard_normal((64, 4096)).astype(np.float32)
     dev.synchronize()
     x, x2 = dev.tensor(a), dev.tensor(b)
-    assert x._buffer.host_visible == (memory == "mapped")
+    assert x._buffer.host_visible == (memory != "staged")
     dev.synchronize()  # staged: their uploads were in flight
     yield a, b, x, x2
     del x, x2
@@ -94,7 +95,7 @@ def test_host_write_after_the_calls_reading_it(dev, data, memory, submitted):
         submitted.clear()
         n = dev.stats()["in_flight"]
         x.upload(b)
-        if memory == "mapped":
+        if memory != "staged":  # written in place
             assert dev.stats()["in_flight"] == 0 and submitted == []
         else:
             assert dev.stats()["in_flight"] == n + 1 and submitted == [["OpMemoryBarrier", "OpBufferCopy"]]
@@ -177,8 +178,10 @@ def test_threads_each_with_a_chain_in_flight(dev, rng):
 
 
 def test_repeated_read_submits_its_recorded_download(dev, data, memory):
-    """Staged: a read of a small device-local tensor keeps its download recorded; reading it again
-    records nothing and submits once; the recording goes with the buffer's memory."""
+    """Staged (and 128 KiB of BAR memory, read through staging): a read of a small device-local tensor keeps
+    its download recorded; reading it again records nothing and submits once; the recording goes with the
+    buffer's memory."""
+    staged = memory != "mapped"
     a, b, x, _ = data
     t = vkops.slice(x, (0, 0), (8, 4096), (1, -1))
     np.testing.assert_array_equal(t.numpy(), a[:8, ::-1])
@@ -188,9 +191,9 @@ def test_repeated_read_submits_its_recorded_download(dev, data, memory):
         np.testing.assert_array_equal(t.numpy(), src[:8, ::-1])
         s1 = dev.stats()
         assert s1["recorded_ops"] == s0["recorded_ops"] and s1["submissions"] - s0["submissions"] == \
-            (1 if memory == "staged" else 0)
+            (1 if staged else 0)
     serial = t._buffer.serial
-    assert any(k[0] == serial for k in dev._reads) == (memory == "staged")
+    assert any(k[0] == serial for k in dev._reads) == staged
     del t
     import gc
 

@@ -133,3 +133,20 @@ def test_eval_await_polls_then_blocks(dev, kp):
         assert not seq.is_running()
         seq.clear()
         assert np.all(big_dst.data()[::4096] == round_ + 7)
+
+
+def test_device_host_tensors_are_mapped_and_copied(dev, kp):
+    """`device_host` tensors (device-local memory the host maps): data() is the mapping, written and read in
+    place, and they take buffer copies both ways; their initial data is not copied in."""
+    t = dev._manager().tensor_t(np.full(64, 7, np.uint32), kp.TensorTypes.device_host)
+    assert t.tensor_type() == kp.TensorTypes.device_host
+    t.data()[:] = np.arange(64, dtype=np.uint32)
+    src, dst = _host(dev, kp, 64, 5), _host(dev, kp, 64)
+    seq = dev._manager().sequence()
+    seq.record(kp.OpBufferCopy(t, dst, 128, 64, 0))  # words 16..47 of t
+    seq.record(kp.OpBufferCopy(src, t, 64, 0, 0))  # 5s over words 0..15
+    seq.eval()
+    np.testing.assert_array_equal(dst.data()[:32], np.arange(16, 48, dtype=np.uint32))
+    np.testing.assert_array_equal(t.data()[:16], np.full(16, 5, np.uint32))
+    np.testing.assert_array_equal(t.data()[16:], np.arange(16, 64, dtype=np.uint32))
+    t.destroy()

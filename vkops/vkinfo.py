@@ -140,6 +140,9 @@ class DeviceInfo:
     max_subgroup_size: int = field(repr=False, default=0)
     # VkSubgroupFeatureFlags usable in compute shaders (0 where the compute stage has no subgroups).
     subgroup_operations: int = field(repr=False, default=0x1)
+    # The heap of the first device-local, host-visible, host-coherent memory type (kp's pick for such
+    # memory), in bytes: the whole device-local heap under resizable BAR, 256 MiB without; 0 if none.
+    mapped_local_bytes: int = field(repr=False, default=0)
 
     @property
     def cooperative_matrix(self) -> bool:
@@ -219,6 +222,8 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
     mem = MemoryProperties()
     lib.vkGetPhysicalDeviceMemoryProperties(pd, C.byref(mem))
     local = sum(mem.memoryHeaps[i].size for i in range(mem.memoryHeapCount) if mem.memoryHeaps[i].flags & 1)
+    mapped = next((mem.memoryHeaps[mem.memoryTypes[2 * i + 1]].size for i in range(mem.memoryTypeCount)
+                   if mem.memoryTypes[2 * i] & 0x7 == 0x7), 0)  # DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT
 
     shapes = ()
     if coop_addr and "VK_KHR_cooperative_matrix" in extensions:
@@ -248,4 +253,5 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
         device_local_bytes=local, extensions=extensions, cooperative_matrix_shapes=shapes,
         device_id=p.deviceID, driver_version=p.driverVersion, pipeline_cache_uuid=bytes(p.pipelineCacheUUID),
         min_subgroup_size=ssc.minSubgroupSize or sub.subgroupSize, max_subgroup_size=ssc.maxSubgroupSize or sub.subgroupSize,
-        subgroup_operations=sub.supportedOperations if sub.supportedStages & STAGE_COMPUTE_BIT else 0)
+        subgroup_operations=sub.supportedOperations if sub.supportedStages & STAGE_COMPUTE_BIT else 0,
+        mapped_local_bytes=mapped)

@@ -165,6 +165,20 @@ class Device(HostAccess):
                 f"cooperative_matrix={i.cooperative_matrix}"
                 f"{'' if self._limits.profile is None else f', limits={self._limits.profile!r}'})")
 
+    def _memory_kind(self) -> str:
+        """The device buffers' memory: host memory on a CPU device (no staging copies); on a GPU, device
+        memory the host maps where that is most of its memory (resizable BAR: uploads
+        and small reads in place, no submission), else device memory behind staging copies.
+        VKOPS_MAPPED_MEMORY=0 turns the mapped kind off (=1 asks for it wherever such memory exists)."""
+        if self.device_type == "cpu":
+            return "host"
+        env = os.environ.get("VKOPS_MAPPED_MEMORY", "")
+        info = self.info
+        if env == "0" or not info.mapped_local_bytes or not hasattr(K.kp().TensorTypes, "device_host"):
+            return "storage"
+        # the mapped heap is the device's memory, not a 256 MiB window (a GPU without resizable BAR)
+        return "mapped" if env == "1" or 2 * info.mapped_local_bytes >= info.device_local_bytes else "storage"
+
     def _manager(self):
         with self._lock:
             if self._mgr is None:
@@ -177,9 +191,8 @@ class Device(HostAccess):
                     mgr = K.kp().Manager(self.index, [], exts)
                 # Idle blocks kept for reuse: an eighth of device memory, 256 MiB to 2 GiB.
                 idle = min(max(self.info.device_local_bytes // 8, 256 << 20), 2 << 30)
-                cpu = self.device_type == "cpu"  # host memory is device memory: no staging copies
                 self._pipelines = Pipelines(self, mgr)
-                self._memory = Allocator(self, "host" if cpu else "storage", idle, self._forget)
+                self._memory = Allocator(self, self._memory_kind(), idle, self._forget)
                 self._staging = Allocator(self, "host", min(idle, 256 << 20), self._forget_staging)
                 self._sequences = Sequences(mgr, self._lock)
                 self._features = tuple(mgr.enabled_features())
@@ -305,7 +318,7 @@ class Device(HostAccess):
         heaps = self._manager().memory_heaps()  # (size, budget, usage, device-local)
         local = [h for h in heaps if h[3]] or heaps
         host = [h for h in heaps if not h[3]] or local
-        size, budget, usage, _ = max(host if allocator.host_visible and self.device_type != "cpu" else local)
+        size, budget, usage, _ = max(host if allocator is self._staging and self.device_type != "cpu" else local)
         if budget:
             return size, max(budget - usage, 0), "VK_EXT_memory_budget"
         return size, max(size - self.memory_held(), 0), "heap size less what vkops holds"

@@ -188,7 +188,7 @@ class Graph(Batch):
             out = []  # (tensor, host buffer it is read from, words), staged or mapped
             copied = []  # (buffer, words) copied into staging at the end of the run
             for t, buf, words in fetched:
-                if staged or (staged is None and not buf.host_visible):
+                if staged or (staged is None and not buf.reads_mapped(words)):
                     stage = self._fetch_stages.get((buf.serial, words))
                     if stage is None:
                         stage = self._fetch_stages[(buf.serial, words)] = self.device._staging.get(words)

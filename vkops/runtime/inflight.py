@@ -72,11 +72,11 @@ class HostAccess:
         buf = tensor._buffer
         self._check_not_pending(buf)
         busy = buf.serial in self._async_written
-        if buf.host_visible:
+        words = words_for(tensor.desc.span, tensor.data_type)
+        if buf.reads_mapped(words):
             if busy:
                 self.synchronize()
-            return tensor.from_words(buf.host())
-        words = words_for(tensor.desc.span, tensor.data_type)
+            return tensor.from_words(buf.host()[:words])
         if words * 4 <= READ_KEPT_BYTES:
             out = self._read_kept(buf, words, tensor.from_words)
         else:

@@ -5,7 +5,9 @@ never freed while idle: a dropped DeviceTensor's buffer returns to its size clas
 of that class takes it back, keeping its serial and so the descriptor sets already built for it.
 Device buffers are kp `storage` tensors (no staging copy of their own); data moves through a second
 pool of host-visible buffers. On a CPU device (lavapipe), where all memory is host memory, device
-buffers are host-visible themselves and data moves without any copy.
+buffers are host-visible themselves and data moves without any copy. Where the host maps all of the
+GPU's memory (resizable BAR), device buffers are kp `device_host` tensors: the host writes them in place,
+and reads small ones in place (reads cross PCIe uncached: large ones still go through staging).
 """
 from __future__ import annotations
 
@@ -29,6 +31,11 @@ _serials = itertools.count(1)
 
 # Requests of at least this many bytes are checked against the heap's budget before they are made.
 BUDGET_CHECK_BYTES = 64 << 20
+
+# Reads of device memory the host maps (resizable BAR) up to this many bytes are made in place; larger ones
+# through a staging copy: uncached reads cross PCIe at ~30 MB/s (H200: 256 B 9 µs, 1 KiB 33, a staged read 22;
+# docs/tuning/runtime.md#2026-11-26-session-23-mapped-device-memory).
+MAPPED_READ_BYTES = 512
 
 # Requests up to this many words share one class; above it, four classes per power of two
 # (under 25% unused).
@@ -71,11 +78,11 @@ class _Buffer:
     its allocator (`__del__`: a tenth of what a weakref.finalize per buffer cost, and a call
     allocates one to three buffers)."""
 
-    __slots__ = ("kp", "words", "serial", "host_visible", "_block", "_allocator")
+    __slots__ = ("kp", "words", "serial", "host_visible", "host_cached", "_block", "_allocator")
 
     def __init__(self, block: _Block, allocator: "Allocator"):
         self.kp, self.words, self.serial = block.kp, block.words, block.serial
-        self.host_visible = allocator.host_visible
+        self.host_visible, self.host_cached = allocator.host_visible, allocator.host_cached
         self._block, self._allocator = block, allocator
 
     def __del__(self):
@@ -90,9 +97,15 @@ class _Buffer:
         """The mapped memory as uint32 words (host-visible buffers only)."""
         return self.kp.data()
 
+    def reads_mapped(self, words: int) -> bool:
+        """The host reads `words` of this buffer in place (host memory, or few words of mapped device
+        memory) rather than through a staging copy."""
+        return self.host_visible and (self.host_cached or words * 4 <= MAPPED_READ_BYTES)
+
 
 class Allocator:
-    """Size-class caching allocator of kp tensors of one type (device buffers or staging).
+    """Size-class caching allocator of kp tensors of one type: "storage" (device memory), "mapped" (device
+    memory the host maps) or "host" (host memory: staging, a CPU device's buffers).
 
     `created` counts kp tensors made, `reused` requests served from idle blocks: a steady stream of
     calls shows `created` standing still. Idle blocks above `idle_limit` bytes are freed, largest
@@ -100,7 +113,9 @@ class Allocator:
 
     def __init__(self, device, tensor_type: str, idle_limit: int, on_free=None):
         self.device = device
-        self.host_visible = tensor_type == "host"
+        self.host_visible = tensor_type in ("host", "mapped")
+        self.host_cached = tensor_type == "host"
+        self._type = tensor_type
         self.idle_limit = idle_limit
         self._on_free = on_free  # called with a serial whose block is destroyed
         # Idle blocks by class, each a heap by serial: a request takes the lowest serial, so a steady
@@ -147,7 +162,7 @@ class Allocator:
         if why:
             raise DeviceMemoryError(self.device._memory_message(self, nbytes, why))
         k = kp()
-        ttype = k.TensorTypes.host if self.host_visible else k.TensorTypes.storage
+        ttype = {"host": k.TensorTypes.host, "mapped": k.TensorTypes.device_host}.get(self._type, k.TensorTypes.storage)
         for attempt in (0, 1):
             try:
                 # np.zeros is calloc: for storage tensors kp reads none of it.

@@ -312,7 +312,7 @@ class Batch:
         them after the run."""
         words = words_for(tensor.desc.span, tensor.data_type)
         buf = tensor._buffer
-        host = buf if buf.host_visible else self.device._staging.get(words)
+        host = buf if buf.reads_mapped(words) else self.device._staging.get(words)
         self._downloads.append((buf, host, words))
         self._refs += [buf, host]
 
