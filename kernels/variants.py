@@ -91,6 +91,14 @@ VARIANTS["research_coopmat_peak"] = ("research/coopmat_peak.comp", {})
 for _probe in (1, 2, 3):
     VARIANTS[f"research_gradix_probe{_probe}"] = ("top_k1/gradix_hist.comp",
                                                   {"ELEM_BITS": 32, "KIND": 0, "GRADIX_PROBE": _probe}, {"optimize": True})
+# GRADIX's compaction (gradix_collect.comp) cut down (bench/research/gradix_collect_probe.py), float32 and float16,
+# each adding one part: 1 the loads alone, 2 with the row state and the keys' compare with T (counts only), 3 with
+# the block's slots (shared atomics, two barriers, the row's global atomic), 4 with the survivors' writes (no cut-chunk
+# tie list, no tail), 5 that without the slot round trip; 6 the whole kernel with its element loops unrolled.
+for _probe in (1, 2, 3, 4, 5, 6):
+    for _t in (("f32", 32), ("f16", 16)):
+        VARIANTS[f"research_gcollect_probe{_probe}_{_t[0]}"] = (
+            "top_k1/gradix_collect.comp", {"ELEM_BITS": _t[1], "KIND": 0, "GCOLLECT_PROBE": _probe}, {"optimize": True})
 
 # The subgroup size a .comp's code assumes (the manifest's subgroup.size; any size where absent). The
 # cooperative-matrix kernels lay out a workgroup as 32-lane subgroups (INV = 32 * SG_W * SG_H, NSG =

@@ -121,6 +121,30 @@ const uint GTIE_CAP = 512u;  // paths.GRADIX_TIE_CAP
 shared uint s_ties[GTIE_CAP];  // the cut chunk's tie indices, in any order
 shared uint s_nl;              // their count so far
 
+// Research copies (kernels/variants.py research_gcollect_probe*, bench/research/gradix_collect_probe.py), the
+// same push block, bindings and shared memory; 0 is the real module. Cut down, each adding one part to the one
+// before: 1 the block loop's loads alone (no row state, keys or barriers); 2 with the row state (T, need, the
+// earlier chunks' ties) and each element's key and compare with T, counts only; 3 with the block's slots (shared
+// atomics, the two barriers and the row's global slot atomic), nothing written; 4 with the survivors' writes (keys
+// above T and whole-chunk ties), no cut-chunk tie list and no tail; 5 is 4 without the slot round trip (no
+// barriers or global atomic: slots from a workgroup's own shared counter, wrapped into the row's K). 6 is not cut
+// down: the whole kernel (exact on contiguous rows) with the count and write loops free of `break`/`continue`, so
+// spirv-opt unrolls them and the loaded uvec4s are never indexed dynamically (the real module's are: q[u][e]).
+#ifndef GCOLLECT_PROBE
+#define GCOLLECT_PROBE 0
+#endif
+#if GCOLLECT_PROBE && GCOLLECT_PROBE != 6
+// Keeps a probe's work, its shared memory (the real module's footprint) and its bindings alive; writes the row's
+// survivors at most (the probes' outputs mean nothing), and ctr[0] zero (where it is zero).
+void probe_sink(uint s, uint probe) {
+    uint tid = gl_LocalInvocationID.x;
+    if (probe == 0x9E3779B9u || s_ties[tid % GTIE_CAP] == 0x9E3779B9u || s_scan[tid] == 0x9E3779B9u) {
+        work[surv_at(s) + tid % (2u * pc.K)] = probe;
+        ctr[0] = 0u;
+    }
+}
+#endif
+
 void main() {
     uint g = linear_group();
     if (g >= pc.n_groups) return;
@@ -128,6 +152,25 @@ void main() {
     uint s, c, start, end;
     chunk_of(g, s, c, start, end);
     uint base = seq_base(s);
+#if GCOLLECT_PROBE == 1  // research_gcollect_probe1: the block loop's loads alone
+    {
+        bool vec = pc.vec != 0u;
+        uint step = vec ? WG * EV : WG;
+        uint probe = 0u;
+        for (uint b0 = start; b0 < end; b0 += GRADIX_LOADS * step) {
+            uint i0 = b0 + (vec ? tid * EV : tid);
+            uvec4 q[GRADIX_LOADS];
+            [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+                uint i = i0 + u * step;
+                if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
+                else q[u] = uvec4(i < end ? load_raw(base, i) : 0u, 0u, 0u, 0u);
+            }
+            [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) probe ^= q[u].x ^ q[u].y ^ q[u].z ^ q[u].w;
+        }
+        probe_sink(s, probe);
+        return;
+    }
+#endif
     uint T = work[2u * s], need = work[2u * s + 1u];
     uint above = pc.K - need;  // keys > T in the row: the survivors' first slots
     uint d = T & 255u;
@@ -140,8 +183,15 @@ void main() {
     uint before = s_before, own = work[tie_at(s, c) + d];
     bool all = before + own <= need;  // every tie of this chunk is among the first `need`
     bool cut = !all && before < need; // the cut falls inside this chunk
+#if GCOLLECT_PROBE == 4 || GCOLLECT_PROBE == 5  // no cut-chunk tie list
+    bool list = false;
+#else
     bool list = cut && own <= GTIE_CAP;  // its ties gathered into s_ties while the chunk is read
+#endif
     uint surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
+#if GCOLLECT_PROBE && GCOLLECT_PROBE != 6
+    uint probe = 0u;
+#endif
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
     // Blocks of GRADIX_LOADS loads a thread: each thread counts its keys above T (and, `all`, its ties; `list`, its
@@ -154,11 +204,28 @@ void main() {
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             uint i = i0 + u * step;
             if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
+#if GCOLLECT_PROBE == 6
+            else q[u] = uvec4(i < end ? load_raw(base, i) : 0u, 0u, 0u, 0u);
+#else
             else q[u].x = i < end ? load_raw(base, i) : 0u;
+#endif
         }
         // A load inside the chunk is wholly inside it (vec: end is a multiple of EV): bounds checked a load, and
         // one compare an element for the common key below T.
         uint na = 0u, nt = 0u, nl = 0u;
+#if GCOLLECT_PROBE == 6  // no break or continue: unrolled; strided rows' elements e > 0 masked
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            bool in_chunk = i0 + u * step < end;
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                uint key = gkey(VEC_ELEM(q[u], e));
+                if (in_chunk && (vec || e == 0u) && key >= T) {
+                    if (key > T) ++na;
+                    else if (all) ++nt;
+                    else if (list) ++nl;
+                }
+            }
+        }
+#else
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
@@ -171,6 +238,14 @@ void main() {
                 }
             }
         }
+#endif
+#if GCOLLECT_PROBE == 2  // research_gcollect_probe2: counts only
+        probe += na + nt + nl;
+        continue;
+#endif
+#if GCOLLECT_PROBE == 5  // research_gcollect_probe5: slots from the workgroup's own counter (never reset), no barriers
+        uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
+#else
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
         barrier();
         if (tid == 0u) {
@@ -179,9 +254,32 @@ void main() {
         }
         barrier();
         oa += s_base;
+#endif
         uint ot = nt != 0u ? above + before + atomicAdd(s_tie, nt) : 0u;
         uint ol = nl != 0u ? atomicAdd(s_nl, nl) : 0u;
+#if GCOLLECT_PROBE == 3  // research_gcollect_probe3: slots taken, nothing written
+        probe += oa + ot + ol;
+        continue;
+#endif
         if (na + nt + nl == 0u) continue;
+#if GCOLLECT_PROBE == 6
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            bool in_chunk = i0 + u * step < end;
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                uint i = i0 + u * step + e;
+                uint key = gkey(VEC_ELEM(q[u], e));
+                if (in_chunk && (vec || e == 0u) && key >= T) {
+                    if (key > T || all) {
+                        uint pos = key > T ? oa++ : ot++;
+                        work[surv + 2u * pos] = key;
+                        work[surv + 2u * pos + 1u] = i;
+                    } else if (list) {
+                        s_ties[ol++] = i;
+                    }
+                }
+            }
+        }
+#else
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             if (i0 + u * step >= end) continue;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
@@ -191,6 +289,9 @@ void main() {
                 if (key < T) continue;
                 if (key > T || all) {
                     uint pos = key > T ? oa++ : ot++;
+#if GCOLLECT_PROBE == 5
+                    pos %= pc.K;  // the workgroup's running slots, kept inside the row's survivors
+#endif
                     work[surv + 2u * pos] = key;
                     work[surv + 2u * pos + 1u] = i;
                 } else if (list) {
@@ -198,7 +299,12 @@ void main() {
                 }
             }
         }
+#endif
     }
+#if GCOLLECT_PROBE && GCOLLECT_PROBE != 6  // research_gcollect_probe2-5: no tail
+    probe_sink(s, probe);
+    return;
+#endif
     if (!cut) return;
     uint r = need - before;  // this chunk's ties to take: 0 < r < own
     if (list) {
