@@ -120,3 +120,24 @@ def test_graph_fetch_beyond_the_limit_is_staged(bar, rng):
         np.testing.assert_array_equal(g.run(feed={x: a}, fetch=y), a[:, ::-1])
     assert len(g._fetch_stages) == 1 and not g._stages
     g.close()
+
+
+def test_cached_mapped_memory_reads_in_place(dev, rng):
+    """An integrated GPU's mapped memory is HOST_CACHED too (DeviceInfo.mapped_local_cached): reads of any size are
+    made in place."""
+    dev.synchronize()
+    saved = dev._memory
+    dev._memory = Allocator(dev, "mapped", 64 << 20, dev._forget, cached=dev.info.mapped_local_cached)
+    try:
+        assert dev.info.mapped_local_cached and dev.info.mapped_local_bytes == dev.info.device_local_bytes  # lavapipe: one type, cached
+        a = rng.standard_normal((256, 1024)).astype(np.float32)
+        y = vkops.slice(dev.tensor(a), (0, 0), (256, 1024), (1, -1))
+        s0 = dev.stats()
+        np.testing.assert_array_equal(y.numpy(), a[:, ::-1])
+        assert dev.stats()["submissions"] == s0["submissions"]
+        del y
+    finally:
+        dev.synchronize()
+        gc.collect()
+        dev._memory.trim()
+        dev._memory = saved

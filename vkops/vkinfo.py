@@ -143,6 +143,8 @@ class DeviceInfo:
     # The heap of the first device-local, host-visible, host-coherent memory type (kp's pick for such
     # memory), in bytes: the whole device-local heap under resizable BAR, 256 MiB without; 0 if none.
     mapped_local_bytes: int = field(repr=False, default=0)
+    # That memory type is also HOST_CACHED (an integrated GPU's): the host reads it at memory speed.
+    mapped_local_cached: bool = field(repr=False, default=False)
 
     @property
     def cooperative_matrix(self) -> bool:
@@ -222,8 +224,8 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
     mem = MemoryProperties()
     lib.vkGetPhysicalDeviceMemoryProperties(pd, C.byref(mem))
     local = sum(mem.memoryHeaps[i].size for i in range(mem.memoryHeapCount) if mem.memoryHeaps[i].flags & 1)
-    mapped = next((mem.memoryHeaps[mem.memoryTypes[2 * i + 1]].size for i in range(mem.memoryTypeCount)
-                   if mem.memoryTypes[2 * i] & 0x7 == 0x7), 0)  # DEVICE_LOCAL | HOST_VISIBLE | HOST_COHERENT
+    mapped = next((i for i in range(mem.memoryTypeCount) if mem.memoryTypes[2 * i] & 0x7 == 0x7), None)
+    mapped_bytes = 0 if mapped is None else mem.memoryHeaps[mem.memoryTypes[2 * mapped + 1]].size
 
     shapes = ()
     if coop_addr and "VK_KHR_cooperative_matrix" in extensions:
@@ -254,4 +256,5 @@ def _describe(lib, index, pd, coop_addr) -> DeviceInfo:
         device_id=p.deviceID, driver_version=p.driverVersion, pipeline_cache_uuid=bytes(p.pipelineCacheUUID),
         min_subgroup_size=ssc.minSubgroupSize or sub.subgroupSize, max_subgroup_size=ssc.maxSubgroupSize or sub.subgroupSize,
         subgroup_operations=sub.supportedOperations if sub.supportedStages & STAGE_COMPUTE_BIT else 0,
-        mapped_local_bytes=mapped)
+        mapped_local_bytes=mapped_bytes,
+        mapped_local_cached=mapped is not None and bool(mem.memoryTypes[2 * mapped] & 0x8))

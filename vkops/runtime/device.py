@@ -192,7 +192,9 @@ class Device(HostAccess):
                 # Idle blocks kept for reuse: an eighth of device memory, 256 MiB to 2 GiB.
                 idle = min(max(self.info.device_local_bytes // 8, 256 << 20), 2 << 30)
                 self._pipelines = Pipelines(self, mgr)
-                self._memory = Allocator(self, self._memory_kind(), idle, self._forget)
+                kind = self._memory_kind()
+                self._memory = Allocator(self, kind, idle, self._forget,
+                                         cached=kind == "host" or (kind == "mapped" and self.info.mapped_local_cached))
                 self._staging = Allocator(self, "host", min(idle, 256 << 20), self._forget_staging)
                 self._sequences = Sequences(mgr, self._lock)
                 self._features = tuple(mgr.enabled_features())

@@ -111,10 +111,10 @@ class Allocator:
     calls shows `created` standing still. Idle blocks above `idle_limit` bytes are freed, largest
     first; `trim()` frees them all."""
 
-    def __init__(self, device, tensor_type: str, idle_limit: int, on_free=None):
+    def __init__(self, device, tensor_type: str, idle_limit: int, on_free=None, cached: Optional[bool] = None):
         self.device = device
         self.host_visible = tensor_type in ("host", "mapped")
-        self.host_cached = tensor_type == "host"
+        self.host_cached = tensor_type == "host" if cached is None else cached  # mapped: an integrated GPU's
         self._type = tensor_type
         self.idle_limit = idle_limit
         self._on_free = on_free  # called with a serial whose block is destroyed
