@@ -6,7 +6,7 @@ import pytest
 
 import vkops
 from vkops import reference
-from vkops.runtime import hostcopy, submit
+from vkops.runtime import hostcopy, transfers
 from vkops.runtime.memory import Allocator
 
 PART = 4096  # bytes a part in these tests (UPLOAD_PART is MiBs)
@@ -19,7 +19,7 @@ def staged(dev, monkeypatch):
     dev.synchronize()
     saved = dev._memory
     dev._memory = Allocator(dev, "storage", 64 << 20, dev._forget)
-    monkeypatch.setattr(submit, "UPLOAD_PART", PART)
+    monkeypatch.setattr(transfers, "UPLOAD_PART", PART)
     monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "SPLIT_OUT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "THREADS", 3)
