@@ -17,15 +17,28 @@ GCOLLECT_PROBE), each adding one part to the one before:
     real    + the cut chunk's tie list and its ranking (the real module)
     probe6  not cut down: the real kernel with its element loops free of break/continue, which spirv-opt then
             unrolls (the real module indexes its loaded uvec4s q[u][e] dynamically: likely local memory)
+    probe7  the real kernel, one 8-byte store a survivor (work viewed as uvec2) instead of two 4-byte ones
+    probe8  probe6 with probe7's stores
+    probe9  the real kernel, a block's keys above T staged in shared memory (8 KiB, 1024 pairs; more: written
+            directly) at their block slots, then copied out by the workgroup, consecutive threads to consecutive
+            slots, 8 bytes each (one more barrier a block)
+    probe10 probe6 with probe9's staging
+    probe11 probe8 with a subgroup's slots at once (subgroup sum, one shared atomic a subgroup) and each element's
+            keys above T placed by a ballot: a subgroup's stores of one element land in consecutive slots
+    probe12 probe8 with the count loop keeping a bit a survivor; the write loop visits only the set bits, each key
+            above T read again from the input (no dynamic q[u][e])
+    probe13 probe12 with probe9's staging
 
 Each is timed as its dispatch's Vulkan timestamps (vkops.bench.timing's method: warm-up, rounds until two agree,
 the median call of a round), each call followed by a copy that zeroes `ctr` (the row's survivor slot counter, which
 gradix_sort would zero; its time is not counted). Printed: GPU µs and the row data's read rate, with the module's
-workgroup size and shared memory. The probes' outputs mean nothing and are not checked; the real compaction's
-survivors (and probe6's, which should be exact) are checked against the oracle's top-K indices a row, and the whole
-top_k call against NumPy's top-K values and the oracle's indices.
+workgroup size and shared memory. The cut-down probes' (1-5) outputs mean nothing and are not checked; the real
+compaction's survivors and those of the whole-kernel copies (probe6-13) are checked against the oracle's top-K indices
+a row (any of them wrong: exit status 1), and the whole top_k call against NumPy's top-K values and the oracle's
+indices. --ties N draws the values from N levels (many ties of T: the cut chunk's tie list or its block scan).
 
     bash bench/gpu.sh python3 bench/research/gradix_collect_probe.py [--shape 64x131072] [--k 4096] [--dtype float32]
+        [--ties N]
 """
 import argparse
 import json
@@ -44,11 +57,16 @@ from vkops.plan import Builder  # noqa: E402
 from vkops.runtime.execute import execute  # noqa: E402
 
 SUFFIX = {"float32": "f32", "float16": "f16"}  # the dtypes with research_gcollect_probe* modules
-# (label, module; {t}: the dtype's suffix), in the order printed: the real module first, then cut down
+# (label, module; {t}: the dtype's suffix), in the order printed: the real module and its whole copies, then cut down
 VARIANTS = [("real", "top_k1_gradix_collect_{t}"), ("probe6 unrolled", "research_gcollect_probe6_{t}"),
+            ("probe7 st64", "research_gcollect_probe7_{t}"), ("probe8 unrolled st64", "research_gcollect_probe8_{t}"),
+            ("probe9 staged", "research_gcollect_probe9_{t}"), ("probe10 unroll staged", "research_gcollect_probe10_{t}"),
+            ("probe11 ballot", "research_gcollect_probe11_{t}"), ("probe12 bitmask", "research_gcollect_probe12_{t}"),
+            ("probe13 bitmask staged", "research_gcollect_probe13_{t}"),
             ("probe5 no slot trip", "research_gcollect_probe5_{t}"), ("probe4 +writes", "research_gcollect_probe4_{t}"),
             ("probe3 +slots", "research_gcollect_probe3_{t}"), ("probe2 +keys", "research_gcollect_probe2_{t}"),
             ("probe1 loads", "research_gcollect_probe1_{t}")]
+FULL = {"real"} | {f"probe{i}" for i in range(6, 14)}  # whole kernels: their survivors checked
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--shape", default="64x131072", help="rows x row length")
@@ -56,11 +74,13 @@ ap.add_argument("--k", type=int, default=4096)
 ap.add_argument("--dtype", default="float32", choices=sorted(SUFFIX))
 ap.add_argument("--chunks", type=int, default=None, help="GRADIX chunks a row (default: the rule's)")
 ap.add_argument("--reps", type=int, default=30, help="calls a timed round")
+ap.add_argument("--ties", type=int, default=None, help="values drawn from this many levels (many ties)")
 args = ap.parse_args()
 M_ = timing.Method(reps=args.reps, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device()
 shape = tuple(map(int, args.shape.split("x")))
-x_np = np.random.default_rng(0).standard_normal(shape).astype(args.dtype)
+rng = np.random.default_rng(0)
+x_np = (rng.standard_normal(shape) if args.ties is None else rng.integers(0, args.ties, shape)).astype(args.dtype)
 x = dev.tensor(x_np)
 xd = x.desc
 n_rows, K = int(np.prod(shape[:-1])), args.k
@@ -162,11 +182,11 @@ for label, module in VARIANTS:
     plan = plan_of([(module, collect)])
     us = gpu_us(plan)
     check = ""
-    if label == "real" or label.startswith("probe6"):
+    if label.split()[0] in FULL:
         exact = survivors_exact(plan)
-        ok &= exact or label != "real"
+        ok &= exact
         check = "  survivors exact" if exact else "  survivors WRONG"
-    print(f"{label:20s} {module:30s} {us:7.1f} us  {x_np.nbytes / us / 1e3:7.1f} GB/s  "
+    print(f"{label:22s} {module:31s} {us:7.1f} us  {x_np.nbytes / us / 1e3:7.1f} GB/s  "
           f"{shared_bytes(module)} B shared{check}", flush=True)
 
 # The whole top_k (its own plan and buffers), after: NumPy's top-K values, the oracle's indices (ties by index)

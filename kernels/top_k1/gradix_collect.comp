@@ -11,6 +11,11 @@
 // sums without the barriers measured no faster on an H200: docs/tuning/top_k1.md, session 22).
 // Bindings: the input, work, ctr. Shared memory: s_scan[WG], 6 words, s_ties[GTIE_CAP], 1 word.
 #extension GL_GOOGLE_include_directive : require
+#if defined(GCOLLECT_PROBE) && GCOLLECT_PROBE == 11  // research_gcollect_probe11's subgroup ops
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_vote : require
+#endif
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1
 #define GRADIX_BINDING 1
@@ -130,10 +135,35 @@ shared uint s_nl;              // their count so far
 // barriers or global atomic: slots from a workgroup's own shared counter, wrapped into the row's K). 6 is not cut
 // down: the whole kernel (exact on contiguous rows) with the count and write loops free of `break`/`continue`, so
 // spirv-opt unrolls them and the loaded uvec4s are never indexed dynamically (the real module's are: q[u][e]).
+// 7-13 are whole kernels too (exact), each attacking the survivors' writes: 7 the real one with one 8-byte store a
+// survivor (work viewed as uvec2: surv_at is even) instead of two 4-byte ones; 8 is 6 with those stores; 9 the real
+// one with a block's keys above T staged in shared memory at their block slots, then copied out by the workgroup,
+// consecutive threads to consecutive slots, 8 bytes each (a block with more than GSTAGE of them writes directly);
+// 10 is 6 with 9's staging; 11 is 8 with a subgroup's slots taken at once (one shared atomic a subgroup, subgroup
+// sums) and each element's keys above T placed by a ballot (a subgroup's stores of one element land together);
+// 12 is 8 with the count loop keeping a bit a survivor and the write loop visiting only the set bits (the key read
+// again from the input: no dynamic q[u][e]); 13 is 12 with 9's staging.
 #ifndef GCOLLECT_PROBE
 #define GCOLLECT_PROBE 0
 #endif
-#if GCOLLECT_PROBE && GCOLLECT_PROBE != 6
+#define GC_FULL (GCOLLECT_PROBE == 0 || GCOLLECT_PROBE >= 6)  // the whole kernel, exact survivors
+#define GC_UNROLL (GCOLLECT_PROBE == 6 || GCOLLECT_PROBE == 8 || GCOLLECT_PROBE == 10 || GCOLLECT_PROBE == 11)
+#define GC_STORE64 (GCOLLECT_PROBE >= 7)
+#define GC_STAGE (GCOLLECT_PROBE == 9 || GCOLLECT_PROBE == 10 || GCOLLECT_PROBE == 13)
+#define GC_BALLOT (GCOLLECT_PROBE == 11)
+#define GC_MASK (GCOLLECT_PROBE == 12 || GCOLLECT_PROBE == 13)
+#if GC_STORE64
+layout(binding = GRADIX_BINDING) coherent buffer Work2 { uvec2 work2[]; };  // work, 8 bytes at a time
+#define PUT(pos, key, idx) work2[surv / 2u + (pos)] = uvec2(key, idx)
+#else
+#define PUT(pos, key, idx) { work[surv + 2u * (pos)] = key; work[surv + 2u * (pos) + 1u] = idx; }
+#endif
+#if GC_STAGE
+const uint GSTAGE = 1024u;      // a block's keys above T staged at most (8 KiB)
+shared uvec2 s_stage[GSTAGE];   // (key, index) at the block's slots
+shared uint s_cnt;              // the block's keys above T
+#endif
+#if !GC_FULL
 // Keeps a probe's work, its shared memory (the real module's footprint) and its bindings alive; writes the row's
 // survivors at most (the probes' outputs mean nothing), and ctr[0] zero (where it is zero).
 void probe_sink(uint s, uint probe) {
@@ -189,7 +219,7 @@ void main() {
     bool list = cut && own <= GTIE_CAP;  // its ties gathered into s_ties while the chunk is read
 #endif
     uint surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
-#if GCOLLECT_PROBE && GCOLLECT_PROBE != 6
+#if !GC_FULL
     uint probe = 0u;
 #endif
     bool vec = pc.vec != 0u;
@@ -204,7 +234,7 @@ void main() {
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             uint i = i0 + u * step;
             if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
-#if GCOLLECT_PROBE == 6
+#if GC_UNROLL || GC_MASK
             else q[u] = uvec4(i < end ? load_raw(base, i) : 0u, 0u, 0u, 0u);
 #else
             else q[u].x = i < end ? load_raw(base, i) : 0u;
@@ -213,7 +243,22 @@ void main() {
         // A load inside the chunk is wholly inside it (vec: end is a multiple of EV): bounds checked a load, and
         // one compare an element for the common key below T.
         uint na = 0u, nt = 0u, nl = 0u;
-#if GCOLLECT_PROBE == 6  // no break or continue: unrolled; strided rows' elements e > 0 masked
+#if GC_MASK  // bit u * EV + e (at most 32): keys above T in ma, the ties to take or list in mt
+        uint ma = 0u, mt = 0u;
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            bool in_chunk = i0 + u * step < end;
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                uint key = gkey(VEC_ELEM(q[u], e));
+                if (in_chunk && (vec || e == 0u) && key >= T) {
+                    if (key > T) ma |= 1u << (u * EV + e);
+                    else if (all || list) mt |= 1u << (u * EV + e);
+                }
+            }
+        }
+        na = uint(bitCount(ma));
+        if (all) nt = uint(bitCount(mt));
+        else nl = uint(bitCount(mt));
+#elif GC_UNROLL  // no break or continue: unrolled; strided rows' elements e > 0 masked
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             bool in_chunk = i0 + u * step < end;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
@@ -245,8 +290,11 @@ void main() {
 #endif
 #if GCOLLECT_PROBE == 5  // research_gcollect_probe5: slots from the workgroup's own counter (never reset), no barriers
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
-#else
-        uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
+#elif GC_BALLOT  // a subgroup's slots: one shared atomic, each lane's first after the lanes below it
+        uint sa = subgroupAdd(na);
+        uint oa = 0u;
+        if (subgroupElect() && sa != 0u) oa = atomicAdd(s_blk, sa);
+        oa = subgroupBroadcastFirst(oa);
         barrier();
         if (tid == 0u) {
             s_base = s_blk != 0u ? atomicAdd(ctr[slot], s_blk) : 0u;
@@ -254,6 +302,24 @@ void main() {
         }
         barrier();
         oa += s_base;
+#else
+        uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
+        barrier();
+        if (tid == 0u) {
+#if GC_STAGE
+            s_cnt = s_blk;
+#endif
+            s_base = s_blk != 0u ? atomicAdd(ctr[slot], s_blk) : 0u;
+            s_blk = 0u;
+        }
+        barrier();
+#if GC_STAGE
+        uint nblk = s_cnt, sbase = s_base;
+        bool stage = nblk <= GSTAGE;  // oa stays the block's slot (s_stage's index) when staged
+        if (!stage) oa += sbase;
+#else
+        oa += s_base;
+#endif
 #endif
         uint ot = nt != 0u ? above + before + atomicAdd(s_tie, nt) : 0u;
         uint ol = nl != 0u ? atomicAdd(s_nl, nl) : 0u;
@@ -261,8 +327,55 @@ void main() {
         probe += oa + ot + ol;
         continue;
 #endif
+#if GC_STAGE  // the block's stores staged: every thread reaches the copy's barrier
+#define GC_ABOVE(pos, key, idx) { if (stage) s_stage[pos] = uvec2(key, idx); else PUT(pos, key, idx); }
+        if (na + nt + nl != 0u) {
+#elif GC_BALLOT  // the whole subgroup takes part in the ballots
+#define GC_ABOVE(pos, key, idx) PUT(pos, key, idx)
+        if (subgroupAny(na + nt + nl != 0u)) {
+#else
+#define GC_ABOVE(pos, key, idx) PUT(pos, key, idx)
         if (na + nt + nl == 0u) continue;
-#if GCOLLECT_PROBE == 6
+        {
+#endif
+#if GC_MASK  // only the set bits visited; a key above T read again (cached)
+        uint m = ma | mt;
+        while (m != 0u) {
+            uint b = uint(findLSB(m));
+            m &= m - 1u;
+            uint i = i0 + (b / EV) * step + b % EV;
+            if ((ma & (1u << b)) != 0u) {
+                uint key = gkey(load_raw(base, i));
+                GC_ABOVE(oa, key, i);
+                ++oa;
+            } else if (all) {
+                PUT(ot, T, i);
+                ++ot;
+            } else {
+                s_ties[ol++] = i;
+            }
+        }
+#elif GC_BALLOT  // keys above T: each element's ballot places the subgroup's lanes that hold one consecutively
+        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
+            bool in_chunk = i0 + u * step < end;
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                uint i = i0 + u * step + e;
+                uint key = gkey(VEC_ELEM(q[u], e));
+                bool ok = in_chunk && (vec || e == 0u);
+                uvec4 bal = subgroupBallot(ok && key > T);
+                if (ok && key > T) PUT(oa + subgroupBallotExclusiveBitCount(bal), key, i);
+                oa += subgroupBallotBitCount(bal);
+                if (ok && key == T) {
+                    if (all) {
+                        PUT(ot, key, i);
+                        ++ot;
+                    } else if (list) {
+                        s_ties[ol++] = i;
+                    }
+                }
+            }
+        }
+#elif GC_UNROLL
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             bool in_chunk = i0 + u * step < end;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
@@ -270,9 +383,18 @@ void main() {
                 uint key = gkey(VEC_ELEM(q[u], e));
                 if (in_chunk && (vec || e == 0u) && key >= T) {
                     if (key > T || all) {
+#if GC_STAGE
+                        if (key > T) {
+                            GC_ABOVE(oa, key, i);
+                            ++oa;
+                        } else {
+                            PUT(ot, key, i);
+                            ++ot;
+                        }
+#else
                         uint pos = key > T ? oa++ : ot++;
-                        work[surv + 2u * pos] = key;
-                        work[surv + 2u * pos + 1u] = i;
+                        PUT(pos, key, i);
+#endif
                     } else if (list) {
                         s_ties[ol++] = i;
                     }
@@ -288,20 +410,36 @@ void main() {
                 uint key = gkey(VEC_ELEM(q[u], e));
                 if (key < T) continue;
                 if (key > T || all) {
+#if GC_STAGE
+                    if (key > T) {
+                        GC_ABOVE(oa, key, i);
+                        ++oa;
+                    } else {
+                        PUT(ot, key, i);
+                        ++ot;
+                    }
+#else
                     uint pos = key > T ? oa++ : ot++;
 #if GCOLLECT_PROBE == 5
                     pos %= pc.K;  // the workgroup's running slots, kept inside the row's survivors
 #endif
-                    work[surv + 2u * pos] = key;
-                    work[surv + 2u * pos + 1u] = i;
+                    PUT(pos, key, i);
+#endif
                 } else if (list) {
                     s_ties[ol++] = i;
                 }
             }
         }
 #endif
+        }
+#if GC_STAGE  // the staged block out: consecutive threads, consecutive slots
+        if (stage && nblk != 0u) {
+            barrier();
+            for (uint j = tid; j < nblk; j += WG) work2[surv / 2u + sbase + j] = s_stage[j];
+        }
+#endif
     }
-#if GCOLLECT_PROBE && GCOLLECT_PROBE != 6  // research_gcollect_probe2-5: no tail
+#if !GC_FULL  // research_gcollect_probe2-5: no tail
     probe_sink(s, probe);
     return;
 #endif
@@ -325,8 +463,7 @@ void main() {
             [[unroll]] for (uint u = 0u; u < 4u; ++u) {
                 if (j0 + u * WG >= own || rank[u] >= r) continue;
                 uint pos = above + before + rank[u];
-                work[surv + 2u * pos] = T;
-                work[surv + 2u * pos + 1u] = idx[u];
+                PUT(pos, T, idx[u]);
             }
         }
         return;
@@ -356,8 +493,7 @@ void main() {
                 if ((bits & (1u << e)) == 0u) continue;
                 if (rank < r) {
                     uint pos = above + before + rank;
-                    work[surv + 2u * pos] = T;
-                    work[surv + 2u * pos + 1u] = blk + tid * EV + e;
+                    PUT(pos, T, blk + tid * EV + e);
                 }
                 ++rank;
             }
