@@ -148,10 +148,18 @@ shared uint s_nl;              // their count so far
 #endif
 #define GC_FULL (GCOLLECT_PROBE == 0 || GCOLLECT_PROBE >= 6)  // the whole kernel, exact survivors
 #define GC_UNROLL (GCOLLECT_PROBE == 6 || GCOLLECT_PROBE == 8 || GCOLLECT_PROBE == 10 || GCOLLECT_PROBE == 11)
-#define GC_STORE64 (GCOLLECT_PROBE >= 7)
 #define GC_STAGE (GCOLLECT_PROBE == 9 || GCOLLECT_PROBE == 10 || GCOLLECT_PROBE == 13)
 #define GC_BALLOT (GCOLLECT_PROBE == 11)
+#if GCOLLECT_PROBE == 0
+// The kernel itself is probe 12 for 16/32-bit keys (a thread's at most 32 elements a block fit one mask word): its
+// survivors found by a bit mask and written 8 bytes at a time, 24-31% faster on an H200 (docs/tuning/top_k1.md,
+// session 23); 8-bit keys (64 elements a block) keep the loops.
+#define GC_MASK (ELEM_BITS > 8)
+#define GC_STORE64 GC_MASK
+#else
+#define GC_STORE64 (GCOLLECT_PROBE >= 7)
 #define GC_MASK (GCOLLECT_PROBE == 12 || GCOLLECT_PROBE == 13)
+#endif
 #if GC_STORE64
 layout(binding = GRADIX_BINDING) coherent buffer Work2 { uvec2 work2[]; };  // work, 8 bytes at a time
 #define PUT(pos, key, idx) work2[surv / 2u + (pos)] = uvec2(key, idx)
