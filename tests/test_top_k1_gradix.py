@@ -300,12 +300,14 @@ def _plan(lim, n, L, k, dtype="float32", tuning=TUN, **kw):
 @pytest.mark.host_only
 def test_the_rule_and_the_knob():
     """The default rule (measured on an H200, docs/tuning/top_k1.md#gradix): pow2(K) >= 2048 on few long rows,
-    K >= GRADIX_MIN_K on any rows of >= GRADIX_MIN_L; GRADIX_MIN_KP = 0 turns it off."""
+    K >= GRADIX_MIN_K on any rows of >= GRADIX_MIN_L, K >= GRADIX_LONG_MIN_K (32-bit keys) on any rows of >=
+    GRADIX_LONG_MIN_L; GRADIX_MIN_KP = 0 turns it off."""
     h = grid.H100
     rule = {(1, 151936, 4096): True, (1, 131072, 1500): True, (16, 131072, 2048): True, (17, 131072, 2048): False,
-            (16, 65535, 2048): False, (16, 65536, 2048): True, (64, 131072, 3999): False, (64, 131072, 4000): True,
+            (16, 65535, 2048): False, (16, 65536, 2048): True, (64, 131072, 2899): False, (64, 131072, 2900): True,
+            (64, 65535, 3999): False, (64, 65535, 4000): True, (64, 32000, 3000): False,
             (64, 32000, 4096): True, (8, 32000, 1500): False, (1, 151936, 1024): False, (64, 16383, 4096): False,
-            (64, 16384, 4096): True, (64, 131072, 3000): False}
+            (64, 16384, 4096): True, (64, 131072, 2048): False}
     for (n, L, k), want in rule.items():
         assert (paths.choose(h, n, L, k).path == "gradix") == want, (n, L, k)
         assert (_plan(h, n, L, k).note("path") == "gradix") == want, (n, L, k)

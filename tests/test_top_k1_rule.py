@@ -142,18 +142,35 @@ def test_rule_row_radix():
     assert _choose(grid.H100, 4096, 32768, 64, key_bits=16).plan.workgroup == 256
     # B/2 < pow2(K) <= B on rows longer than B: one chunk a row in the largest buffer (H100: 4096, K = 2049-4096;
     # lavapipe's 32 KiB: 2048, K = 1025-2048), the usual workgroup; the sort where the knob turns it off
+    # (GRADIX takes 64 long rows from K = GRADIX_LONG_MIN_K by default: off here, see test_rule_gradix_long_rows)
+    nolong = DEFAULT.replace(GRADIX_LONG_MIN_L=1 << 30)
     for lim, n, L, k in ((grid.H100, 64, 131072, 3000), (grid.H100, 1, 4097, 4096), (grid.LAVAPIPE, 3, 2049, 1025),
                          (grid.LAVAPIPE, 64, 131072, 2048), (grid.LIMITS["minimum"], 2, 32000, 1000)):
-        c = _choose(lim, n, L, k)
+        c = _choose(lim, n, L, k, tuning=nolong)
         p = c.plan
         assert (c.path, p.path, p.radix, p.chunks, p.merge_group) == ("radix", "filter", True, 1, 0), (lim.name, L, k)
         assert p.B // 2 < p.Kp == p.B < L <= p.chunk_len and "one chunk a row" in c.why
         assert p.workgroup == lim.workgroup(DEFAULT.WORKGROUP)
-        assert _choose(lim, n, L, k, tuning=DEFAULT.replace(LARGE_K_ONE_CHUNK_MAX_L=L - 1)).path == "sort"
-        assert _choose(lim, n, L, k, force="radix").plan == p  # forced: the same one chunk
-        assert _choose(lim, n, L, k, force="radix", chunks=1).plan == p
-    assert _choose(grid.H100, 64, 131072, 3000).plan.B == 4096  # where the sort keeps 2048
-    assert _choose(grid.H100, 64, 131072, 3000, tuning=DEFAULT.replace(LARGE_K_ONE_CHUNK_MAX_L=1)).plan.B == 2048
+        assert _choose(lim, n, L, k, tuning=nolong.replace(LARGE_K_ONE_CHUNK_MAX_L=L - 1)).path == "sort"
+        assert _choose(lim, n, L, k, force="radix", tuning=nolong).plan == p  # forced: the same one chunk
+        assert _choose(lim, n, L, k, force="radix", chunks=1, tuning=nolong).plan == p
+    assert _choose(grid.H100, 64, 131072, 3000, tuning=nolong).plan.B == 4096  # where the sort keeps 2048
+    assert _choose(grid.H100, 64, 131072, 3000, tuning=nolong.replace(LARGE_K_ONE_CHUNK_MAX_L=1)).plan.B == 2048
+
+
+def test_rule_gradix_long_rows():
+    """GRADIX on many rows of >= GRADIX_LONG_MIN_L from K = GRADIX_LONG_MIN_K (32-bit keys) / _K16 (16-bit); 8-bit
+    keys, shorter rows and smaller K keep their paths (docs/tuning/top_k1.md, session 23)."""
+    from vkops.ops.top_k1 import DEFAULT as t
+
+    L = t.GRADIX_LONG_MIN_L
+    for bits, k in ((32, t.GRADIX_LONG_MIN_K), (16, t.GRADIX_LONG_MIN_K16)):
+        assert _choose(grid.H100, 64, L, k, key_bits=bits).path == "gradix", bits
+        assert _choose(grid.H100, 64, 131072, k, key_bits=bits).path == "gradix", bits
+        assert _choose(grid.H100, 64, L, k - 1, key_bits=bits).path != "gradix", bits
+        assert _choose(grid.H100, 64, L - 1, k, key_bits=bits).path != "gradix", bits
+    assert _choose(grid.H100, 64, 131072, 3000, key_bits=8).path != "gradix"
+    assert _choose(grid.H100, 64, 131072, 3000, key_bits=16).path == "gradix"
 
 
 def test_rule_row_filter():

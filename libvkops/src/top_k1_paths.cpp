@@ -210,8 +210,8 @@ struct Facts {
     TopK1Path filter(bool radix);  // Facts.filter(radix, auto=True), chunks None
 
     // Facts.gradix (a CPU: its own target groups) and Facts.gradix_auto: GRADIX_MIN_KP set (0: never) and reached,
-    // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K,
-    // and it fits.
+    // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K or
+    // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K, and it fits.
     bool gradix(TopK1Path &out) {
         // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
         u64 groups = short_chunks ? (n_seq > t.GRADIX_FEW_SEQ ? t.GRADIX_MANY_TARGET_GROUPS : t.GRADIX_TARGET_GROUPS)
@@ -219,8 +219,11 @@ struct Facts {
         return top_k1_gradix_path(n_seq, length, k, shared, WG, groups, t, out);
     }
     bool gradix_auto(TopK1Path &out) {
+        u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16 : t.GRADIX_LONG_MIN_K;
         return t.GRADIX_MIN_KP > 0 && Kp >= t.GRADIX_MIN_KP && length >= t.GRADIX_MIN_L &&
-               ((n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) || k >= t.GRADIX_MIN_K) && gradix(out);
+               ((n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) || k >= t.GRADIX_MIN_K ||
+                (key_bits > 8 && length >= t.GRADIX_LONG_MIN_L && k >= long_k)) &&
+               gradix(out);
     }
 };
 

@@ -21,7 +21,8 @@ module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
           B/2 < pow2(K) <= B on rows longer than B: radix select, one chunk a row (no merge: it needs two
           runs of pow2(K) in the buffer).
   gradix  pow2(K) >= GRADIX_MIN_KP on up to GRADIX_FEW_SEQ rows of >= GRADIX_FEW_MIN_L, or K >= GRADIX_MIN_K on
-          rows of >= GRADIX_MIN_L (paths.AUTO_RULE's first row; force="gradix" anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit,
+          rows of >= GRADIX_MIN_L, or (16/32-bit keys) K >= GRADIX_LONG_MIN_K16 / _K on rows of >= GRADIX_LONG_MIN_L
+          (paths.AUTO_RULE's first row; force="gradix" anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit,
           the row's last workgroup to arrive picks the digit), one compaction of the K survivors (gradix_collect:
           keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in

@@ -183,10 +183,13 @@ class Facts:
     @property
     def gradix_auto(self) -> bool:
         """The rule takes GRADIX: GRADIX_MIN_KP set (0: never) and reached, rows of >= GRADIX_MIN_L, either few
-        (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K, and it fits."""
-        t = self.t
+        (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L, or K >= GRADIX_MIN_K, or 16/32-bit keys in rows of
+        >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K; and it fits."""
+        t, bits = self.t, self.key_bits
+        long_k = t.GRADIX_LONG_MIN_K16 if bits == 16 else t.GRADIX_LONG_MIN_K
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= t.GRADIX_MIN_KP and self.length >= t.GRADIX_MIN_L
-                and ((self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L) or self.k >= t.GRADIX_MIN_K)
+                and ((self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L) or self.k >= t.GRADIX_MIN_K
+                     or (bits > 8 and self.length >= t.GRADIX_LONG_MIN_L and self.k >= long_k))
                 and self.gradix is not None)
 
     @cached_property
@@ -328,7 +331,8 @@ class Choice:
 AUTO_RULE = (
     ("gradix", lambda f: f.gradix_auto,
      "GRADIX: pow2(K) >= GRADIX_MIN_KP on rows of >= GRADIX_MIN_L, either <= GRADIX_FEW_SEQ rows of >= "
-     "GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of "
+     "GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= "
+     "GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of "
      "the K-th key over many workgroups a row, one compaction, one sort"),
     ("rsort", lambda f: f.chunks is None and f.rsort is not None,
      "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L with pow2(K) > ROWS_MAX_KP and subgroup ballot + "
