@@ -147,7 +147,7 @@ def test_gradix_rule_thresholds():
                t.GRADIX_LONG_MIN_L, 151936)
     ks = (t.GRADIX_MIN_KP // 2, t.GRADIX_MIN_KP // 2 + 1, t.GRADIX_MIN_KP, t.GRADIX_MIN_K - 1, t.GRADIX_MIN_K,
           2 * t.GRADIX_MIN_KP, 2 * t.GRADIX_MIN_KP + 1, t.GRADIX_LONG_MIN_K - 1, t.GRADIX_LONG_MIN_K,
-          t.GRADIX_LONG_MIN_K16 - 1, t.GRADIX_LONG_MIN_K16)
+          t.GRADIX_LONG_MIN_K16 - 1, t.GRADIX_LONG_MIN_K16, t.GRADIX_MIN_KP16 // 2, t.GRADIX_MIN_KP16 // 2 + 1)
     per_limits = {}
     for name, lim in sorted(LIMITS.items()):
         py.paths = set()

@@ -173,6 +173,22 @@ def test_rule_gradix_long_rows():
     assert _choose(grid.H100, 64, 131072, 3000, key_bits=16).path == "gradix"
 
 
+def test_rule_gradix_few_rows_16_bit_keys():
+    """16-bit keys on few long rows take GRADIX from pow2(K) = GRADIX_MIN_KP16 (1024), 32-bit keys and many rows from
+    GRADIX_MIN_KP (docs/tuning/top_k1.md, session 23)."""
+    from vkops.ops.top_k1 import DEFAULT as t
+
+    kp16 = t.GRADIX_MIN_KP16
+    n, L = t.GRADIX_FEW_SEQ, t.GRADIX_FEW_MIN_L
+    assert _choose(grid.H100, 1, 151936, kp16, key_bits=16).path == "gradix"
+    assert _choose(grid.H100, n, L, kp16 // 2 + 1, key_bits=16).path == "gradix"
+    assert _choose(grid.H100, n, L, kp16 // 2, key_bits=16).path != "gradix"  # pow2(K) below it
+    assert _choose(grid.H100, n + 1, L, kp16, key_bits=16).path != "gradix"  # many rows
+    assert _choose(grid.H100, n, L - 1, kp16, key_bits=16).path != "gradix"  # shorter rows
+    assert _choose(grid.H100, 1, 151936, kp16, key_bits=32).path != "gradix"
+    assert _choose(grid.H100, 1, 151936, kp16, key_bits=16, tuning=t.replace(GRADIX_MIN_KP=0)).path != "gradix"
+
+
 def test_rule_row_filter():
     c = _choose(grid.H100, 2, 300000, 9)
     assert (c.path, c.plan.path, c.plan.radix) == ("filter", "filter", False) and "threshold" in c.why

@@ -70,6 +70,7 @@ class TopK1Tuning(Tuning):
     LARGE_K_ONE_CHUNK_MAX_L: int = 1 << 18  # B/2 < pow2(K) <= B on rows of B < L <= this: radix select, one chunk a row; 64x131072 K=4096 1.866 -> 0.180 ms, 1x2^20 lost (#large_k_one_chunk_max_l)
     # -- GRADIX: a multi-workgroup radix select of the K-th key, one compaction, one sort of the survivors
     GRADIX_MIN_KP: int = 2048  # GRADIX from this pow2(K) (0: never); 1x151936 K=4096 0.184 -> 0.063 ms on an H200 (#gradix)
+    GRADIX_MIN_KP16: int = 1024  # ... 16-bit keys on few long rows from this pow2(K): 1x151936 fp16 K=1024 0.0465 -> 0.0339 ms; fp32 and 64 rows lost (#gradix)
     GRADIX_MIN_L: int = 16384  # ... on rows at least this long (#gradix)
     GRADIX_FEW_SEQ: int = 16  # ... on up to this many rows (16x131072 K=2048 0.076 -> 0.074; 64 rows lost below K=4000) (#gradix)
     GRADIX_FEW_MIN_L: int = 65536  # ... of at least this length (8x32000 K=1500 lost: 0.041 -> 0.059) (#gradix)
