@@ -57,6 +57,11 @@ TOPK = [
     ("top_k1_filter_sg", "filter.comp", TOPK_TYPES, {"SHUF": 1}),
     ("top_k1_radix", "radix.comp", TOPK_TYPES, {}),            # radix select of chunks + merge
     ("top_k1_radix_sg", "radix.comp", TOPK_TYPES, {"SHUF": 1}),
+    # radix select's passes by bit masks (TopK1Tuning.RADIX_MASK), keys of 16 and 32 bits (a thread's elements of a
+    # block fit one 32-bit mask; 8-bit keys keep top_k1_radix[_sg]): no break/continue in the element loops, the
+    # collect pass's survivors taken with one atomic a thread and block
+    ("top_k1_radix_m", "radix.comp", GFILTER_TYPES, {"RADIX_MASK": 1}),
+    ("top_k1_radix_m_sg", "radix.comp", GFILTER_TYPES, {"RADIX_MASK": 1, "SHUF": 1}),
     ("top_k1_sort_tile", "sort_tile.comp", TOPK_TYPES, {}),    # global bitonic sort: tiles in shared memory
     ("top_k1_sort_global", "sort_global.comp", (None,), {}),   # ... and its global steps (keys only)
     ("top_k1_rows", "rows.comp", TOPK_TYPES, {}),              # ROWS: one subgroup a row

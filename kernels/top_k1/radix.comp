@@ -8,10 +8,19 @@
 // it, instead of a running threshold), with its own shared memory (the histogram) and the push word
 // `tune`; the chunk merge (merge.glsl) and the buffer's final sort (compact.glsl) are shared with it.
 // SHUF=1 (top_k1_radix_sg_*): the networks' short strides in registers and subgroup shuffles.
+// RADIX_MASK=1 (top_k1_radix_m[_sg]_*, TopK1Tuning.RADIX_MASK; 16/32-bit keys): radix_pass's element loops
+// without break/continue (a thread's valid elements as a bit mask), the collect pass's survivors as a bit mask:
+// one shared atomic a thread and block, then a write a set bit (the key read again from the input).
 // Shared memory: skey/sidx[B], hist[NBINS], s_grp[NBINS/32], 5 words (compact.glsl's stores of the threshold,
 // which only filter.comp reads, are dead here and dropped) (vkops.ops.top_k1_paths.module_shared_bytes).
 #extension GL_GOOGLE_include_directive : require
 #include "head.glsl"
+#ifndef RADIX_MASK
+#define RADIX_MASK 0
+#endif
+#if RADIX_MASK && ELEM_BITS == 8
+#error "RADIX_MASK: a thread's RADIX_LOADS * EV elements must fit one 32-bit mask"
+#endif
 
 layout(constant_id = 1) const uint B = 2048;  // shared buffer entries (power of two)
 
@@ -152,6 +161,56 @@ void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint wid
     bool vec = pc.vec != 0u;
     uint step = vec ? WG * EV : WG;
     uint a0 = vec ? lo_i - lo_i % EV : lo_i;  // vector loads start on a 16-byte boundary
+#if RADIX_MASK
+    // Bit u * EV + e (RADIX_LOADS * EV <= 32) of a block stands for element e of load u. The element loops have no
+    // break or continue, so they unroll with constant indices into q: an element outside [lo_i, hi_i) (or e > 0 of
+    // a strided row's load) is masked off, its work predicated away.
+    uint ev = vec ? EV : 1u;
+    for (uint i0 = a0 + (vec ? tid * EV : tid); i0 < hi_i; i0 += RADIX_LOADS * step) {
+        uvec4 q[RADIX_LOADS];
+        uint vm = 0u;  // the block's elements inside [lo_i, hi_i)
+        [[unroll]] for (uint u = 0u; u < RADIX_LOADS; ++u) {
+            uint i = i0 + u * step;
+            if (vec) q[u] = i < hi_i ? src4[(base + i) / EV] : uvec4(0u);
+            else q[u] = uvec4(i < hi_i ? load_raw(base, i) : 0u, 0u, 0u, 0u);
+            // elements [lo_e, hi_e) of the load are inside (hi_e <= ev <= 8: the shifts stay in range)
+            uint hi_e = i < hi_i ? min(hi_i - i, ev) : 0u;
+            uint lo_e = min(i < lo_i ? lo_i - i : 0u, hi_e);
+            vm |= ((1u << hi_e) - (1u << lo_e)) << (u * EV);
+        }
+        uint sm = 0u;  // PASS_COLLECT: the block's survivors
+        [[unroll]] for (uint u = 0u; u < RADIX_LOADS; ++u) {
+            [[unroll]] for (uint e = 0u; e < EV; ++e) {
+                uint bit = 1u << (u * EV + e);
+                bool ok = (vm & bit) != 0u;
+                uint i = i0 + u * step + e;
+                uint key = make_key(VEC_ELEM(q[u], e)) & KEY_BITS_MASK;  // !vec: e = 0, q[u].x
+                if (pass == PASS_KEY_HIST) {
+                    if (ok && (key & hmask) == prefix) atomicAdd(hist[(key >> shift) & dmask], 1u);
+                } else if (pass == PASS_POS_HIST) {
+                    if (ok && key == prefix) atomicAdd(hist[(i - lo_i) / w], 1u);
+                } else if (ok && (key > prefix || (key == prefix && i < pos_cut))) {
+                    sm |= bit;
+                }
+            }
+        }
+        if (pass == PASS_COLLECT && sm != 0u) {
+            // the thread's slots with one atomic; the stores visit only the set bits (compact sorts them after,
+            // so their order is free)
+            uint pos = atomicAdd(s_count, uint(bitCount(sm)));
+            while (sm != 0u) {
+                uint b = uint(findLSB(sm));
+                sm &= sm - 1u;
+                uint i = i0 + (b / EV) * step + b % EV;
+                if (pos < B) {  // the sampled guess may overshoot: count on, store what fits
+                    skey[SW(pos)] = (make_key(load_raw(base, i)) & KEY_BITS_MASK) ^ (pc.flip & ~KEY_BITS_MASK);
+                    sidx[SW(pos)] = i;
+                }
+                ++pos;
+            }
+        }
+    }
+#else
     for (uint i0 = a0 + (vec ? tid * EV : tid); i0 < hi_i; i0 += RADIX_LOADS * step) {
         uvec4 q[RADIX_LOADS];  // loads in flight per thread; elements are extracted when used
         [[unroll]] for (uint u = 0u; u < RADIX_LOADS; ++u) {
@@ -179,6 +238,7 @@ void radix_pass(uint pass, uint base, uint lo_i, uint hi_i, uint shift, uint wid
             }
         }
     }
+#endif
 }
 
 // The top Kp (key, index) pairs of entries [start, end) into skey/sidx[0, Kp), sorted: resolve the

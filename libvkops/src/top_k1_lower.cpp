@@ -38,7 +38,7 @@ struct Lowering {
 
     // One dispatch of kernels/top_k1/<alg>.comp (`sg`: its _sg module), its push block from the row's shape and `fields`.
     void dispatch(const std::string &alg, const std::vector<Ref> &bufs, const std::vector<int> &writes, u64 n_groups,
-                  const std::vector<u32> &spec, bool sg, const Fields &fields) {
+                  const std::vector<u32> &spec, bool sg, const Fields &fields, const std::string &var = "") {
         std::map<std::string, u64> vals;
         for (auto &f : shape) vals[f.first] = f.second;
         vals["n_groups"] = n_groups;
@@ -54,7 +54,7 @@ struct Lowering {
                 pc.set(at + i, f.first == "o_sizes" ? other[i].first : other[i].second);
             at += f.second;
         }
-        std::string kernel = "top_k1_" + alg + (sg ? "_sg" : "") + (alg == "sort_global" ? "" : "_" + tname);
+        std::string kernel = "top_k1_" + alg + var + (sg ? "_sg" : "") + (alg == "sort_global" ? "" : "_" + tname);
         b.dispatch(kernel, bufs, writes, b.limits.grid(n_groups, "TOP_K1"), pc.w, spec);
     }
 };
@@ -147,11 +147,13 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         lo.dispatch("seg", {x, values, indices}, {1, 2}, cdiv(n_seq, p.G), spec, p.shuf, {{"G", p.G}, {"P", p.P}});
     } else if (p.path == "filter") {
         std::string alg = p.radix ? "radix" : "filter";
+        // RADIX_MASK: the top_k1_radix_m[_sg] modules (16/32-bit keys: a thread's elements of a block fit one mask word)
+        std::string var = p.radix && t.RADIX_MASK && bits > 8 ? "_m" : "";
         Fields fields = {{"chunk_len", p.chunk_len}, {"cap", p.cap ? p.cap : p.B}, {"tune", top_k1_tune_bits(p, n_seq, bits, t)}};
         Ref ctr = b.counters(1);  // bound but unused unless several chunks share a row
         if (p.chunks == 1) {
             fields.push_back({"chunks", 1});
-            lo.dispatch(alg, {x, values, indices, ctr, ctr}, {1, 2}, n_seq, spec, p.shuf, fields);
+            lo.dispatch(alg, {x, values, indices, ctr, ctr}, {1, 2}, n_seq, spec, p.shuf, fields, var);
         } else {
             // counters: one a row, then (two-level merge) one a merge group of each row
             u64 groups = p.merge_group ? cdiv(p.chunks, p.merge_group) : 0;
@@ -159,7 +161,7 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
             Ref cand = b.scratch(u32_tensor(n_seq * p.chunks * K * 2));
             fields.push_back({"chunks", p.chunks});
             fields.push_back({"merge_group", p.merge_group ? p.merge_group : p.chunks});
-            lo.dispatch(alg, {x, values, indices, cand, ctr}, {1, 2, 3, 4}, n_seq * p.chunks, spec, p.shuf, fields);
+            lo.dispatch(alg, {x, values, indices, cand, ctr}, {1, 2, 3, 4}, n_seq * p.chunks, spec, p.shuf, fields, var);
         }
     } else {
         u64 P = p.P, B = p.B;

@@ -1,6 +1,6 @@
 """TOP_K1's lowering (pure): `plan()` and `lower()`, the push-constant mirrors `PUSH`. Which path a call
 takes is decided by the rules in paths.py (pure); each path runs kernels/top_k1/<algorithm>.comp,
-module top_k1_<algorithm>[_sg]_<type> (PUSH mirrors each one's push block):
+module top_k1_<algorithm>[_m][_sg]_<type> (PUSH mirrors each one's push block):
   rows    many rows of <= ROWS_MAX_L with pow2(K) <= 256, on devices with subgroup ballot + arithmetic + shuffle:
           one subgroup per row, radix select over a subgroup-private histogram, no workgroup barrier
           (rows.comp; rows of <= 32 keys per lane stay in registers). Thousands of rows
@@ -149,9 +149,9 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     shape = dict(n_seq=n_seq, L=L, K=K, Kp=p.Kp, flip=flip, axis_stride=strides[axis], inner=inner, n_other=len(other),
                  vec=int(strides[axis] == 1 and L % ev == 0 and all(t % ev == 0 for _, t in other)))
 
-    def dispatch(alg, buffers, writes, n_groups, spec, sg=False, **fields):
-        """One dispatch of kernels/top_k1/<alg>.comp (its `t` module, `_sg` with shuffles), its push block
-        filled from the row's shape and `fields`."""
+    def dispatch(alg, buffers, writes, n_groups, spec, sg=False, var="", **fields):
+        """One dispatch of kernels/top_k1/<alg>.comp (its `t` module, `var` a variant's suffix such as radix's "_m",
+        `_sg` with shuffles), its push block filled from the row's shape and `fields`."""
         pc = np.zeros((), PUSH[alg])
         for f, v in dict(shape, n_groups=n_groups, **fields).items():
             if f in pc.dtype.names:
@@ -159,7 +159,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         if "o_sizes" in pc.dtype.names:
             for i, (size, stride) in enumerate(other):
                 pc["o_sizes"][i], pc["o_strides"][i] = size, stride
-        kernel = f"top_k1_{alg}" + ("_sg" if sg else "") + ("" if alg == "sort_global" else f"_{tname}")
+        kernel = f"top_k1_{alg}" + var + ("_sg" if sg else "") + ("" if alg == "sort_global" else f"_{tname}")
         b.dispatch(kernel, buffers, writes=writes, groups=lim.grid(n_groups, "TOP_K1"),
                    push=pc.reshape(1).view(np.uint32), spec=spec)
 
@@ -210,17 +210,19 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         dispatch("seg", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, p.shuf, G=p.G, P=p.P)
     elif p.path == "filter":
         alg = "radix" if p.radix else "filter"
+        # RADIX_MASK: the top_k1_radix_m[_sg] modules (16/32-bit keys: a thread's elements of a block fit one mask word)
+        var = "_m" if p.radix and t.RADIX_MASK and bits > 8 else ""
         fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
                       tune=tune_bits(p, n_seq, bits, t) if tune is None else tune)
         ctr = b.counters(1)  # bound but unused unless several chunks share a row
         if p.chunks == 1:
-            dispatch(alg, [x, values, indices, ctr, ctr], [1, 2], n_seq, spec, p.shuf, chunks=1, **fields)
+            dispatch(alg, [x, values, indices, ctr, ctr], [1, 2], n_seq, spec, p.shuf, var, chunks=1, **fields)
         else:
             # counters: one a row, then (two-level merge) one a merge group of each row
             groups = -(-p.chunks // p.merge_group) if p.merge_group else 0
             ctr = b.counters(n_seq * (1 + groups))
             cand = b.scratch(TensorDesc(DataType.UINT32, (n_seq * p.chunks * K * 2,)))
-            dispatch(alg, [x, values, indices, cand, ctr], [1, 2, 3, 4], n_seq * p.chunks, spec, p.shuf,
+            dispatch(alg, [x, values, indices, cand, ctr], [1, 2, 3, 4], n_seq * p.chunks, spec, p.shuf, var,
                      chunks=p.chunks, merge_group=p.merge_group or p.chunks, **fields)
     else:
         P, B = p.P, p.B

@@ -53,6 +53,7 @@ class TopK1Tuning(Tuning):
     RADIX_SHORT_ROWS_B: int = 512  # many short radix rows: buffer of 512; 0.100 -> 0.084 ms (#radix_short_rows_b)
     RADIX_SHORT_ROWS_WG: int = 128  # ... and workgroups of 128: 0.084 -> 0.066 ms (#radix_short_rows_wg)
     RADIX_SHORT_ROWS_MIN_L: int = 1601  # ROWS_RADIX_MIN_L + 1: the short-row buffer for rows ROWS no longer takes (#radix_short_rows_wg)
+    RADIX_MASK: bool = False  # radix select's passes by bit masks (top_k1_radix_m[_sg]_*, 16/32-bit keys): unrolled element loops, one shared atomic a thread's survivors of a block; off until measured (#radix_mask)
     # -- the radix push word `tune` (TUNE_GUESS, TUNE_SELECT)
     TUNE_SELECT_MIN_KP: int = 256  # 32-bit keys: both bits from here; K=256 0.314 -> 0.296 ms (#tune_guess-tune_select)
     TUNE_SELECT_MIN_KP_NARROW: int = 1024  # 16/8-bit keys: TUNE_SELECT from here; lost at K=256 (#tune_guess-tune_select)
@@ -94,10 +95,12 @@ class TopK1Tuning(Tuning):
 
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_RANK_MAX_SEQ")],
+        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_RANK_MAX_SEQ",
+                                                                   "RADIX_MASK")],
                           pow2=POW2)
-        if not isinstance(self.GRADIX_FILTER, bool):
-            raise ValidationError(f"TopK1Tuning.GRADIX_FILTER must be a bool; got {self.GRADIX_FILTER!r}")
+        for name in ("GRADIX_FILTER", "RADIX_MASK"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValidationError(f"TopK1Tuning.{name} must be a bool; got {getattr(self, name)!r}")
         for name in ("GRADIX_MIN_KP", "GRADIX_RANK_MAX_SEQ"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
