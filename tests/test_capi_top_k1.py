@@ -197,6 +197,14 @@ def test_gradix_filter_knob():
         capi.plan_tuned(capi.OP_TOP_K1, desc("float32", (1, 4096), 1, 8), LIMITS["h100"], {"NO_SUCH": 1})
 
 
+def test_radix_mask_knob():
+    # radix select by bit masks (TopK1Tuning.RADIX_MASK): the top_k1_radix_m[_sg] modules for 16/32-bit keys, the
+    # old ones for 8-bit keys, the plans otherwise the same.
+    kinds = _same_plans_tuned({"RADIX_MASK": True}, ((64, 131072), (64, 32000), (4096, 4096), (3, 40001)),
+                              (50, 256, 1024, 2048))
+    assert {"top_k1_radix_m", "top_k1_radix_m_sg", "top_k1_radix", "top_k1_radix_sg"} <= kinds
+
+
 def test_gradix_rank_knob():
     # GRADIX's rank sort for few rows (TopK1Tuning.GRADIX_RANK_MAX_SEQ, with its tile knobs, with and without
     # GRADIX_FILTER), rows at and past the knob.
