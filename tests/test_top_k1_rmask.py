@@ -18,7 +18,8 @@ import top_k1_plan_grid as grid
 from test_top_k1 import big_k, guess_too_high_row, radix_data
 
 DIRS = ["decreasing", "increasing"]
-TM = TUN.replace(RADIX_MASK=True)
+TM = TUN.replace(RADIX_MASK=True)  # the default since session 23
+TOFF = TUN.replace(RADIX_MASK=False)
 DTYPES = ["float32", "float16", "int32", "uint16"]
 RADIX_LOADS, EPI = 4, paths.EPI  # radix.comp's loads a thread in flight; a chunk is whole steps of WG * EPI
 
@@ -52,7 +53,7 @@ def test_the_knob_plans_the_mask_modules():
     for dtype, s in (("float32", "f32"), ("float16", "f16"), ("int32", "i32"), ("int16", "i16"), ("uint32", "u32"),
                      ("uint16", "u16"), ("int8", "i8"), ("uint8", "u8")):
         for k, sg in ((256, ""), (1024, "_sg")):
-            off = plan_of(h, (64, 131072), dtype, k, tuning=TUN)
+            off = plan_of(h, (64, 131072), dtype, k, tuning=TOFF)
             on = plan_of(h, (64, 131072), dtype, k)
             m = "_m" if np.dtype(dtype).itemsize > 1 else ""  # 8-bit keys: 64 elements a block, the old modules
             assert [d.kernel for d in off.dispatches] == [f"top_k1_radix{sg}_{s}"]
@@ -60,13 +61,13 @@ def test_the_knob_plans_the_mask_modules():
             # the same plan otherwise: push words, groups, specialization constants, buffers
             (a,), (b,) = off.dispatches, on.dispatches
             assert (a.push, a.groups, a.spec) == (b.push, b.groups, b.spec)
-    # the default tuning never plans them, on any path the rule picks
-    assert TUN.RADIX_MASK is False
+    # the default tuning plans them wherever the rule picks radix select; RADIX_MASK=False never
+    assert TUN.RADIX_MASK is True
     for n, L, k in ((64, 131072, 1024), (64, 131072, 2048), (4096, 4096, 256), (64, 32000, 1024), (1, 151936, 50)):
         x = vkops.TensorDesc("float32", (n, L))
         d = tk.TopK1Desc(x, *tk.output_descs(x, 1, k), 1, k).validate()
-        assert not any("_m_" in q.kernel for q in tk.python_plan(d, h).dispatches)
-        assert any("radix_m_" in q.kernel for q in tk.python_plan(d, h, tuning=TM).dispatches) == \
+        assert not any("_m_" in q.kernel for q in tk.python_plan(d, h, tuning=TOFF).dispatches)
+        assert any("radix_m_" in q.kernel for q in tk.python_plan(d, h).dispatches) == \
             (tk.python_plan(d, h).note("path") == "radix")
     with pytest.raises(vkops.errors.ValidationError, match="RADIX_MASK must be a bool"):
         TUN.replace(RADIX_MASK=1)
