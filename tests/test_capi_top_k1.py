@@ -200,8 +200,8 @@ def test_gradix_filter_knob():
 def test_radix_mask_knob():
     # radix select by bit masks (TopK1Tuning.RADIX_MASK): the top_k1_radix_m[_sg] modules for 16/32-bit keys, the
     # old ones for 8-bit keys, the plans otherwise the same.
-    kinds = _same_plans_tuned({"RADIX_MASK": True}, ((64, 131072), (64, 32000), (4096, 4096), (3, 40001)),
-                              (50, 256, 1024, 2048))
+    kinds = _same_plans_tuned({"RADIX_MASK": True}, ((64, 131072), (64, 32000), (4096, 4096), (3, 40001), (8, 4096),
+                                                     (8, 4097)), (50, 256, 1024, 2048))
     assert {"top_k1_radix_m", "top_k1_radix_m_sg", "top_k1_radix", "top_k1_radix_sg"} <= kinds
     off = _same_plans_tuned({"RADIX_MASK": False}, ((64, 131072), (4096, 4096)), (256, 1024))  # off: the old ones only
     assert {"top_k1_radix", "top_k1_radix_sg"} <= off and not {"top_k1_radix_m", "top_k1_radix_m_sg"} & off

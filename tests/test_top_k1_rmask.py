@@ -18,7 +18,7 @@ import top_k1_plan_grid as grid
 from test_top_k1 import big_k, guess_too_high_row, radix_data
 
 DIRS = ["decreasing", "increasing"]
-TM = TUN.replace(RADIX_MASK=True)  # the default since session 23
+TM = TUN.replace(RADIX_MASK=True, RADIX_MASK_MIN_L=1)  # on (the default since session 23) on chunks of any length
 TOFF = TUN.replace(RADIX_MASK=False)
 DTYPES = ["float32", "float16", "int32", "uint16"]
 RADIX_LOADS, EPI = 4, paths.EPI  # radix.comp's loads a thread in flight; a chunk is whole steps of WG * EPI
@@ -61,14 +61,17 @@ def test_the_knob_plans_the_mask_modules():
             # the same plan otherwise: push words, groups, specialization constants, buffers
             (a,), (b,) = off.dispatches, on.dispatches
             assert (a.push, a.groups, a.spec) == (b.push, b.groups, b.spec)
-    # the default tuning plans them wherever the rule picks radix select; RADIX_MASK=False never
+    # the default tuning plans them wherever the rule picks radix select on chunks of >= RADIX_MASK_MIN_L (rows of
+    # 4096 keep the old modules); RADIX_MASK=False never
     assert TUN.RADIX_MASK is True
-    for n, L, k in ((64, 131072, 1024), (64, 131072, 2048), (4096, 4096, 256), (64, 32000, 1024), (1, 151936, 50)):
+    for n, L, k in ((64, 131072, 1024), (64, 131072, 2048), (4096, 4096, 256), (4096, 4096, 1024), (64, 32000, 1024),
+                    (1, 151936, 50), (64, 4097, 1024)):
         x = vkops.TensorDesc("float32", (n, L))
         d = tk.TopK1Desc(x, *tk.output_descs(x, 1, k), 1, k).validate()
         assert not any("_m_" in q.kernel for q in tk.python_plan(d, h, tuning=TOFF).dispatches)
-        assert any("radix_m_" in q.kernel for q in tk.python_plan(d, h).dispatches) == \
-            (tk.python_plan(d, h).note("path") == "radix")
+        p = tk.python_plan(d, h)
+        assert any("radix_m_" in q.kernel for q in p.dispatches) == \
+            (p.note("path") == "radix" and (n, L) != (4096, 4096)), (n, L, k)
     with pytest.raises(vkops.errors.ValidationError, match="RADIX_MASK must be a bool"):
         TUN.replace(RADIX_MASK=1)
 

@@ -211,7 +211,8 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
     elif p.path == "filter":
         alg = "radix" if p.radix else "filter"
         # RADIX_MASK: the top_k1_radix_m[_sg] modules (16/32-bit keys: a thread's elements of a block fit one mask word)
-        var = "_m" if p.radix and t.RADIX_MASK and bits > 8 else ""
+        # on chunks of >= RADIX_MASK_MIN_L elements (a row's one chunk: the row's length)
+        var = "_m" if p.radix and t.RADIX_MASK and bits > 8 and min(p.chunk_len, L) >= t.RADIX_MASK_MIN_L else ""
         fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
                       tune=tune_bits(p, n_seq, bits, t) if tune is None else tune)
         ctr = b.counters(1)  # bound but unused unless several chunks share a row
