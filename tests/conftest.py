@@ -3,6 +3,8 @@
 The layer is configured through the environment before the first Vulkan instance exists, so this
 runs at import time. Set VKOPS_NO_VALIDATION=1 to run without it (e.g. on a machine lacking it).
 """
+import contextlib
+import gc
 import os
 import sys
 import tempfile
@@ -358,3 +360,24 @@ def ci_leg_markers_hold(request):
     sub = sorted(set(kernels) & _SUBGROUP_KERNELS) + (["the device's subgroup size"] if _SEEN["sizes"] else [])
     if request.node.get_closest_marker("subgroup_free") and sub and _on_lavapipe():
         pytest.fail(f"marked subgroup_free but depends on the subgroup size through {sub}; {why}")
+
+
+@contextlib.contextmanager
+def device_memory(dev, kind: str, cached=None):
+    """The device's buffers from another allocator inside the block: "storage" (device-local behind staging copies,
+    as on a discrete GPU: lavapipe's own are host-visible) or "mapped" (device memory the host maps, as under
+    resizable BAR); recipes dropped and the allocator's idle blocks freed on the way in and out."""
+    from vkops.runtime.memory import Allocator
+
+    dev.synchronize()
+    dev._recipes.clear()
+    saved = dev._memory
+    dev._memory = Allocator(dev, kind, 64 << 20, dev._forget, cached=cached)
+    try:
+        yield dev
+    finally:
+        dev.synchronize()
+        dev._recipes.clear()
+        gc.collect()
+        dev._memory.trim()
+        dev._memory = saved

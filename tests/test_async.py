@@ -12,6 +12,8 @@ from vkops import reference
 from vkops.runtime import device as device_mod
 from vkops.runtime import submit
 
+from conftest import device_memory
+
 WIN = ((0, 0), (64, 4096), (1, -1))
 
 
@@ -28,20 +30,8 @@ def memory(request, dev):
     if request.param == "mapped":
         yield request.param
         return
-    from vkops.runtime.memory import Allocator
-
-    dev.synchronize()
-    saved = dev._memory
-    dev._memory = Allocator(dev, "storage" if request.param == "staged" else "mapped", 64 << 20, dev._forget)
-    try:
+    with device_memory(dev, "storage" if request.param == "staged" else "mapped"):
         yield request.param
-    finally:
-        dev.synchronize()
-        import gc
-
-        gc.collect()
-        dev._memory.trim()
-        dev._memory = saved
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.runtime import hostcopy, transfers
-from vkops.runtime.memory import Allocator
+from conftest import device_memory
 
 PART = 4096  # bytes a part in these tests (UPLOAD_PART is MiBs)
 
@@ -16,23 +16,13 @@ PART = 4096  # bytes a part in these tests (UPLOAD_PART is MiBs)
 def staged(dev, monkeypatch):
     """Device-local buffers behind staging copies, uploads in parts of PART bytes, host copies split from
     SPLIT_BYTES = SPLIT_OUT_BYTES = 2 * PART on 3 threads."""
-    dev.synchronize()
-    saved = dev._memory
-    dev._memory = Allocator(dev, "storage", 64 << 20, dev._forget)
     monkeypatch.setattr(transfers, "UPLOAD_PART", PART)
     monkeypatch.setattr(hostcopy, "SPLIT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "SPLIT_OUT_BYTES", 2 * PART)
     monkeypatch.setattr(hostcopy, "THREADS", 3)
     monkeypatch.setattr(hostcopy, "_pool", None)
-    try:
+    with device_memory(dev, "storage"):
         yield dev
-    finally:
-        dev.synchronize()
-        import gc
-
-        gc.collect()
-        dev._memory.trim()
-        dev._memory = saved
 
 
 @pytest.mark.parametrize("n", [1, 4095, 4096, 4097, 2 * 4096 - 1, 2 * 4096, 2 * 4096 + 1, 5 * 4096 + 3, 1 << 20])

@@ -2,7 +2,6 @@
 place with no submission, reads up to MAPPED_READ_BYTES are made in place, larger ones through staging; which
 devices get it. lavapipe offers such memory (its one memory type is device-local and host-visible), so the
 allocator of a GPU with resizable BAR runs here as it would there."""
-import gc
 import types
 
 import numpy as np
@@ -12,23 +11,13 @@ import vkops
 from vkops.bench import decode
 from vkops.runtime import device as device_mod
 from vkops.runtime import memory
-from vkops.runtime.memory import Allocator
+from conftest import device_memory
 
 
 @pytest.fixture
 def bar(dev):
-    dev.synchronize()
-    dev._recipes.clear()
-    saved = dev._memory
-    dev._memory = Allocator(dev, "mapped", 64 << 20, dev._forget)
-    try:
+    with device_memory(dev, "mapped"):
         yield dev
-    finally:
-        dev.synchronize()
-        dev._recipes.clear()
-        gc.collect()
-        dev._memory.trim()
-        dev._memory = saved
 
 
 def _fake(device_type="discrete", mapped=0, local=80 << 30):
@@ -125,10 +114,7 @@ def test_graph_fetch_beyond_the_limit_is_staged(bar, rng):
 def test_cached_mapped_memory_reads_in_place(dev, rng):
     """An integrated GPU's mapped memory is HOST_CACHED too (DeviceInfo.mapped_local_cached): reads of any size are
     made in place."""
-    dev.synchronize()
-    saved = dev._memory
-    dev._memory = Allocator(dev, "mapped", 64 << 20, dev._forget, cached=dev.info.mapped_local_cached)
-    try:
+    with device_memory(dev, "mapped", cached=dev.info.mapped_local_cached):
         assert dev.info.mapped_local_cached and dev.info.mapped_local_bytes == dev.info.device_local_bytes  # lavapipe: one type, cached
         a = rng.standard_normal((256, 1024)).astype(np.float32)
         y = vkops.slice(dev.tensor(a), (0, 0), (256, 1024), (1, -1))
@@ -136,8 +122,3 @@ def test_cached_mapped_memory_reads_in_place(dev, rng):
         np.testing.assert_array_equal(y.numpy(), a[:, ::-1])
         assert dev.stats()["submissions"] == s0["submissions"]
         del y
-    finally:
-        dev.synchronize()
-        gc.collect()
-        dev._memory.trim()
-        dev._memory = saved

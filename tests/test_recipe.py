@@ -10,7 +10,7 @@ import pytest
 import vkops
 from vkops import reference
 from vkops.runtime import pipelines, recipe
-from vkops.runtime.memory import Allocator
+from conftest import device_memory
 
 A = np.random.default_rng(1).integers(-128, 128, (16, 512), dtype=np.int8)
 B = np.random.default_rng(2).integers(-128, 128, (512, 512), dtype=np.int8)
@@ -69,17 +69,8 @@ def test_repeat_runs_its_recipe(dev, rng, name):
 @pytest.fixture
 def device_local(dev):
     """Device-local buffers behind staging copies, as on a discrete GPU (lavapipe's are host-visible)."""
-    dev.synchronize()
-    dev._recipes.clear()
-    saved = dev._memory
-    dev._memory = Allocator(dev, "storage", 64 << 20, dev._forget)
-    try:
+    with device_memory(dev, "storage"):
         yield dev
-    finally:
-        dev.synchronize()
-        dev._recipes.clear()
-        dev._memory.trim()
-        dev._memory = saved
 
 
 @pytest.mark.parametrize("name", CASES)
