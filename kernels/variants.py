@@ -99,11 +99,9 @@ for _probe in (1, 2, 3):
 # GRADIX's compaction (gradix_collect.comp) cut down (bench/research/gradix_collect_probe.py), float32 and float16,
 # each adding one part: 1 the loads alone, 2 with the row state and the keys' compare with T (counts only), 3 with
 # the block's slots (shared atomics, two barriers, the row's global atomic), 4 with the survivors' writes (no cut-chunk
-# tie list, no tail), 5 that without the slot round trip; 6 the whole kernel with its element loops unrolled. 7-13 whole
-# kernels attacking the survivors' writes: 7 one 8-byte store a survivor, 8 that with 6's loops, 9 a block's keys above T
-# staged in shared memory and copied out coalesced, 10 that with 6's loops, 11 8 with subgroup slots and a ballot an
-# element, 12 8 with a survivor bit mask (the write loop visits its set bits), 13 12 staged like 9.
-GCOLLECT_PROBES = tuple(range(1, 14))
+# tie list, no tail), 5 that without the slot round trip (whole-kernel variants 6-13 measured and removed: the tuning
+# log, session 23).
+GCOLLECT_PROBES = tuple(range(1, 6))
 for _probe in GCOLLECT_PROBES:
     for _t in (("f32", 32), ("f16", 16)):
         VARIANTS[f"research_gcollect_probe{_probe}_{_t[0]}"] = (

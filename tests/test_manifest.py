@@ -40,7 +40,7 @@ HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLM
 RESEARCH = {"research_coopmat_peak": (np.dtype([("iters", "<u4")]), 2),  # bench/research/coopmat_peak.py
             **{f"research_gradix_probe{i}": (top_k1.PUSH["gradix_hist"], 3) for i in (1, 2, 3)},  # gradix_probe.py
             **{f"research_gcollect_probe{i}_{t}": (top_k1.PUSH["gradix_collect"], 3)  # gradix_collect_probe.py
-               for i in range(1, 14) for t in ("f32", "f16")}}
+               for i in range(1, 6) for t in ("f32", "f16")}}
 # TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1/lowering.py lower)
 TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3,
                 "gradix_hist": 3, "gradix_collect": 3, "gradix_sort": 5, "gradix_fscan": 3, "gradix_fhist": 3,

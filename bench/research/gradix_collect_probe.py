@@ -14,27 +14,18 @@ GCOLLECT_PROBE), each adding one part to the one before:
             no tail (the cut chunk's ranking)
     probe5  probe4 without the slot round trip (no barriers, no global atomic: slots from the workgroup's own
             shared counter, wrapped into the row's K)
-    real    + the cut chunk's tie list and its ranking (the real module)
-    probe6  not cut down: the real kernel with its element loops free of break/continue, which spirv-opt then
-            unrolls (the real module indexes its loaded uvec4s q[u][e] dynamically: likely local memory)
-    probe7  the real kernel, one 8-byte store a survivor (work viewed as uvec2) instead of two 4-byte ones
-    probe8  probe6 with probe7's stores
-    probe9  the real kernel, a block's keys above T staged in shared memory (8 KiB, 1024 pairs; more: written
-            directly) at their block slots, then copied out by the workgroup, consecutive threads to consecutive
-            slots, 8 bytes each (one more barrier a block)
-    probe10 probe6 with probe9's staging
-    probe11 probe8 with a subgroup's slots at once (subgroup sum, one shared atomic a subgroup) and each element's
-            keys above T placed by a ballot: a subgroup's stores of one element land in consecutive slots
-    probe12 probe8 with the count loop keeping a bit a survivor; the write loop visits only the set bits, each key
-            above T read again from the input (no dynamic q[u][e])
-    probe13 probe12 with probe9's staging
+    real    + the cut chunk's tie list and its ranking (the real module: for 16/32-bit keys its loops replaced by
+            a survivor bit mask since session 23, so probes 1-5 cut down the loops it had, which 8-bit keys keep)
+
+Whole-kernel variants of the write phase (probe6-13: unrolled loops, 8-byte stores, staged and ballot writes, the bit
+mask) were measured and removed; their numbers are in docs/tuning/top_k1.md, session 23.
 
 Each is timed as its dispatch's Vulkan timestamps (vkops.bench.timing's method: warm-up, rounds until two agree,
 the median call of a round), each call followed by a copy that zeroes `ctr` (the row's survivor slot counter, which
 gradix_sort would zero; its time is not counted). Printed: GPU µs and the row data's read rate, with the module's
 workgroup size and shared memory. The cut-down probes' (1-5) outputs mean nothing and are not checked; the real
-compaction's survivors and those of the whole-kernel copies (probe6-13) are checked against the oracle's top-K indices
-a row (any of them wrong: exit status 1), and the whole top_k call against NumPy's top-K values and the oracle's
+compaction's survivors are checked against the oracle's top-K indices
+a row (wrong: exit status 1), and the whole top_k call against NumPy's top-K values and the oracle's
 indices. --ties N draws the values from N levels (many ties of T: the cut chunk's tie list or its block scan).
 
     bash bench/gpu.sh python3 bench/research/gradix_collect_probe.py [--shape 64x131072] [--k 4096] [--dtype float32]
@@ -57,16 +48,12 @@ from vkops.plan import Builder  # noqa: E402
 from vkops.runtime.execute import execute  # noqa: E402
 
 SUFFIX = {"float32": "f32", "float16": "f16"}  # the dtypes with research_gcollect_probe* modules
-# (label, module; {t}: the dtype's suffix), in the order printed: the real module and its whole copies, then cut down
-VARIANTS = [("real", "top_k1_gradix_collect_{t}"), ("probe6 unrolled", "research_gcollect_probe6_{t}"),
-            ("probe7 st64", "research_gcollect_probe7_{t}"), ("probe8 unrolled st64", "research_gcollect_probe8_{t}"),
-            ("probe9 staged", "research_gcollect_probe9_{t}"), ("probe10 unroll staged", "research_gcollect_probe10_{t}"),
-            ("probe11 ballot", "research_gcollect_probe11_{t}"), ("probe12 bitmask", "research_gcollect_probe12_{t}"),
-            ("probe13 bitmask staged", "research_gcollect_probe13_{t}"),
+# (label, module; {t}: the dtype's suffix), in the order printed: the real module, then cut down
+VARIANTS = [("real", "top_k1_gradix_collect_{t}"),
             ("probe5 no slot trip", "research_gcollect_probe5_{t}"), ("probe4 +writes", "research_gcollect_probe4_{t}"),
             ("probe3 +slots", "research_gcollect_probe3_{t}"), ("probe2 +keys", "research_gcollect_probe2_{t}"),
             ("probe1 loads", "research_gcollect_probe1_{t}")]
-FULL = {"real"} | {f"probe{i}" for i in range(6, 14)}  # whole kernels: their survivors checked
+FULL = {"real"}  # the whole kernel: its survivors checked
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--shape", default="64x131072", help="rows x row length")

@@ -11,11 +11,6 @@
 // sums without the barriers measured no faster on an H200: docs/tuning/top_k1.md, session 22).
 // Bindings: the input, work, ctr. Shared memory: s_scan[WG], 6 words, s_ties[GTIE_CAP], 1 word.
 #extension GL_GOOGLE_include_directive : require
-#if defined(GCOLLECT_PROBE) && GCOLLECT_PROBE == 11  // research_gcollect_probe11's subgroup ops
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_KHR_shader_subgroup_ballot : require
-#extension GL_KHR_shader_subgroup_vote : require
-#endif
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1
 #define GRADIX_BINDING 1
@@ -132,44 +127,22 @@ shared uint s_nl;              // their count so far
 // earlier chunks' ties) and each element's key and compare with T, counts only; 3 with the block's slots (shared
 // atomics, the two barriers and the row's global slot atomic), nothing written; 4 with the survivors' writes (keys
 // above T and whole-chunk ties), no cut-chunk tie list and no tail; 5 is 4 without the slot round trip (no
-// barriers or global atomic: slots from a workgroup's own shared counter, wrapped into the row's K). 6 is not cut
-// down: the whole kernel (exact on contiguous rows) with the count and write loops free of `break`/`continue`, so
-// spirv-opt unrolls them and the loaded uvec4s are never indexed dynamically (the real module's are: q[u][e]).
-// 7-13 are whole kernels too (exact), each attacking the survivors' writes: 7 the real one with one 8-byte store a
-// survivor (work viewed as uvec2: surv_at is even) instead of two 4-byte ones; 8 is 6 with those stores; 9 the real
-// one with a block's keys above T staged in shared memory at their block slots, then copied out by the workgroup,
-// consecutive threads to consecutive slots, 8 bytes each (a block with more than GSTAGE of them writes directly);
-// 10 is 6 with 9's staging; 11 is 8 with a subgroup's slots taken at once (one shared atomic a subgroup, subgroup
-// sums) and each element's keys above T placed by a ballot (a subgroup's stores of one element land together);
-// 12 is 8 with the count loop keeping a bit a survivor and the write loop visiting only the set bits (the key read
-// again from the input: no dynamic q[u][e]); 13 is 12 with 9's staging.
+// barriers or global atomic: slots from a workgroup's own shared counter, wrapped into the row's K). They cut down
+// the element loops 8-bit keys still run; whole-kernel variants of the write phase (unrolled loops, 8-byte stores,
+// staged or ballot writes, the bit mask kept below) were measured and removed: docs/tuning/top_k1.md, session 23.
 #ifndef GCOLLECT_PROBE
 #define GCOLLECT_PROBE 0
 #endif
-#define GC_FULL (GCOLLECT_PROBE == 0 || GCOLLECT_PROBE >= 6)  // the whole kernel, exact survivors
-#define GC_UNROLL (GCOLLECT_PROBE == 6 || GCOLLECT_PROBE == 8 || GCOLLECT_PROBE == 10 || GCOLLECT_PROBE == 11)
-#define GC_STAGE (GCOLLECT_PROBE == 9 || GCOLLECT_PROBE == 10 || GCOLLECT_PROBE == 13)
-#define GC_BALLOT (GCOLLECT_PROBE == 11)
-#if GCOLLECT_PROBE == 0
-// The kernel itself is probe 12 for 16/32-bit keys (a thread's at most 32 elements a block fit one mask word): its
-// survivors found by a bit mask and written 8 bytes at a time, 24-31% faster on an H200 (docs/tuning/top_k1.md,
-// session 23); 8-bit keys (64 elements a block) keep the loops.
-#define GC_MASK (ELEM_BITS > 8)
+#define GC_FULL (GCOLLECT_PROBE == 0)  // the whole kernel, exact survivors
+// 16/32-bit keys (a thread's at most 32 elements a block fit one mask word): survivors found by a bit mask and written
+// 8 bytes at a time, 24-31% faster on an H200 (docs/tuning/top_k1.md, session 23); 8-bit keys keep the loops.
+#define GC_MASK (GC_FULL && ELEM_BITS > 8)
 #define GC_STORE64 GC_MASK
-#else
-#define GC_STORE64 (GCOLLECT_PROBE >= 7)
-#define GC_MASK (GCOLLECT_PROBE == 12 || GCOLLECT_PROBE == 13)
-#endif
 #if GC_STORE64
 layout(binding = GRADIX_BINDING) coherent buffer Work2 { uvec2 work2[]; };  // work, 8 bytes at a time
 #define PUT(pos, key, idx) work2[surv / 2u + (pos)] = uvec2(key, idx)
 #else
 #define PUT(pos, key, idx) { work[surv + 2u * (pos)] = key; work[surv + 2u * (pos) + 1u] = idx; }
-#endif
-#if GC_STAGE
-const uint GSTAGE = 1024u;      // a block's keys above T staged at most (8 KiB)
-shared uvec2 s_stage[GSTAGE];   // (key, index) at the block's slots
-shared uint s_cnt;              // the block's keys above T
 #endif
 #if !GC_FULL
 // Keeps a probe's work, its shared memory (the real module's footprint) and its bindings alive; writes the row's
@@ -242,7 +215,7 @@ void main() {
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             uint i = i0 + u * step;
             if (vec) q[u] = i < end ? src4[(base + i) / EV] : uvec4(0u);
-#if GC_UNROLL || GC_MASK
+#if GC_MASK
             else q[u] = uvec4(i < end ? load_raw(base, i) : 0u, 0u, 0u, 0u);
 #else
             else q[u].x = i < end ? load_raw(base, i) : 0u;
@@ -266,18 +239,6 @@ void main() {
         na = uint(bitCount(ma));
         if (all) nt = uint(bitCount(mt));
         else nl = uint(bitCount(mt));
-#elif GC_UNROLL  // no break or continue: unrolled; strided rows' elements e > 0 masked
-        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
-            bool in_chunk = i0 + u * step < end;
-            [[unroll]] for (uint e = 0u; e < EV; ++e) {
-                uint key = gkey(VEC_ELEM(q[u], e));
-                if (in_chunk && (vec || e == 0u) && key >= T) {
-                    if (key > T) ++na;
-                    else if (all) ++nt;
-                    else if (list) ++nl;
-                }
-            }
-        }
 #else
         [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
             if (i0 + u * step >= end) continue;
@@ -298,36 +259,15 @@ void main() {
 #endif
 #if GCOLLECT_PROBE == 5  // research_gcollect_probe5: slots from the workgroup's own counter (never reset), no barriers
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
-#elif GC_BALLOT  // a subgroup's slots: one shared atomic, each lane's first after the lanes below it
-        uint sa = subgroupAdd(na);
-        uint oa = 0u;
-        if (subgroupElect() && sa != 0u) oa = atomicAdd(s_blk, sa);
-        oa = subgroupBroadcastFirst(oa);
-        barrier();
-        if (tid == 0u) {
-            s_base = s_blk != 0u ? atomicAdd(ctr[slot], s_blk) : 0u;
-            s_blk = 0u;
-        }
-        barrier();
-        oa += s_base;
 #else
         uint oa = na != 0u ? atomicAdd(s_blk, na) : 0u;
         barrier();
         if (tid == 0u) {
-#if GC_STAGE
-            s_cnt = s_blk;
-#endif
             s_base = s_blk != 0u ? atomicAdd(ctr[slot], s_blk) : 0u;
             s_blk = 0u;
         }
         barrier();
-#if GC_STAGE
-        uint nblk = s_cnt, sbase = s_base;
-        bool stage = nblk <= GSTAGE;  // oa stays the block's slot (s_stage's index) when staged
-        if (!stage) oa += sbase;
-#else
         oa += s_base;
-#endif
 #endif
         uint ot = nt != 0u ? above + before + atomicAdd(s_tie, nt) : 0u;
         uint ol = nl != 0u ? atomicAdd(s_nl, nl) : 0u;
@@ -335,17 +275,8 @@ void main() {
         probe += oa + ot + ol;
         continue;
 #endif
-#if GC_STAGE  // the block's stores staged: every thread reaches the copy's barrier
-#define GC_ABOVE(pos, key, idx) { if (stage) s_stage[pos] = uvec2(key, idx); else PUT(pos, key, idx); }
-        if (na + nt + nl != 0u) {
-#elif GC_BALLOT  // the whole subgroup takes part in the ballots
-#define GC_ABOVE(pos, key, idx) PUT(pos, key, idx)
-        if (subgroupAny(na + nt + nl != 0u)) {
-#else
-#define GC_ABOVE(pos, key, idx) PUT(pos, key, idx)
         if (na + nt + nl == 0u) continue;
         {
-#endif
 #if GC_MASK  // only the set bits visited; a key above T read again (cached)
         uint m = ma | mt;
         while (m != 0u) {
@@ -354,59 +285,13 @@ void main() {
             uint i = i0 + (b / EV) * step + b % EV;
             if ((ma & (1u << b)) != 0u) {
                 uint key = gkey(load_raw(base, i));
-                GC_ABOVE(oa, key, i);
+                PUT(oa, key, i);
                 ++oa;
             } else if (all) {
                 PUT(ot, T, i);
                 ++ot;
             } else {
                 s_ties[ol++] = i;
-            }
-        }
-#elif GC_BALLOT  // keys above T: each element's ballot places the subgroup's lanes that hold one consecutively
-        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
-            bool in_chunk = i0 + u * step < end;
-            [[unroll]] for (uint e = 0u; e < EV; ++e) {
-                uint i = i0 + u * step + e;
-                uint key = gkey(VEC_ELEM(q[u], e));
-                bool ok = in_chunk && (vec || e == 0u);
-                uvec4 bal = subgroupBallot(ok && key > T);
-                if (ok && key > T) PUT(oa + subgroupBallotExclusiveBitCount(bal), key, i);
-                oa += subgroupBallotBitCount(bal);
-                if (ok && key == T) {
-                    if (all) {
-                        PUT(ot, key, i);
-                        ++ot;
-                    } else if (list) {
-                        s_ties[ol++] = i;
-                    }
-                }
-            }
-        }
-#elif GC_UNROLL
-        [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u) {
-            bool in_chunk = i0 + u * step < end;
-            [[unroll]] for (uint e = 0u; e < EV; ++e) {
-                uint i = i0 + u * step + e;
-                uint key = gkey(VEC_ELEM(q[u], e));
-                if (in_chunk && (vec || e == 0u) && key >= T) {
-                    if (key > T || all) {
-#if GC_STAGE
-                        if (key > T) {
-                            GC_ABOVE(oa, key, i);
-                            ++oa;
-                        } else {
-                            PUT(ot, key, i);
-                            ++ot;
-                        }
-#else
-                        uint pos = key > T ? oa++ : ot++;
-                        PUT(pos, key, i);
-#endif
-                    } else if (list) {
-                        s_ties[ol++] = i;
-                    }
-                }
             }
         }
 #else
@@ -418,21 +303,11 @@ void main() {
                 uint key = gkey(VEC_ELEM(q[u], e));
                 if (key < T) continue;
                 if (key > T || all) {
-#if GC_STAGE
-                    if (key > T) {
-                        GC_ABOVE(oa, key, i);
-                        ++oa;
-                    } else {
-                        PUT(ot, key, i);
-                        ++ot;
-                    }
-#else
                     uint pos = key > T ? oa++ : ot++;
 #if GCOLLECT_PROBE == 5
                     pos %= pc.K;  // the workgroup's running slots, kept inside the row's survivors
 #endif
                     PUT(pos, key, i);
-#endif
                 } else if (list) {
                     s_ties[ol++] = i;
                 }
@@ -440,12 +315,6 @@ void main() {
         }
 #endif
         }
-#if GC_STAGE  // the staged block out: consecutive threads, consecutive slots
-        if (stage && nblk != 0u) {
-            barrier();
-            for (uint j = tid; j < nblk; j += WG) work2[surv / 2u + sbase + j] = s_stage[j];
-        }
-#endif
     }
 #if !GC_FULL  // research_gcollect_probe2-5: no tail
     probe_sink(s, probe);
