@@ -127,29 +127,38 @@ def test_repeated_calls_bit_identical_and_indexed_exactly(dev, rng, index, monke
 
 
 def test_index_hits_go_through_the_plan_cache_and_the_same_key(dev, rng, index, monkeypatch):
-    """A hit looks up the normalising call's plan key (Call's input_key) in the plan cache; with the plan
-    gone (other limits clear the cache) the call plans again, the same plan."""
+    """A hit looks up the normalising call's plan key (Call's input_key) in the plan cache and records the
+    call without a Call (Call.eager); with the plan gone (other limits clear the cache) it goes through
+    Call with that key and plans again, the same plan."""
     a = vkops.to_device(rand_q(rng, (16, 64), I8), dev)
     b = vkops.to_device(rand_q(rng, (64, 48), I8), dev)
     keys = []
-    real = call_mod.Call.__enter__
+    real, real_eager = call_mod.Call.__enter__, call_mod.Call.eager
 
     def enter(self):
         r = real(self)
-        keys.append((self._known_key is not None, self.input_key, self.replayed))
+        keys.append(("call", self._known_key is not None, self.input_key, self.replayed))
+        return r
+
+    def eager(dev_, key, *args):
+        r = real_eager(dev_, key, *args)
+        keys.append(("eager", True, key, r is not None))
         return r
 
     monkeypatch.setattr(call_mod.Call, "__enter__", enter)
+    monkeypatch.setattr(call_mod.Call, "eager", staticmethod(eager))
     assert not index()
     dev._plans.clear()
     y0 = vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 4.0, None).numpy()
-    vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 4.0, None)
+    y1 = vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 4.0, None).numpy()
     dev._plans.clear()
     y2 = vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 4.0, None).numpy()
     vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 4.0, None)
-    assert [k[0] for k in keys] == [False, True, True, True]
-    assert len({k[1] for k in keys}) == 1  # one plan key, computed once
-    assert [k[2] for k in keys] == [False, True, False, True]  # replanned after the plan cache lost it
+    assert [k[0] for k in keys] == ["call", "eager", "eager", "call", "eager"]
+    assert [k[1] for k in keys] == [False, True, True, True, True]
+    assert len({k[2] for k in keys}) == 1  # one plan key, computed once
+    assert [k[3] for k in keys] == [False, True, False, False, True]  # replanned after the plan cache lost it
+    np.testing.assert_array_equal(y1, y0)
     np.testing.assert_array_equal(y2, y0)
 
 

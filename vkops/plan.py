@@ -77,6 +77,7 @@ class Plan:
     _steps: tuple = field(default=None, init=False, repr=False, compare=False)  # per dispatch, what the runtime records
     _io: tuple = field(default=None, init=False, repr=False, compare=False)  # per buffer: its place in inputs + outputs, or -1
     _io_only: bool = field(default=False, init=False, repr=False, compare=False)  # buffers = inputs + outputs, in order
+    _binds: tuple = field(default=None, init=False, repr=False, compare=False)  # runtime/execute.py _bind's steps
     _outs: tuple = field(default=None, init=False, repr=False, compare=False)  # per output: (packed desc, words)
 
     def __post_init__(self):
@@ -98,6 +99,18 @@ class Plan:
                 io.append(-1)
         object.__setattr__(self, "_io", tuple(io))
         object.__setattr__(self, "_io_only", io == list(range(len(io))))
+        # Per buffer (kind, index into inputs + outputs or constant's id, words): 0 io, 1 the device's zeroed
+        # counters, 2 a zeroed upload (a second zeroed scratch), 3 scratch, 4 a constant.
+        binds, zeroed = [], False
+        for i, b in enumerate(self.buffers):
+            if io[i] >= 0:
+                binds.append((0, io[i], b.words))
+            elif b.role == "scratch":
+                binds.append((3 if not b.zeroed else 2 if zeroed else 1, i, b.words))
+                zeroed = zeroed or b.zeroed
+            else:
+                binds.append((4, i, b.words))
+        object.__setattr__(self, "_binds", tuple(binds))
         object.__setattr__(self, "_outs", tuple((b.tensor.packed(), words_for(b.tensor.element_count, b.tensor.data_type))
                                                 for b in self.buffers if b.role == "output"))
         roles = {r: [] for r in ROLES}

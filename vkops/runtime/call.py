@@ -30,6 +30,49 @@ def _default_device() -> Device:
     return _default[1]
 
 
+def eager(dev: Device, key: tuple, inputs: Sequence[DeviceTensor], outs: Sequence = (), op: str = "call"):
+    """A repeated eager call on device tensors (`inputs`, `outs` the `out=` tensors or ()), outside any batch,
+    whose complete plan key `key` an operator's own index gave it: what Call does for it (the plan from the
+    device's cache, outputs allocated, recorded, submitted without waiting) without a Call. Returns its
+    outputs, or None where Call must run it (a batch or capture is open, the plan was evicted)."""
+    if getattr(dev._local, "stack", None):
+        return None
+    plan = dev._plans.get(key)
+    if plan is None:
+        return None
+    mem = dev._memory
+    outputs = []
+    for j, (desc, words) in enumerate(plan._outs):
+        u = outs[j] if j < len(outs) else None
+        outputs.append(DeviceTensor(mem.get(words), desc, dev) if u is None else
+                       _checked_out(dev, desc, u, "out" if len(plan._outs) == 1 else f"out[{j}]"))
+    batch = Batch(dev, pending=False)
+    try:
+        execute(plan, batch, inputs, outputs)
+    except BaseException as e:
+        _named(e, op)
+        batch._release()
+        raise
+    batch.run_async()
+    return outputs
+
+
+def _checked_out(dev: Device, desc: TensorDesc, out, field: str) -> DeviceTensor:
+    if not isinstance(out, DeviceTensor) or out.device is not dev:
+        raise ValidationError(f"{field} must be a DeviceTensor on {dev.name!r}; got {out!r}")
+    if out.data_type != desc.data_type or out.shape != desc.sizes or not out.desc.is_packed:
+        raise ValidationError(f"{field} must be a packed {desc.data_type.name} tensor of sizes {desc.sizes}; "
+                              f"got {out.desc}")
+    return out
+
+
+def _named(exc, op) -> None:
+    """Name the operator that failed in a device memory or limit error."""
+    if isinstance(exc, (DeviceMemoryError, DeviceLimitError)) and op and exc.args \
+            and not str(exc.args[0]).startswith("vkops."):
+        exc.args = (f"vkops.{op}: {exc.args[0]}",) + exc.args[1:]
+
+
 class Call:
     """One operator call from the NumPy face: finds the device, looks up the plan of an earlier call
     with the same key and input descriptors, stages NumPy inputs, runs the plan in the thread's
@@ -87,6 +130,27 @@ class Call:
         # would compute it for these inputs (an index of its own earlier calls' keys, e.g. qlmm/face.py).
         self._known_key = input_key
         self._recipe = self._prep = None  # a repeat's recipe (runtime/recipe.py); the prepared recording run
+
+    eager = staticmethod(eager)
+
+    @staticmethod
+    def eager_one(key: tuple, x, outs: Sequence = ()):
+        """eager() for a one-input operator `key` (its name and frozen parameters) on the device tensor `x`
+        with `out=` tensors `outs`: its complete key as _input_key() makes it. None: run it through Call."""
+        if x.__class__ is not DeviceTensor:
+            return None
+        full = [key, x.desc, 0]
+        first = {x._buffer.serial: 0}
+        for i, o in enumerate(outs, 1):
+            if o.__class__ is not DeviceTensor:
+                return None
+            full.append(o.desc)
+            full.append(first.setdefault(o._buffer.serial, i))
+        try:
+            res = Call.eager(x._device, tuple(full), (x,), outs, key[0])
+        except TypeError:  # an unhashable parameter: Call names it
+            return None
+        return None if res is None else res[0] if len(res) == 1 else tuple(res)
 
     @staticmethod
     def replay(key: tuple, x):
@@ -200,12 +264,7 @@ class Call:
         return t
 
     def _checked_out(self, desc: TensorDesc, out, field: str) -> DeviceTensor:
-        if not isinstance(out, DeviceTensor) or out.device is not self.device:
-            raise ValidationError(f"{field} must be a DeviceTensor on {self.device.name!r}; got {out!r}")
-        if out.data_type != desc.data_type or out.shape != desc.sizes or not out.desc.is_packed:
-            raise ValidationError(f"{field} must be a packed {desc.data_type.name} tensor of sizes {desc.sizes}; "
-                                  f"got {out.desc}")
-        return out
+        return _checked_out(self.device, desc, out, field)
 
     def _run(self) -> None:
         plan = self.plan
@@ -267,9 +326,7 @@ class Call:
             self.batch.run_async()  # device tensors: returns once submitted (Device.synchronize)
 
     def _failed(self, exc) -> None:
-        if isinstance(exc, (DeviceMemoryError, DeviceLimitError)) and self._op and exc.args \
-                and not str(exc.args[0]).startswith("vkops."):
-            exc.args = (f"vkops.{self._op}: {exc.args[0]}",) + exc.args[1:]  # name the operator that failed
+        _named(exc, self._op)
         if self._outer is None:
             self.batch._release()
 

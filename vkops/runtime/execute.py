@@ -74,26 +74,21 @@ def _bind(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[D
     io += [t._buffer for t in outputs]
     if plan._io_only:
         return io
-    order = plan._io
     dev = batch.device
     bufs = []
-    counters = False
-    for i, (role, words, zeroed) in enumerate(plan._slots):  # plan.buffers, as the runtime needs them
-        j = order[i]
-        if j >= 0:
+    for kind, j, words in plan._binds:  # plan.buffers, as the runtime needs them
+        if kind == 0:
             buf = io[j]
-        elif role == "scratch":
-            if zeroed and not counters:
-                counters = True
-                buf = dev.counters(words)._buffer
-            elif zeroed:  # a second zeroed buffer cannot share the device's counters
-                buf = batch.upload(np.zeros(words, np.uint32))._buffer
-            else:
-                buf = batch.scratch_words(words)
+        elif kind == 3:
+            buf = batch.scratch_words(words)
+        elif kind == 1:
+            buf = dev.counters(words)._buffer
+        elif kind == 2:  # a second zeroed buffer cannot share the device's counters
+            buf = batch.upload(np.zeros(words, np.uint32))._buffer
         else:  # the device's copy, looked up once per plan and device
-            t = plan._constants.get((dev.index, i))
+            t = plan._constants.get((dev.index, j))
             if t is None:
-                t = plan._constants[(dev.index, i)] = dev.constant(np.array(plan.buffers[i].data, np.uint32))
+                t = plan._constants[(dev.index, j)] = dev.constant(np.array(plan.buffers[j].data, np.uint32))
             batch.hold(t)
             buf = t._buffer
         bufs.append(buf)

@@ -39,6 +39,9 @@ def slice(x, offsets, sizes, strides, output_sizes: Optional[Sequence[int]] = No
     elif type(tuning) is not Slice1Tuning:
         raise ValidationError(f"slice tuning must be a Slice1Tuning (vkops.ops.slice1.DEFAULT.replace(...)); got {tuning!r}")
     key = ("slice", tuning) + freeze(offsets, sizes, strides, output_sizes)
+    res = Call.eager_one(key, x, () if out is None else (out,))  # a repeated call on device tensors
+    if res is not None:
+        return res
     if out is None:  # a repeated NumPy call: its recipe (runtime/recipe.py), None for anything else
         res = Call.replay(key, x)
         if res is not None:

@@ -74,6 +74,9 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
         raise ValidationError(f"top_k tuning must be a TopK1Tuning (vkops.ops.top_k1.DEFAULT.replace(...)); got {tuning!r}")
     key = ("top_k", tuning) + freeze(k, axis, direction, force, chunks, shuffle, tune)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    res = Call.eager_one(key, x, outs)  # a repeated call on device tensors
+    if res is not None:
+        return res
     if out is None:  # a repeated NumPy call: its recipe (runtime/recipe.py), None for anything else
         res = Call.replay(key, x)
         if res is not None:
