@@ -140,3 +140,22 @@ def test_a_new_parameter_or_descriptor_is_validated(dev, rng, counted):
     with pytest.raises(vkops.ValidationError, match="input_window"):
         vkops.slice(x.reshape((2, 600)), (0, 0), (4, 300), (1, 1))
     assert counted["served"] == 1
+
+
+def test_top_k_argument_memo_is_exact(dev, rng, counted):
+    """top_k's memo of argument sets (each value with its class) serves only the same arguments: k=True
+    after k=1 is refused, largest=False and direction="increasing" give the smallest, each the NumPy bits."""
+    xf = rng.standard_normal((4, 300)).astype(np.float32)
+    xf[:, ::7] = 0.25  # ties
+    x = dev.tensor(xf)
+    for _ in range(2):
+        vkops.top_k(x, 1)
+    with pytest.raises(vkops.ValidationError, match="integer"):
+        vkops.top_k(x, True)
+    for kw in ({"largest": False}, {"direction": "increasing"}, {"largest": True}, {}):
+        want = [t.tobytes() for t in vkops.top_k(xf, 5, **kw)]
+        for _ in range(3):
+            assert _bits(vkops.top_k(x, 5, **kw)) == want, kw
+    with pytest.raises(vkops.ValidationError, match="disagree"):
+        vkops.top_k(x, 5, direction="increasing", largest=True)
+    assert counted["served"] >= 9

@@ -40,7 +40,32 @@ def top_k(x, k: int, axis: int = -1, direction=None, *, largest: Optional[bool] 
     Raises ValidationError (a ValueError) naming the field for a bad k, axis, direction or input, and
     DeviceLimitError when the call exceeds the device's limits; nothing is dispatched then.
     """
-    return _top_k(x, k, axis, _direction(direction, largest, sorted), out=out, tuning=tuning)
+    Call, freeze = face_runtime()
+    memo = (k.__class__, k, axis.__class__, axis, direction.__class__, direction, largest.__class__, largest,
+            sorted.__class__, sorted, tuning)
+    try:
+        key = _KEYS.get(memo)
+    except TypeError:  # an unhashable argument: the general path names it
+        key = memo = None
+    if key is not None:  # a repeated call on device tensors: no _direction, no freeze
+        res = Call.eager_one(key, x, () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,))
+        if res is not None:
+            return res
+    d = _direction(direction, largest, sorted)
+    res = _top_k(x, k, axis, d, out=out, tuning=tuning)
+    if memo is not None and key is None:  # valid arguments: their plan key, for the next call
+        if len(_KEYS) >= _KEYS_MAX:
+            _KEYS.clear()
+        _KEYS[memo] = _key(freeze, k, axis, d, None, None, None, None, DEFAULT if tuning is None else tuning)
+    return res
+
+
+_KEYS: dict = {}  # top_k's arguments, each with its class (k=True never finds k=1's) -> _top_k's plan key
+_KEYS_MAX = 256  # distinct argument sets kept; a miss only costs the normalisation
+
+
+def _key(freeze, k, axis, direction, force, chunks, shuffle, tune, tuning) -> tuple:
+    return ("top_k", tuning) + freeze(k, axis, direction, force, chunks, shuffle, tune)
 
 
 def _direction(direction, largest, sorted_) -> AxisDirection:
@@ -72,7 +97,7 @@ def _top_k(x, k, axis=-1, direction="decreasing", *, out=None, force: Optional[s
         tuning = DEFAULT
     elif not isinstance(tuning, TopK1Tuning):
         raise ValidationError(f"top_k tuning must be a TopK1Tuning (vkops.ops.top_k1.DEFAULT.replace(...)); got {tuning!r}")
-    key = ("top_k", tuning) + freeze(k, axis, direction, force, chunks, shuffle, tune)
+    key = _key(freeze, k, axis, direction, force, chunks, shuffle, tune, tuning)
     outs = () if out is None else tuple(out) if isinstance(out, (tuple, list)) else (out,)
     res = Call.eager_one(key, x, outs)  # a repeated call on device tensors
     if res is not None:
