@@ -49,7 +49,8 @@ layout(push_constant) uniform Push {
 // TUNE_GUESS: the sampled guess aims at K + max(K/2, 64) keys, not K + K/2 + 64 (a missed guess, one
 // more read of a row, costs little among thousands of rows; fewer keys to sort). TUNE_SELECT: compact
 // takes select_front's shortcut.
-const uint TUNE_GUESS = 1u, TUNE_SELECT = 2u;
+// TUNE_FIT: a long chunk (> 4 B) also resolves digits to about Kp entries, as a short one does.
+const uint TUNE_GUESS = 1u, TUNE_SELECT = 2u, TUNE_FIT = 4u;
 
 shared uint skey[B];
 shared uint sidx[B];
@@ -346,7 +347,9 @@ void radix_topk(uint base, uint start, uint end) {
     // (cheap to read again) goes on to about Kp entries, so the final sort is small: on an H100 that
     // took 4096 x 4096 from 0.454 to 0.244 ms at K=256; a long one stops as soon as they fit the buffer
     // (another pass over 2^15+ keys cost more than sorting 2048 entries).
-    uint fit = end - start <= 4u * B ? max(pc.Kp, 512u) : B;
+    // TUNE_FIT: chunks of 4 B to 2^15 keys with pow2(K) = B/2 (a buffer of B collected more than Kp
+    // keys: a sort of B; docs/tuning/top_k1.md#tune_fit).
+    uint fit = end - start <= 4u * B || (pc.tune & TUNE_FIT) != 0u ? max(pc.Kp, 512u) : B;
     uint lo_key = 0u;
     uint width = 8u;
     for (uint shift = uint(ELEM_BITS) - width;; ) {

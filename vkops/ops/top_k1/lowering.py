@@ -214,7 +214,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         # on chunks of >= RADIX_MASK_MIN_L elements (a row's one chunk: the row's length)
         var = "_m" if p.radix and t.RADIX_MASK and bits > 8 and min(p.chunk_len, L) >= t.RADIX_MASK_MIN_L else ""
         fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
-                      tune=tune_bits(p, n_seq, bits, t) if tune is None else tune)
+                      tune=tune_bits(p, n_seq, L, bits, t) if tune is None else tune)
         ctr = b.counters(1)  # bound but unused unless several chunks share a row
         if p.chunks == 1:
             dispatch(alg, [x, values, indices, ctr, ctr], [1, 2], n_seq, spec, p.shuf, var, chunks=1, **fields)

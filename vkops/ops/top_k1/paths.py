@@ -27,8 +27,10 @@ EPI = 16  # elements per thread per filter iteration: whole 16-byte loads for ev
 # >= RADIX_ONE_CHUNK_WG_MIN_SEQ rows. TUNE_GUESS: the sampled guess aims at K + max(K/2, 64) keys instead of
 # K + K/2 + 64. TUNE_SELECT: the buffer's compaction first resolves the K-th key by 8-bit digits until the
 # keys at or above its prefix fit pow2(K), moves those to the front and sorts pow2(K) entries (select_front).
-# Measurements: docs/tuning/top_k1.md#tune_guess-tune_select.
-TUNE_GUESS, TUNE_SELECT = 1, 2
+# Measurements: docs/tuning/top_k1.md#tune_guess-tune_select. TUNE_FIT (any rows): a chunk longer than 4 B
+# resolves digits until about pow2(K) keys are left, not B (docs/tuning/top_k1.md#tune_fit).
+TUNE_GUESS, TUNE_SELECT, TUNE_FIT = 1, 2, 4
+SAMPLE_MIN_LEN = 1 << 15  # radix.comp's: chunks from this long try the sampled guess before the exact select
 
 
 def _pow2(x: int) -> int:
@@ -471,14 +473,18 @@ def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int,
                 sort_parts=parts)
 
 
-def tune_bits(p: Path, n_seq: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
-    """The TUNE_* bits of a filter path (see TUNE_GUESS above): one long radix chunk a row on many rows."""
-    if not (p.path == "filter" and p.radix and p.chunks == 1 and p.chunk_len > 4 * p.B
-            and n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ):
+def tune_bits(p: Path, n_seq: int, length: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
+    """The TUNE_* bits of a filter path (see TUNE_GUESS above): one long radix chunk a row (of `length`
+    keys); TUNE_FIT from pow2(K) = RADIX_FIT_MIN_KP on rows the sampled guess skips, the others on many rows."""
+    if not (p.path == "filter" and p.radix and p.chunks == 1 and p.chunk_len > 4 * p.B):
         return 0
+    # (at pow2(K) = B the kernel's two stops are the same)
+    fit = TUNE_FIT if t.RADIX_FIT_MIN_KP <= p.Kp < p.B and 4 * p.B < length < SAMPLE_MIN_LEN else 0
+    if n_seq < t.RADIX_ONE_CHUNK_WG_MIN_SEQ:
+        return fit
     if key_bits == 32:
-        return TUNE_GUESS | TUNE_SELECT if p.Kp >= t.TUNE_SELECT_MIN_KP else 0
-    return TUNE_GUESS | (TUNE_SELECT if p.Kp >= t.TUNE_SELECT_MIN_KP_NARROW else 0)
+        return fit | (TUNE_GUESS | TUNE_SELECT if p.Kp >= t.TUNE_SELECT_MIN_KP else 0)
+    return fit | TUNE_GUESS | (TUNE_SELECT if p.Kp >= t.TUNE_SELECT_MIN_KP_NARROW else 0)
 
 
 # ROWS (rows_path): a workgroup of at most 4 subgroups of the smallest size and 128 invocations, so each

@@ -55,9 +55,10 @@ class TopK1Tuning(Tuning):
     RADIX_SHORT_ROWS_MIN_L: int = 1601  # ROWS_RADIX_MIN_L + 1: the short-row buffer for rows ROWS no longer takes (#radix_short_rows_wg)
     RADIX_MASK: bool = True  # radix select's passes by bit masks (top_k1_radix_m[_sg]_*, 16/32-bit keys): H200 64x131072 K=1024 0.0463 -> 0.0405 ms, 4096x32768 K=256 0.271 -> 0.237 (#radix_mask)
     RADIX_MASK_MIN_L: int = 4097  # ... on chunks of at least this many elements (4096x4096 K=1024 lost 0.3715 -> 0.3967) (#radix_mask)
-    # -- the radix push word `tune` (TUNE_GUESS, TUNE_SELECT)
+    # -- the radix push word `tune` (TUNE_GUESS, TUNE_SELECT, TUNE_FIT)
     TUNE_SELECT_MIN_KP: int = 256  # 32-bit keys: both bits from here; K=256 0.314 -> 0.296 ms (#tune_guess-tune_select)
     TUNE_SELECT_MIN_KP_NARROW: int = 1024  # 16/8-bit keys: TUNE_SELECT from here; lost at K=256 (#tune_guess-tune_select)
+    RADIX_FIT_MIN_KP: int = 2048  # TUNE_FIT from here: H200 64x32000 fp32 K=2048 0.063 -> 0.048 ms, fp16 K=1500 0.058 -> 0.039; K=1024 lost (#tune_fit)
     # -- LLM rows in one wave
     WAVE_MIN_SEQ: int = 32  # 32-256 vocabulary rows: about one wave of workgroups, 0.037 -> 0.028 ms (#wave_min_seq)
     WAVE_MAX_SEQ: int = 256  # ... up to this many rows (#wave_min_seq)
