@@ -50,6 +50,7 @@ for _mt in (16,):
 TOPK_TYPES = (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("i8", 8, 1),
               ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
 GFILTER_TYPES = tuple(t for t in TOPK_TYPES if t[1] > 8)
+GDIGIT_TYPES = tuple(t for t in TOPK_TYPES if t[1] == 32)
 TOPK = [
     ("top_k1_seg", "seg.comp", TOPK_TYPES, {}),                # SEG: whole short rows, G a workgroup
     ("top_k1_seg_sg", "seg.comp", TOPK_TYPES, {"SHUF": 1}),
@@ -79,6 +80,16 @@ TOPK = [
     ("top_k1_gradix_fscan", "gradix_hist.comp", GFILTER_TYPES, {"GFILTER": 1}),
     ("top_k1_gradix_fhist", "gradix_hist.comp", GFILTER_TYPES, {"GFILTER": 2}),
     ("top_k1_gradix_fcollect", "gradix_collect.comp", GFILTER_TYPES, {"GFILTER": 1}),
+    # GRADIX with 11-bit digits (TopK1Tuning.GRADIX_DIGIT_BITS = 11), 32-bit keys: 3 digit passes instead of 4; every
+    # module after the passes too (the row's counters and the ties' histograms take 2048 and 1024 words: gradix.glsl)
+    ("top_k1_gradix_hist_d11", "gradix_hist.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
+    ("top_k1_gradix_collect_d11", "gradix_collect.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
+    ("top_k1_gradix_sort_d11", "gradix_sort.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
+    ("top_k1_gradix_sort_d11_sg", "gradix_sort.comp", GDIGIT_TYPES, {"GDIGIT": 11, "SHUF": 1}),
+    ("top_k1_gradix_rank_d11", "gradix_rank.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
+    ("top_k1_gradix_psort_d11", "gradix_sort.comp", GDIGIT_TYPES, {"GDIGIT": 11, "PSORT": 1}),
+    ("top_k1_gradix_psort_d11_sg", "gradix_sort.comp", GDIGIT_TYPES, {"GDIGIT": 11, "PSORT": 1, "SHUF": 1}),
+    ("top_k1_gradix_pmerge_d11", "gradix_pmerge.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
 ]
 for _prefix, _src, _types, _defines in TOPK:
     for _t in _types:

@@ -12,15 +12,16 @@
 // work (uint32 words; n rows, C chunks a row):
 //   [0, 2n)                     row s: prefix (the K-th key's digits resolved so far; the whole key T after
 //                               the last pass), need (keys equal to the prefix still to take among K)
-//   [2n, 2n + 256 n C)          the last pass's histogram of chunk c of row s at 2n + (s C + c) 256: bin d
-//                               counts the chunk's keys equal to prefix | d (ties of T: bin T & 255)
-//   [2n + 256 n C, + 2 n K)     row s's K survivors as (key, index) pairs, unordered
+//   [2n, 2n + TB n C)           the last pass's histogram of chunk c of row s at 2n + (s C + c) TB: bin d
+//                               counts the chunk's keys equal to prefix | d (ties of T: bin T & (TB - 1));
+//                               TB = GTBINS, the last digit's bins (256; 1024 for GDIGIT 11)
+//   [2n + TB n C, + 2 n K)      row s's K survivors as (key, index) pairs, unordered
 //   GFILTER plans, then: [.., + n C) each chunk's candidate count; [.., + 2 n C chunk_len) chunk c of row s's
 //                               candidates: chunk_len keys, then chunk_len indices, in index order
-// ctr (zeroed; left zero): row s at s * CTR_WORDS: the row's histogram [0, 256), the pass's arrival counter
-//   (256; the last workgroup to arrive zeroes it), the survivors' slot counter (257; gradix_sort, gradix_psort or
-//   gradix_rank zeroes it). gradix_rank plans, then: [CTR_WORDS n, + n K) each row's rank counters, [.., + n ni) each (row,
-//   i-tile)'s arrival counter (gradix_rank.comp).
+// ctr (zeroed; left zero): row s at s * CTR_WORDS: the row's histogram [0, GB) (GB = GBINS: 256; 2048 for GDIGIT
+//   11), the pass's arrival counter (GB; the last workgroup to arrive zeroes it), the survivors' slot counter
+//   (GB + 1; gradix_sort, gradix_psort or gradix_rank zeroes it). gradix_rank plans, then: [CTR_WORDS n, + n K)
+//   each row's rank counters, [.., + n ni) each (row, i-tile)'s arrival counter (gradix_rank.comp).
 
 // Mirrored by vkops.ops.top_k1.PUSH["gradix_hist"], ["gradix_collect"], ["gradix_sort"] (tests/test_manifest.py).
 layout(push_constant) uniform Push {
@@ -36,7 +37,7 @@ layout(push_constant) uniform Push {
     uint chunks;      // workgroups a sequence (gradix_hist, gradix_collect)
     uint chunk_len;   // elements a chunk (a multiple of 16: 16-byte loads start aligned)
     uint vec;         // rows are contiguous and 16-byte aligned (uvec4 loads)
-    uint shift;       // gradix_hist: the digit's lowest bit (ELEM_BITS - 8, ..., 0)
+    uint shift;       // gradix_hist: the digit's lowest bit (ELEM_BITS - GDIGIT, ..., 0)
     uint last;        // gradix_hist: 1 on the last pass (shift 0): keep each chunk's histogram for the ties
     uint o_sizes[6];  // merged non-axis sizes, outermost first (6: the push block stays <= 128 bytes)
     uint o_strides[6];// their input element strides
@@ -46,14 +47,29 @@ layout(push_constant) uniform Push {
 #ifndef GFILTER
 #define GFILTER 0
 #endif
+// GDIGIT: a digit pass's bits (TopK1Tuning.GRADIX_DIGIT_BITS; the _d11 modules, 32-bit keys): 8, or 11 (digits of
+// 11, 11, 10 bits from the top: 3 passes over the row instead of 4). Macros at 8 keep those modules' SPIR-V as it was.
+#ifndef GDIGIT
+#define GDIGIT 8
+#endif
+#if GDIGIT == 8
+#define GBINS NBINS     // a pass's bins (the row's histogram in ctr)
+#define GTBINS NBINS    // the last pass's bins (a chunk's ties histogram in work)
+#define GTMASK 255u     // the last digit's mask: the ties of T are bin T & GTMASK
+#else
+const uint GBINS = 1u << GDIGIT;
+const uint GLASTW = uint(ELEM_BITS - (ELEM_BITS - 1) / GDIGIT * GDIGIT);  // the last (lowest) digit's bits: 10 of 32
+const uint GTBINS = 1u << GLASTW;
+const uint GTMASK = GTBINS - 1u;
+#endif
 
 layout(binding = GRADIX_BINDING) coherent buffer Work { uint work[]; };
 layout(binding = GRADIX_BINDING + 1) coherent buffer Ctr { uint ctr[]; };
 
-const uint CTR_WORDS = NBINS + 2u;  // a row's counters: histogram, arrival, survivor slots
+const uint CTR_WORDS = GBINS + 2u;  // a row's counters: histogram, arrival, survivor slots
 uint ctr_row(uint s) { return s * CTR_WORDS; }
-uint tie_at(uint s, uint c) { return 2u * pc.n_seq + (s * pc.chunks + c) * NBINS; }
-uint surv_at(uint s) { return 2u * pc.n_seq + pc.n_seq * pc.chunks * NBINS + 2u * s * pc.K; }
+uint tie_at(uint s, uint c) { return 2u * pc.n_seq + (s * pc.chunks + c) * GTBINS; }
+uint surv_at(uint s) { return 2u * pc.n_seq + pc.n_seq * pc.chunks * GTBINS + 2u * s * pc.K; }
 
 // The chunk [start, end) of workgroup g's row s (c its chunk).
 void chunk_of(uint g, out uint s, out uint c, out uint start, out uint end) {
@@ -102,14 +118,14 @@ uint gkey(uint raw) {
 #endif
 }
 
-// The first pass's digit (shift ELEM_BITS - 8): gkey(raw) >> shift. float32 needs no NaN select there: a NaN's
-// t already has the top key's top 8 bits (the sign and 7 of the 8 exponent bits, all ones).
+// The first pass's digit (shift ELEM_BITS - GDIGIT): gkey(raw) >> shift. float32 with 8-bit digits needs no NaN
+// select there: a NaN's t already has the top key's top 8 bits (the sign and 7 of the 8 exponent bits, all ones).
 uint gtop(uint raw) {
-#if KIND == 0 && ELEM_BITS == 32
+#if KIND == 0 && ELEM_BITS == 32 && GDIGIT == 8
     bool neg = raw - (G_SB + 1u) < G_INFK - G_SB;
     return ((raw | G_SB) ^ (neg ? ~pc.flip : pc.flip)) >> 24;
 #else
-    return gkey(raw) >> (ELEM_BITS - 8);
+    return gkey(raw) >> (ELEM_BITS - GDIGIT);  // 11 bits: a NaN's t may have zeros in them (its mantissa's top 2)
 #endif
 }
 

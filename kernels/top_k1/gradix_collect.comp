@@ -3,7 +3,7 @@
 // and the count `need` of its ties among the top K (work), workgroup g writes its chunk's keys above T to
 // the row's survivors (slots from the row's counter in ctr, in any order: gradix_sort orders them) and its
 // ties of T that are among the row's first `need` ties by index (reference.top_k1's order for equal values):
-// the ties of earlier chunks (their last-pass histograms' bin T & 255) say how many come before this chunk;
+// the ties of earlier chunks (their last-pass histograms' bin T & GTMASK) say how many come before this chunk;
 // a chunk whose ties all fall before or after the cut takes all or none of them, the one chunk the cut falls
 // in ranks its ties by index and takes the first ones: at most GTIE_CAP ties gathered into a shared list while
 // the chunk is read and each ranked by counting the smaller indices, more by a block-by-block prefix sum.
@@ -35,7 +35,7 @@ void main() {
     chunk_of(g, s, c, start, end);
     uint T = work[2u * s], need = work[2u * s + 1u];
     uint above = pc.K - need;
-    uint d = T & 255u;
+    uint d = T & GTMASK;
     uint cnt = work[cnt_at(s, c)], ck = cand_at(s, c), ci = ck + pc.chunk_len;
     // Never taken (gradix_fhist's guard: keeps binding 0, the input, in the module)
     if (cnt > pc.chunk_len) cnt = min(load_raw(seq_base(s), 0u), pc.chunk_len);
@@ -49,7 +49,7 @@ void main() {
     uint before = s_before, own = work[tie_at(s, c) + d];
     bool all = before + own <= need;
     bool cut = !all && before < need;
-    uint surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
+    uint surv = surv_at(s), slot = ctr_row(s) + GBINS + 1u;
     for (uint b0 = 0u; b0 < cnt; b0 += GRADIX_LOADS * WG) {
         uint kq[GRADIX_LOADS];
         uint na = 0u, nt = 0u;
@@ -184,7 +184,7 @@ void main() {
 #endif
     uint T = work[2u * s], need = work[2u * s + 1u];
     uint above = pc.K - need;  // keys > T in the row: the survivors' first slots
-    uint d = T & 255u;
+    uint d = T & GTMASK;
     if (tid == 0u) { s_before = 0u; s_tie = 0u; s_run = 0u; s_tot = 0u; s_blk = 0u; s_nl = 0u; }
     barrier();
     uint part = 0u;
@@ -199,7 +199,7 @@ void main() {
 #else
     bool list = cut && own <= GTIE_CAP;  // its ties gathered into s_ties while the chunk is read
 #endif
-    uint surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
+    uint surv = surv_at(s), slot = ctr_row(s) + GBINS + 1u;
 #if !GC_FULL
     uint probe = 0u;
 #endif

@@ -1,18 +1,18 @@
 #version 450
 // DML TOP_K1, path "gradix" (gradix.glsl), one digit pass of the multi-workgroup radix select: workgroup g
-// histograms the 8-bit digit at pc.shift of its chunk's keys whose higher bits equal the row's prefix so far
-// (none on the first pass), adds the histogram into the row's global one (ctr), and the last workgroup of the
-// row to arrive picks the digit where the K-th key lies (counting from the top), appends it to the prefix
-// and leaves the row's histogram and arrival counter zero. On the last pass (pc.last) every workgroup also
+// histograms the digit (8 bits; GDIGIT 11: 11, 11, 10 bits) at pc.shift of its chunk's keys whose higher bits
+// equal the row's prefix so far (none on the first pass), adds the histogram into the row's global one (ctr), and
+// the last workgroup of the row to arrive picks the digit where the K-th key lies (counting from the top), appends
+// it to the prefix and leaves the row's histogram and arrival counter zero. On the last pass (pc.last) every workgroup also
 // keeps its histogram in `work` (the chunk's ties of the K-th key, for gradix_collect). Bindings: the input,
-// work, ctr. Shared memory: hist[NBINS], s_grp[NBINS/32], 4 words.
+// work, ctr. Shared memory: hist[GBINS], s_grp[GBINS/32], 4 words.
 #extension GL_GOOGLE_include_directive : require
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1
 #define GRADIX_BINDING 1
 #include "gradix.glsl"
 
-shared uint hist[NBINS];
+shared uint hist[GBINS];
 #ifndef GRADIX_PROBE
 #define GRADIX_PROBE 0
 #endif
@@ -21,7 +21,7 @@ shared uint hist[NBINS];
 #else
 #define GRADIX_COUNT(d) atomicAdd(hist[d], 1u)
 #endif
-shared uint s_grp[NBINS / 32u];
+shared uint s_grp[GBINS / 32u];
 shared uint s_digit, s_above, s_inbin, s_last;
 #if GFILTER == 1
 // gradix_fscan: a block's candidate counts, one 16-bit field per load (x: loads 0, 1; y: 2, 3), prefix-summed
@@ -30,12 +30,12 @@ shared uvec2 s_scan2[WG];
 shared uint s_blk, s_base, s_ctot, s_run;
 #endif
 
-// radix.comp's pick_bin: the bin of hist[0, NBINS) where a count of `need` is reached scanning from the top:
+// radix.comp's pick_bin: the bin of hist[0, GBINS) where a count of `need` is reached scanning from the top:
 // s_digit, with s_above the count above it and s_inbin its own. Groups of 32 bins are summed in parallel
-// first, so one thread scans at most NBINS/32 + 32 entries. Ends with a barrier.
+// first, so one thread scans at most GBINS/32 + 32 entries. Ends with a barrier.
 void pick_bin_top(uint need) {
     uint tid = gl_LocalInvocationID.x;
-    const uint ng = NBINS / 32u;
+    const uint ng = GBINS / 32u;
     barrier();
     for (uint g = tid; g < ng; g += WG) {
         uint t = 0u;
@@ -70,11 +70,17 @@ void main() {
     uint s, c, start, end;
     chunk_of(g, s, c, start, end);
     uint base = seq_base(s);
-    bool first = pc.shift + 8u >= uint(ELEM_BITS);
+#if GDIGIT == 8
+#define DW 8u       // the pass's digit bits
+#define DMASK 255u  // ... and mask
+#else
+    uint DW = pc.last != 0u ? GLASTW : uint(GDIGIT), DMASK = (1u << DW) - 1u;
+#endif
+    bool first = pc.shift + DW >= uint(ELEM_BITS);
     uint prefix = first ? 0u : work[2u * s];
     uint shift = pc.shift;
-    uint hmask = bits_above(shift + 8u);
-    for (uint i = tid; i < NBINS; i += WG) hist[i] = 0u;
+    uint hmask = bits_above(shift + DW);
+    for (uint i = tid; i < GBINS; i += WG) hist[i] = 0u;
     barrier();
 #if GFILTER == 2
     // gradix_fhist: the chunk's candidates (gradix_fscan), keys only
@@ -96,7 +102,7 @@ void main() {
     // survivors (slots from the row's counter, a block at a time, as gradix_collect), the bucket's keys (the
     // candidates, `(key & hmask) == prefix`) to the chunk's candidate region in index order, histogrammed by
     // the digit at shift.
-    uint ck = cand_at(s, c), surv = surv_at(s), slot = ctr_row(s) + NBINS + 1u;
+    uint ck = cand_at(s, c), surv = surv_at(s), slot = ctr_row(s) + GBINS + 1u;
     if (tid == 0u) { s_blk = 0u; s_ctot = 0u; s_run = 0u; }
     barrier();
     bool vec = pc.vec != 0u;
@@ -208,7 +214,7 @@ void main() {
                     [[unroll]] for (uint e = 0u; e < EV; ++e) {
                         uint w = q[u][e / WE];
                         const uint sh = (e % WE) * ELEM_BITS;
-                        if ((w & (hmask << sh)) == (rp << sh)) GRADIX_COUNT((((w >> sh) ^ X) >> shift) & 255u);
+                        if ((w & (hmask << sh)) == (rp << sh)) GRADIX_COUNT((((w >> sh) ^ X) >> shift) & DMASK);
                     }
             }
         } else {
@@ -218,7 +224,7 @@ void main() {
                 [[unroll]] for (uint u = 0u; u < GRADIX_LOADS; ++u)
                     [[unroll]] for (uint e = 0u; e < EV; ++e) {
                         uint key = gkey(VEC_ELEM(q[u], e));
-                        if ((key & hmask) == prefix) GRADIX_COUNT((key >> shift) & 255u);
+                        if ((key & hmask) == prefix) GRADIX_COUNT((key >> shift) & DMASK);
                     }
             }
         }
@@ -240,7 +246,7 @@ void main() {
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
                 if (!vec && e > 0u) break;
                 uint key = gkey(VEC_ELEM(q[u], e));
-                if ((key & hmask) == prefix) GRADIX_COUNT((key >> shift) & 255u);
+                if ((key & hmask) == prefix) GRADIX_COUNT((key >> shift) & DMASK);
             }
 #endif
         }
@@ -248,14 +254,18 @@ void main() {
 #endif
 #if GRADIX_PROBE  // research_gradix_probe*: the pass up to here (probe 3: with the histogram), no merge
     barrier();
-    if (probe == 0x9E3779B9u || hist[tid % NBINS] == 0xFFFFFFFFu) { work[2u * pc.n_seq + tid] = probe; ctr[0] = 0u; }
+    if (probe == 0x9E3779B9u || hist[tid % GBINS] == 0xFFFFFFFFu) { work[2u * pc.n_seq + tid] = probe; ctr[0] = 0u; }
     return;
 #endif
     barrier();
     uint row = ctr_row(s);
-    for (uint b = tid; b < NBINS; b += WG) {
+    for (uint b = tid; b < GBINS; b += WG) {
         uint h = hist[b];
+#if GDIGIT == 8
         if (pc.last != 0u) work[tie_at(s, c) + b] = h;
+#else
+        if (pc.last != 0u && b < GTBINS) work[tie_at(s, c) + b] = h;  // the last digit's bins only
+#endif
         if (h != 0u) atomicAdd(ctr[row + b], h);
     }
     // The last workgroup of the row to arrive (merge.glsl's last_to_arrive): every workgroup's histogram
@@ -263,14 +273,14 @@ void main() {
     memoryBarrierBuffer();
     barrier();
     if (tid == 0u) {
-        uint done = atomicAdd(ctr[row + NBINS], 1u);
+        uint done = atomicAdd(ctr[row + GBINS], 1u);
         s_last = done == pc.chunks - 1u ? 1u : 0u;
-        if (s_last != 0u) ctr[row + NBINS] = 0u;
+        if (s_last != 0u) ctr[row + GBINS] = 0u;
     }
     barrier();
     if (s_last == 0u) return;
     memoryBarrierBuffer();
-    for (uint b = tid; b < NBINS; b += WG) hist[b] = atomicExchange(ctr[row + b], 0u);  // read, leave zero
+    for (uint b = tid; b < GBINS; b += WG) hist[b] = atomicExchange(ctr[row + b], 0u);  // read, leave zero
     uint need = first ? pc.K : work[2u * s + 1u];
     pick_bin_top(need);
     if (tid == 0u) {

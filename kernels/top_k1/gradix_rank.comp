@@ -41,7 +41,7 @@ void main() {
         ii[u] = real ? work[surv + 2u * i + 1u] : SENT_IDX;
         rk[u] = 0u;
     }
-    if (r == 0u && tid == 0u) ctr[ctr_row(s) + NBINS + 1u] = 0u;  // the survivors' slot counter (gradix_collect's)
+    if (r == 0u && tid == 0u) ctr[ctr_row(s) + GBINS + 1u] = 0u;  // the survivors' slot counter (gradix_collect's)
     barrier();
     for (uint j = 0u; j < nt; ++j) {
         uvec2 q = sj[j];

@@ -52,7 +52,7 @@ void main() {
         skey[e] = real ? work[surv + 2u * e] : 0u;
         sidx[e] = real ? work[surv + 2u * e + 1u] : SENT_IDX;
     }
-    if (tid == 0u && e0 == 0u) ctr[ctr_row(s) + NBINS + 1u] = 0u;
+    if (tid == 0u && e0 == 0u) ctr[ctr_row(s) + GBINS + 1u] = 0u;
     barrier();
     sort_runs(B, B, 0u);
 #if PSORT

@@ -8,6 +8,7 @@
 namespace vkops {
 
 using ops_top_k1_lowering::GRADIX_CTR_WORDS;
+using ops_top_k1_lowering::GRADIX_D11_CTR_WORDS;
 using ops_top_k1_lowering::MAX_OTHER_DIMS;
 
 static const char *KERNEL_TYPE[] = {"f32", "f16", "i32", "i16", "i8", "u32", "u16", "u8"};  // _KERNELS, DT's order
@@ -102,9 +103,15 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         bool rank = n_seq <= t.GRADIX_RANK_MAX_SEQ;
         u64 ti = p.workgroup * t.GRADIX_RANK_E, tj = t.GRADIX_RANK_TJ;
         u64 ni = cdiv(K, ti), nj = cdiv(K, tj);
-        Ref ctr = b.counters(rank ? n_seq * (GRADIX_CTR_WORDS + K + ni) : n_seq * GRADIX_CTR_WORDS);
+        // GRADIX_DIGIT_BITS = 11 (32-bit keys): digits of 11, 11, 10 bits, every module's _d11 variant (paths.gradix_shifts)
+        int digit = top_k1_gradix_digit_bits(bits, lim.shared_memory_bytes, t);
+        u64 passes = cdiv(bits, digit);
+        std::string var = digit == 11 ? "_d11" : "";
+        u64 cw = digit == 11 ? GRADIX_D11_CTR_WORDS : GRADIX_CTR_WORDS;
+        Ref ctr = b.counters(rank ? n_seq * (cw + K + ni) : n_seq * cw);
+        u64 tie_bins = u64(1) << (bits - digit * (passes - 1));  // the last digit's bins: 256 (10 bits: 1024)
         // gradix.glsl's `work`: row state, each chunk's histogram of ties, survivors
-        u64 words = 2 * n_seq + n_seq * C * ops_top_k1_paths::NBINS + 2 * n_seq * K;
+        u64 words = 2 * n_seq + n_seq * C * tie_bins + 2 * n_seq * K;
         bool filt = t.GRADIX_FILTER && bits > 8;  // 8-bit keys: one digit, nothing to filter
         if (filt) words += n_seq * C + 2 * n_seq * C * p.chunk_len;  // each chunk's candidate count, keys, indices
         if (words * 4 > lim.max_storage_buffer_range)
@@ -114,30 +121,29 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
                        std::to_string(lim.max_storage_buffer_range) + " bytes");
         Ref work = b.scratch(u32_tensor(words));
         Fields fields = {{"chunks", C}, {"chunk_len", p.chunk_len}};
-        u64 passes = cdiv(bits, 8);
         for (u64 j = 0; j < passes; j++) {  // digits from the most significant
             Fields f = fields;
-            f.push_back({"shift", bits - 8 * (j + 1)});
+            f.push_back({"shift", (u64)std::max<i64>(0, (i64)bits - (i64)digit * (i64)(j + 1))});
             f.push_back({"last", j == passes - 1 ? 1u : 0u});
             // filtering: the second pass compacts the first digit's bucket, the later ones read only it
             const char *alg = !filt || j == 0 ? "gradix_hist" : j == 1 ? "gradix_fscan" : "gradix_fhist";
-            lo.dispatch(alg, {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f);
+            lo.dispatch(alg, {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f, var);
         }
         lo.dispatch(filt ? "gradix_fcollect" : "gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup},
-                    false, fields);
+                    false, fields, var);
         if (rank)
             lo.dispatch("gradix_rank", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq * ni * nj,
-                        {(u32)p.workgroup, (u32)tj, (u32)t.GRADIX_RANK_E}, false, fields);
+                        {(u32)p.workgroup, (u32)tj, (u32)t.GRADIX_RANK_E}, false, fields, var);
         else if (p.sort_parts > 1) {
             // the sort in parts (GRADIX_SORT_PARTS): each part's run sorted in place in `work` (part 0 zeroes the
             // survivors' slot counter), then one thread a survivor ranks it across the runs and writes it out
             lo.dispatch("gradix_psort", {work, ctr}, {0, 1}, n_seq * p.sort_parts, {(u32)p.sort_wg, (u32)p.B}, p.shuf,
-                        fields);
+                        fields, var);
             lo.dispatch("gradix_pmerge", {x, values, indices, work}, {1, 2}, n_seq * cdiv(K, p.workgroup),
-                        {(u32)p.workgroup, (u32)p.B}, false, fields);
+                        {(u32)p.workgroup, (u32)p.B}, false, fields, var);
         } else
             lo.dispatch("gradix_sort", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq, {(u32)p.sort_wg, (u32)p.B},
-                        p.shuf, fields);
+                        p.shuf, fields, var);
     } else if (p.path == "rows") {  // G rows a workgroup, one a subgroup
         lo.dispatch("rows", {x, values, indices}, {1, 2}, cdiv(n_seq, p.G), spec, false,
                     {{"G", p.G}, {"cap", p.cap ? p.cap : p.B}});

@@ -22,7 +22,8 @@ module top_k1_<algorithm>[_m][_sg]_<type> (PUSH mirrors each one's push block):
           runs of pow2(K) in the buffer).
   gradix  pow2(K) >= GRADIX_MIN_KP on up to GRADIX_FEW_SEQ rows of >= GRADIX_FEW_MIN_L, or K >= GRADIX_MIN_K on
           rows of >= GRADIX_MIN_L, or (16/32-bit keys) K >= GRADIX_LONG_MIN_K16 / _K on rows of >= GRADIX_LONG_MIN_L
-          (paths.AUTO_RULE's first row; force="gradix" anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit,
+          (paths.AUTO_RULE's first row; force="gradix" anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit
+          (GRADIX_DIGIT_BITS = 11, 32-bit keys: 11/11/10-bit digits, 3 passes, the _d11 modules),
           the row's last workgroup to arrive picks the digit), one compaction of the K survivors (gradix_collect:
           keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
@@ -46,11 +47,12 @@ from ...plan import Builder, Plan, Ref
 from ...tensor import TensorDesc, merge_dims
 from ..slice1 import lower_packed
 from .desc import AxisDirection, TopK1Desc
-from .paths import Path, device_path, tune_bits
+from .paths import Path, device_path, gradix_digit_bits, gradix_shifts, tune_bits
 from .tuning import DEFAULT, TopK1Tuning
 
 SENT_IDX = 0xFFFFFFFF
 GRADIX_CTR_WORDS = 258  # a row's counters in gradix.glsl (CTR_WORDS): histogram, arrival, survivor slots
+GRADIX_D11_CTR_WORDS = 2050  # ... with 11-bit digits (the _d11 modules): a histogram of 2048 bins
 
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
@@ -171,8 +173,14 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         rank = n_seq <= t.GRADIX_RANK_MAX_SEQ
         ti, tj = p.workgroup * t.GRADIX_RANK_E, t.GRADIX_RANK_TJ
         ni, nj = -(-K // ti), -(-K // tj)
-        ctr = b.counters(n_seq * (GRADIX_CTR_WORDS + K + ni) if rank else n_seq * GRADIX_CTR_WORDS)
-        words = 2 * n_seq + n_seq * C * 256 + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
+        # GRADIX_DIGIT_BITS = 11 (32-bit keys): digits of 11, 11, 10 bits, each module's _d11 variant (gradix.glsl)
+        digit = gradix_digit_bits(bits, lim.shared_memory_bytes, t)
+        shifts = gradix_shifts(bits, digit)
+        var = "_d11" if digit == 11 else ""
+        cw = GRADIX_D11_CTR_WORDS if digit == 11 else GRADIX_CTR_WORDS
+        ctr = b.counters(n_seq * (cw + K + ni) if rank else n_seq * cw)
+        tie_bins = 1 << (bits - digit * (len(shifts) - 1))  # the last digit's bins: 256 (10 bits: 1024)
+        words = 2 * n_seq + n_seq * C * tie_bins + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
         filt = t.GRADIX_FILTER and bits > 8  # 8-bit keys: one digit, nothing to filter
         if filt:  # ... then each chunk's candidate count and its candidates' keys and indices
             words += n_seq * C + 2 * n_seq * C * p.chunk_len
@@ -182,25 +190,24 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
                 f"scratch: more than {lim.name}'s maxStorageBufferRange of {lim.max_storage_buffer_range} bytes")
         work = b.scratch(TensorDesc(DataType.UINT32, (words,)))
         fields = dict(chunks=C, chunk_len=p.chunk_len)
-        passes = -(-bits // 8)
-        for j in range(passes):  # digits from the most significant
+        for j, shift in enumerate(shifts):  # digits from the most significant
             # filtering: the second pass compacts the first digit's bucket, the later ones read only it
             alg = "gradix_hist" if not filt or j == 0 else "gradix_fscan" if j == 1 else "gradix_fhist"
-            dispatch(alg, [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), shift=bits - 8 * (j + 1),
-                     last=int(j == passes - 1), **fields)
+            dispatch(alg, [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), False, var, shift=shift,
+                     last=int(j == len(shifts) - 1), **fields)
         dispatch("gradix_fcollect" if filt else "gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,),
-                 **fields)
+                 False, var, **fields)
         if rank:
             dispatch("gradix_rank", [x, values, indices, work, ctr], [1, 2, 4], n_seq * ni * nj,
-                     (p.workgroup, tj, t.GRADIX_RANK_E), **fields)
+                     (p.workgroup, tj, t.GRADIX_RANK_E), False, var, **fields)
         elif p.sort_parts > 1:
             # the sort in parts (GRADIX_SORT_PARTS): each part's run sorted in place in `work` (part 0 zeroes the
             # survivors' slot counter), then one thread a survivor ranks it across the runs and writes it out
-            dispatch("gradix_psort", [work, ctr], [0, 1], n_seq * p.sort_parts, (p.sort_wg, p.B), p.shuf, **fields)
+            dispatch("gradix_psort", [work, ctr], [0, 1], n_seq * p.sort_parts, (p.sort_wg, p.B), p.shuf, var, **fields)
             dispatch("gradix_pmerge", [x, values, indices, work], [1, 2], n_seq * -(-K // p.workgroup),
-                     (p.workgroup, p.B), **fields)
+                     (p.workgroup, p.B), False, var, **fields)
         else:
-            dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf,
+            dispatch("gradix_sort", [x, values, indices, work, ctr], [1, 2, 4], n_seq, (p.sort_wg, p.B), p.shuf, var,
                      **fields)
     elif p.path == "rows":  # G rows a workgroup, one a subgroup
         dispatch("rows", [x, values, indices], [1, 2], -(-n_seq // p.G), spec, G=p.G, cap=p.cap or p.B)

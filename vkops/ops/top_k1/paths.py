@@ -93,9 +93,10 @@ def shared_bytes(B: int, workgroup: int) -> int:
     return 4 * (2 * B + workgroup + NBINS + NBINS // 32 + 8)
 
 
-def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) -> int:
-    """Shared memory kernels/top_k1/<algorithm>.comp declares with B buffer entries, this workgroup and (rsort)
-    RS_SH counter words (tests/test_portability.py checks it against each module's SPIR-V)."""
+def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, digit_bits: int = 8) -> int:
+    """Shared memory kernels/top_k1/<algorithm>.comp declares with B buffer entries, this workgroup, (rsort)
+    RS_SH counter words and (gradix_hist) digit bits (tests/test_portability.py checks it against each module's SPIR-V)."""
+    gb = 1 << digit_bits  # gradix_hist's bins (GBINS in gradix.glsl)
     words = {"seg": 2 * B + workgroup,                       # skey/sidx, s_base (row offsets)
              "filter": 2 * B + workgroup + 5,                # skey/sidx, s_base (seed maxima), 5 scalars
              # skey/sidx, hist, s_grp, 5 scalars (compact's stores of the threshold and s_flag, read only by
@@ -106,7 +107,7 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1) 
              "rsort": B + rs_sh + 1,                         # skey, counters, s_flag
              # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 6 scalars, s_ties[GRADIX_TIE_CAP],
              # s_nl; skey/sidx[B]
-             "gradix_hist": NBINS + NBINS // 32 + 3, "gradix_collect": workgroup + 6 + GRADIX_TIE_CAP + 1, "gradix_sort": 2 * B,
+             "gradix_hist": gb + gb // 32 + 3, "gradix_collect": workgroup + 6 + GRADIX_TIE_CAP + 1, "gradix_sort": 2 * B,
              # gradix filtering: fscan adds s_scan2[WG] (uvec2) and 4 scalars; fhist and fcollect as hist and collect
              "gradix_fscan": NBINS + NBINS // 32 + 3 + 2 * workgroup + 4, "gradix_fhist": NBINS + NBINS // 32 + 3,
              "gradix_fcollect": workgroup + 6,
@@ -439,6 +440,20 @@ def gradix_shared_bytes(Kp: int, parts: int = 1) -> int:
     """Shared memory of GRADIX's sort (gradix_sort.comp: skey/sidx[pow2(K)]; in parts, each part's), its largest
     module."""
     return 8 * (Kp // parts)
+
+
+def gradix_digit_bits(key_bits: int, shared: int, t: TopK1Tuning = DEFAULT) -> int:
+    """GRADIX's digit bits: GRADIX_DIGIT_BITS (11: the top_k1_gradix_*_d11_* modules) on 32-bit keys without
+    GRADIX_FILTER (its modules take 8-bit digits) where the digit pass's histogram fits shared memory; else 8."""
+    if t.GRADIX_DIGIT_BITS == 8 or key_bits != 32 or t.GRADIX_FILTER:
+        return 8
+    return t.GRADIX_DIGIT_BITS if module_shared_bytes("gradix_hist", 0, 0, digit_bits=t.GRADIX_DIGIT_BITS) <= shared else 8
+
+
+def gradix_shifts(key_bits: int, digit_bits: int) -> list:
+    """Each digit pass's lowest bit, the most significant digit first: 24, 16, 8, 0 for 32-bit keys in 8-bit digits;
+    21, 10, 0 in 11-bit ones (the last digit takes what is left: 10 bits)."""
+    return [max(0, key_bits - digit_bits * (j + 1)) for j in range(-(-key_bits // digit_bits))]
 
 
 def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
