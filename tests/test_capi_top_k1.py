@@ -142,12 +142,13 @@ def test_gradix_rule_thresholds():
     # chunks and the sort's workgroup), other key widths, INCREASING and a strided axis, under each limit set: the
     # random shapes above rarely land there.
     t, py = TUN, Python()
-    rows = (1, t.GRADIX_FEW_SEQ, t.GRADIX_FEW_SEQ + 1, 64, 300)
+    rows = (1, t.GRADIX_RANK_MAX_SEQ, t.GRADIX_RANK_MAX_SEQ + 1, t.GRADIX_FEW_SEQ, t.GRADIX_FEW_SEQ + 1, 64, 300)
     lengths = (t.GRADIX_MIN_L - 1, t.GRADIX_MIN_L, t.GRADIX_FEW_MIN_L - 1, t.GRADIX_FEW_MIN_L, t.GRADIX_LONG_MIN_L - 1,
                t.GRADIX_LONG_MIN_L, 151936)
     ks = (t.GRADIX_MIN_KP // 2, t.GRADIX_MIN_KP // 2 + 1, t.GRADIX_MIN_KP, t.GRADIX_MIN_K - 1, t.GRADIX_MIN_K,
           2 * t.GRADIX_MIN_KP, 2 * t.GRADIX_MIN_KP + 1, t.GRADIX_LONG_MIN_K - 1, t.GRADIX_LONG_MIN_K,
-          t.GRADIX_LONG_MIN_K16 - 1, t.GRADIX_LONG_MIN_K16, t.GRADIX_MIN_KP16 // 2, t.GRADIX_MIN_KP16 // 2 + 1)
+          t.GRADIX_LONG_MIN_K16 - 1, t.GRADIX_LONG_MIN_K16, t.GRADIX_MIN_KP16 // 2, t.GRADIX_MIN_KP16 // 2 + 1,
+          t.GRADIX_RANK_MIN_KP // 2, t.GRADIX_RANK_MIN_KP // 2 + 1)
     per_limits = {}
     for name, lim in sorted(LIMITS.items()):
         py.paths = set()

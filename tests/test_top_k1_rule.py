@@ -189,6 +189,31 @@ def test_rule_gradix_few_rows_16_bit_keys():
     assert _choose(grid.H100, 1, 151936, kp16, key_bits=16, tuning=t.replace(GRADIX_MIN_KP=0)).path != "gradix"
 
 
+def test_rule_gradix_rank_rows_from_kp_4096(dev, rng):
+    """16/32-bit keys on the rows the rank sort takes (<= GRADIX_RANK_MAX_SEQ) of >= GRADIX_MIN_L take GRADIX from
+    pow2(K) = GRADIX_RANK_MIN_KP (docs/tuning/top_k1.md, session 24); more rows, pow2(K) below it, shorter rows,
+    8-bit keys and the knob past every K keep their paths. The rule's GRADIX there is exact on this device."""
+    import numpy as np
+
+    from test_top_k1 import check, radix_data
+    from vkops.ops.top_k1 import DEFAULT as t
+
+    kp, n, L = t.GRADIX_RANK_MIN_KP, t.GRADIX_RANK_MAX_SEQ, t.GRADIX_MIN_L
+    for bits in (32, 16):
+        assert _choose(grid.H100, n, L, kp // 2 + 1, key_bits=bits).path == "gradix", bits
+        assert _choose(grid.H100, 1, 32000, 3000, key_bits=bits).path == "gradix", bits
+        assert _choose(grid.H100, n, L, kp // 2, key_bits=bits).path != "gradix", bits
+        assert _choose(grid.H100, n + 1, L, kp // 2 + 1, key_bits=bits).path != "gradix", bits
+        assert _choose(grid.H100, n, L - 1, kp // 2 + 1, key_bits=bits).path != "gradix", bits
+    assert _choose(grid.H100, 1, 32000, 3000, key_bits=8).path != "gradix"
+    assert _choose(grid.H100, 1, 32000, 3000, tuning=t.replace(GRADIX_RANK_MIN_KP=1 << 20)).path != "gradix"
+    for dtype, direction in (("float32", "decreasing"), ("float16", "increasing")):
+        x = radix_data(rng, dtype, (1, L + 5), "ties")
+        k = kp // 2 + 1
+        if _choose(dev.limits, 1, L + 5, k, key_bits=np.dtype(dtype).itemsize * 8).path == "gradix":
+            check(x, k, -1, direction)
+
+
 def test_rule_row_filter():
     c = _choose(grid.H100, 2, 300000, 9)
     assert (c.path, c.plan.path, c.plan.radix) == ("filter", "filter", False) and "threshold" in c.why

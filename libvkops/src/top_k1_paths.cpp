@@ -220,7 +220,8 @@ struct Facts {
 
     // Facts.gradix (a CPU: its own target groups) and Facts.gradix_auto: GRADIX_MIN_KP set (0: never) and reached
     // (GRADIX_MIN_KP16 for 16-bit keys on few rows),
-    // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K or
+    // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or 16/32-bit keys in <=
+    // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or K >= GRADIX_MIN_K or
     // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K, and it fits.
     bool gradix(TopK1Path &out) {
         // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
@@ -230,7 +231,8 @@ struct Facts {
     }
     bool gradix_auto(TopK1Path &out) {
         u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16 : t.GRADIX_LONG_MIN_K;
-        bool few = n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L;
+        bool few = (n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) ||
+                   (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP);
         u64 min_kp = few && key_bits == 16 ? std::min<u64>(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) : t.GRADIX_MIN_KP;
         return t.GRADIX_MIN_KP > 0 && Kp >= min_kp && length >= t.GRADIX_MIN_L &&
                (few || k >= t.GRADIX_MIN_K || (key_bits > 8 && length >= t.GRADIX_LONG_MIN_L && k >= long_k)) &&

@@ -187,11 +187,13 @@ class Facts:
     def gradix_auto(self) -> bool:
         """The rule takes GRADIX: GRADIX_MIN_KP set (0: never) and reached (GRADIX_MIN_KP16 for 16-bit keys on few
         rows), rows of >= GRADIX_MIN_L, either few
-        (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L, or K >= GRADIX_MIN_K, or 16/32-bit keys in rows of
-        >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K; and it fits."""
+        (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L, or 16/32-bit keys in rows the rank sort takes (<=
+        GRADIX_RANK_MAX_SEQ) from pow2(K) = GRADIX_RANK_MIN_KP, or K >= GRADIX_MIN_K, or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from
+        K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K; and it fits."""
         t, bits = self.t, self.key_bits
         long_k = t.GRADIX_LONG_MIN_K16 if bits == 16 else t.GRADIX_LONG_MIN_K
-        few = self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L
+        few = (self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L
+               or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP)
         min_kp = min(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) if few and bits == 16 else t.GRADIX_MIN_KP
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= min_kp and self.length >= t.GRADIX_MIN_L
                 and (few or self.k >= t.GRADIX_MIN_K or (bits > 8 and self.length >= t.GRADIX_LONG_MIN_L and self.k >= long_k))

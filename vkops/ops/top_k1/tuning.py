@@ -77,6 +77,7 @@ class TopK1Tuning(Tuning):
     GRADIX_MIN_L: int = 16384  # ... on rows at least this long (#gradix)
     GRADIX_FEW_SEQ: int = 16  # ... on up to this many rows (16x131072 K=2048 0.076 -> 0.074; 64 rows lost below K=4000) (#gradix)
     GRADIX_FEW_MIN_L: int = 65536  # ... of at least this length (8x32000 K=1500 lost: 0.041 -> 0.059) (#gradix)
+    GRADIX_RANK_MIN_KP: int = 4096  # ... or, 16/32-bit keys on rows the rank sort takes (<= GRADIX_RANK_MAX_SEQ), from this pow2(K): H200 1x32000 fp32 K=3000 0.064 -> 0.049 ms (#gradix)
     GRADIX_MIN_K: int = 4000  # ... or on any rows from this K (64x131072 K=3700 lost 0.133 -> 0.143, K=4096 won 0.179 -> 0.147) (#gradix)
     GRADIX_LONG_MIN_L: int = 65536  # ... or on rows this long (16/32-bit keys) from a lower K (64x32000 fp32 K=3000 lost 0.069 -> 0.075) (#gradix)
     GRADIX_LONG_MIN_K: int = 2900  # ... 32-bit keys from this K: 64x131072 K=3000 0.130 -> 0.096 ms, K=2049 lost 0.083 -> 0.092 (#gradix)
