@@ -256,13 +256,15 @@ def test_gradix_digit_bits_knob():
     ks = (t.GRADIX_MIN_KP // 2 + 1, t.GRADIX_MIN_KP, t.GRADIX_MIN_K - 1, t.GRADIX_MIN_K, 2 * t.GRADIX_MIN_KP + 1,
           t.GRADIX_LONG_MIN_K - 1, t.GRADIX_LONG_MIN_K, t.GRADIX_LONG_MIN_K16)
     kinds = _same_plans_tuned({"GRADIX_DIGIT_BITS": 11}, [(n, L) for n in rows for L in lengths], ks)
+    kinds |= _same_plans_tuned({"GRADIX_DIGIT_BITS": 8}, [(n, L) for n in rows for L in lengths], ks)
     for knobs in ({"GRADIX_DIGIT_BITS": 11, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1, "GRADIX_SORT_PARTS_MIN_KP": 256},
                   {"GRADIX_DIGIT_BITS": 11, "GRADIX_RANK_MAX_SEQ": 4, "GRADIX_SORT_PARTS": 8},
                   {"GRADIX_DIGIT_BITS": 11, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}):
         kinds |= _same_plans_tuned(knobs, ((1, 151936), (4, 131072), (5, 131072), (64, 131072), (3, 40001)),
                                    (1, 200, 1500, 2048, 3000, 4096))
     assert {"top_k1_gradix_hist_d11", "top_k1_gradix_collect_d11", "top_k1_gradix_rank_d11", "top_k1_gradix_sort_d11_sg",
-            "top_k1_gradix_psort_d11_sg", "top_k1_gradix_pmerge_d11", "top_k1_gradix_hist", "top_k1_gradix_fscan"} <= kinds
+            "top_k1_gradix_psort_d11_sg", "top_k1_gradix_pmerge_d11", "top_k1_gradix_hist", "top_k1_gradix_fscan",
+            "top_k1_gradix_collect", "top_k1_gradix_sort_sg"} <= kinds
 
 
 def test_strides_needing_a_packed_copy():

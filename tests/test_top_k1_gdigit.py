@@ -4,8 +4,8 @@ against reference.top_k1, bit for bit, for float32/int32/uint32 keys, both direc
 digit's edge (bits 9/10, 20/21), forced ties (all-equal rows, ties spanning chunks, the cut inside a chunk, around the
 tie list's cap), NaN payloads (a signaling one whose top mantissa bits are zero), +-inf, -0.0, K around the workgroup
 and the chunk, several rows, strided input, each sort that follows (gradix_sort[_sg], gradix_psort + gradix_pmerge,
-gradix_rank), repeated calls (the larger counters left zero). The knob at 8 plans exactly what the default plans;
-16/8-bit keys and GRADIX_FILTER keep 8-bit digits. Chunks are short (GRADIX_MIN_CHUNK) and K <= 2048 (the sort fits
+gradix_rank), repeated calls (the larger counters left zero). 11 is the default since session 24; the knob at 8 plans
+the 8-bit modules' four passes (checked exact too); 16/8-bit keys and GRADIX_FILTER keep 8-bit digits. Chunks are short (GRADIX_MIN_CHUNK) and K <= 2048 (the sort fits
 Vulkan's minimum 16 KiB), so every CI leg runs these."""
 import dataclasses
 
@@ -80,9 +80,9 @@ def test_the_knob_plans_three_passes_and_8_plans_as_before():
                      ("uint8", "u8")):
         for n, k in ((1, 3000), (4, 4096), (64, 3000), (64, 1000)):
             d = desc_of((n, 131072), dtype, k)
-            base = tk.python_plan(d, h, force="gradix")
-            assert tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_DIGIT_BITS=8)) == base
-            on = tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_DIGIT_BITS=11))
+            base = tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_DIGIT_BITS=8))
+            on = tk.python_plan(d, h, force="gradix")  # the default: 11
+            assert tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_DIGIT_BITS=11)) == on
             if dtype.endswith("32"):
                 hist = [q for q in on.dispatches if q.kernel.startswith("top_k1_gradix_hist")]
                 assert [q.kernel for q in hist] == [f"top_k1_gradix_hist_d11_{s}"] * 3
@@ -103,8 +103,8 @@ def test_the_knob_plans_three_passes_and_8_plans_as_before():
             f8 = tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_FILTER=True))
             assert tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_FILTER=True, GRADIX_DIGIT_BITS=11)) == f8
     # a device whose shared memory cannot hold the 2048-bin histogram keeps 8-bit digits
-    need = paths.module_shared_bytes("gradix_hist", 0, 0, digit_bits=11)
-    assert need == 4 * (2048 + 64 + 3) <= 16384  # Vulkan's minimum maxComputeSharedMemorySize
+    need = paths.module_shared_bytes("gradix_hist", 0, 1024, digit_bits=11)  # its s_part[WG] at the widest workgroup
+    assert need == 4 * (2048 + 1024 + 3) <= 16384  # Vulkan's minimum maxComputeSharedMemorySize
     small = dataclasses.replace(h, shared_memory_bytes=8192)
     d = desc_of((4, 131072), "float32", 1000)
     assert paths.gradix_digit_bits(32, need, T11) == 11 and paths.gradix_digit_bits(32, need - 1, T11) == 8
@@ -117,17 +117,35 @@ def test_the_knob_plans_three_passes_and_8_plans_as_before():
 
 
 @pytest.mark.host_only
-def test_the_default_rule_and_grid_are_unchanged():
-    # the default is 8: the auto rule's plans (the plan grid's) name no _d11 module; with the knob at 11 the rule picks
-    # the same path, the same dispatches less one pass
-    assert TUN.GRADIX_DIGIT_BITS == 8
+def test_the_default_is_11_bit_digits():
+    # the default is 11 (session 24): the auto rule's GRADIX plans of 32-bit keys run the _d11 modules; with the knob at
+    # 8 the rule picks the same path, the 8-bit modules and one pass more
+    assert TUN.GRADIX_DIGIT_BITS == 11
     for n, L, k in ((64, 131072, 3000), (1, 151936, 4096), (16, 131072, 2048), (64, 131072, 4096)):
         d = desc_of((n, L), "float32", k)
-        p8 = tk.python_plan(d, grid.H100)
-        p11 = tk.python_plan(d, grid.H100, tuning=TUN.replace(GRADIX_DIGIT_BITS=11))
+        p11 = tk.python_plan(d, grid.H100)
+        p8 = tk.python_plan(d, grid.H100, tuning=TUN.replace(GRADIX_DIGIT_BITS=8))
         assert p8.note("path") == p11.note("path") == "gradix", (n, L, k)
         assert not any("_d11" in q.kernel for q in p8.dispatches)
+        assert all("_d11" in q.kernel for q in p11.dispatches)
         assert len(p11.dispatches) == len(p8.dispatches) - 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_8_bit_digits_stay_exact(dev, rng, dtype):
+    # the knob at 8: four passes of the 8-bit modules, each sort that follows (one workgroup, parts, the rank sort)
+    t8 = T11.replace(GRADIX_DIGIT_BITS=8)
+    x = data(rng, dtype, (3, 5 * CHUNK + 3))
+    for n, k, direction, kw in ((3, 1000, "decreasing", {}), (3, 2048, "increasing", {}), (1, 1500, "decreasing", {}),
+                                (3, 1500, "increasing", {"tuning": t8.replace(GRADIX_SORT_PARTS_MIN_KP=256)})):
+        tun = kw.get("tuning", t8)
+        p = plan_of(dev.limits, (n, x.shape[1]), dtype, k, tuning=tun)
+        hist = [d.kernel for d in p.dispatches if d.kernel.startswith("top_k1_gradix_hist")]
+        assert len(hist) == 4 and not any("_d11" in d.kernel for d in p.dispatches), hist
+        v, i = tk._top_k(x[:n], k, -1, direction, force="gradix", tuning=tun)
+        rv, ri = reference.top_k1(x[:n], k, -1, direction)
+        np.testing.assert_array_equal(i, ri)
+        assert v.tobytes() == rv.tobytes()
 
 
 # ---- dtypes x directions x K ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 // the last workgroup of the row to arrive picks the digit where the K-th key lies (counting from the top), appends
 // it to the prefix and leaves the row's histogram and arrival counter zero. On the last pass (pc.last) every workgroup also
 // keeps its histogram in `work` (the chunk's ties of the K-th key, for gradix_collect). Bindings: the input,
-// work, ctr. Shared memory: hist[GBINS], s_grp[GBINS/32], 4 words.
+// work, ctr. Shared memory: hist[GBINS], s_grp[GBINS/32] (11-bit: s_part[WG]), 4 words.
 #extension GL_GOOGLE_include_directive : require
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1
@@ -21,7 +21,11 @@ shared uint hist[GBINS];
 #else
 #define GRADIX_COUNT(d) atomicAdd(hist[d], 1u)
 #endif
+#if GDIGIT == 8
 shared uint s_grp[GBINS / 32u];
+#else
+shared uint s_part[WG];  // pick_bin_top: each thread's GBINS/WG bins, then suffix sums (the 11-bit pick)
+#endif
 shared uint s_digit, s_above, s_inbin, s_last;
 #if GFILTER == 1
 // gradix_fscan: a block's candidate counts, one 16-bit field per load (x: loads 0, 1; y: 2, 3), prefix-summed
@@ -33,6 +37,39 @@ shared uint s_blk, s_base, s_ctot, s_run;
 // radix.comp's pick_bin: the bin of hist[0, GBINS) where a count of `need` is reached scanning from the top:
 // s_digit, with s_above the count above it and s_inbin its own. Groups of 32 bins are summed in parallel
 // first, so one thread scans at most GBINS/32 + 32 entries. Ends with a barrier.
+#if GDIGIT != 8
+// 2048 bins: a serial scan of 64 group sums and 32 bins sat on the pass's tail (each 11-bit pass cost 3-5 us more
+// than an 8-bit one, docs/tuning/top_k1.md session 24), so each thread sums its GBINS/WG bins, the sums become
+// suffix sums in log2(WG) steps, and the one thread whose bins hold the need-th count scans them.
+void pick_bin_top(uint need) {
+    uint tid = gl_LocalInvocationID.x;
+    const uint per = GBINS / WG;
+    barrier();
+    uint t = 0u;
+    for (uint j = 0u; j < per; ++j) t += hist[tid * per + j];
+    s_part[tid] = t;
+    barrier();
+    for (uint off = 1u; off < WG; off <<= 1) {  // s_part[i]: the count of bins from i's first to the top
+        uint v = tid + off < WG ? s_part[tid + off] : 0u;
+        barrier();
+        s_part[tid] += v;
+        barrier();
+    }
+    uint above = tid + 1u < WG ? s_part[tid + 1u] : 0u;  // counted in the bins above this thread's
+    if (above < need && above + t >= need) {
+        uint acc = above, b = 0u;
+        for (uint j = 0u; j < per; ++j) {
+            b = tid * per + per - 1u - j;
+            if (acc + hist[b] >= need) break;
+            acc += hist[b];
+        }
+        s_digit = b;
+        s_above = acc;
+        s_inbin = hist[b];
+    }
+    barrier();
+}
+#else
 void pick_bin_top(uint need) {
     uint tid = gl_LocalInvocationID.x;
     const uint ng = GBINS / 32u;
@@ -62,6 +99,7 @@ void pick_bin_top(uint need) {
     }
     barrier();
 }
+#endif
 
 void main() {
     uint g = linear_group();

@@ -123,11 +123,12 @@ static u64 gradix_sort_parts(u64 n_seq, u64 Kp, const TopK1Tuning &t) {
 }
 
 // paths.gradix_digit_bits: GRADIX_DIGIT_BITS (11: the _d11 modules) on 32-bit keys without GRADIX_FILTER where the
-// digit pass's histogram (module_shared_bytes("gradix_hist"): 2^bits bins, 2^bits / 32 group sums, 3 words) fits.
+// digit pass's histogram (module_shared_bytes("gradix_hist"): 2^bits bins, the pick's s_part[WG] at the widest
+// workgroup (1024), 3 words) fits.
 int top_k1_gradix_digit_bits(int key_bits, u64 shared, const TopK1Tuning &t) {
     if (t.GRADIX_DIGIT_BITS == 8 || key_bits != 32 || t.GRADIX_FILTER) return 8;
     u64 gb = u64(1) << t.GRADIX_DIGIT_BITS;
-    return 4 * (gb + gb / 32 + 3) <= shared ? (int)t.GRADIX_DIGIT_BITS : 8;
+    return 4 * (gb + 1024 + 3) <= shared ? (int)t.GRADIX_DIGIT_BITS : 8;
 }
 
 bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup, u64 target_groups, const TopK1Tuning &t,

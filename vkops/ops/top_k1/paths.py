@@ -107,7 +107,9 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, 
              "rsort": B + rs_sh + 1,                         # skey, counters, s_flag
              # gradix: hist[NBINS], s_grp, 3 scalars (s_inbin is dead: dropped); s_scan[WG], 6 scalars, s_ties[GRADIX_TIE_CAP],
              # s_nl; skey/sidx[B]
-             "gradix_hist": gb + gb // 32 + 3, "gradix_collect": workgroup + 6 + GRADIX_TIE_CAP + 1, "gradix_sort": 2 * B,
+             # (11-bit digits: s_part[WG] instead of s_grp)
+             "gradix_hist": gb + (gb // 32 if digit_bits == 8 else workgroup) + 3,
+             "gradix_collect": workgroup + 6 + GRADIX_TIE_CAP + 1, "gradix_sort": 2 * B,
              # gradix filtering: fscan adds s_scan2[WG] (uvec2) and 4 scalars; fhist and fcollect as hist and collect
              "gradix_fscan": NBINS + NBINS // 32 + 3 + 2 * workgroup + 4, "gradix_fhist": NBINS + NBINS // 32 + 3,
              "gradix_fcollect": workgroup + 6,
@@ -449,7 +451,8 @@ def gradix_digit_bits(key_bits: int, shared: int, t: TopK1Tuning = DEFAULT) -> i
     GRADIX_FILTER (its modules take 8-bit digits) where the digit pass's histogram fits shared memory; else 8."""
     if t.GRADIX_DIGIT_BITS == 8 or key_bits != 32 or t.GRADIX_FILTER:
         return 8
-    return t.GRADIX_DIGIT_BITS if module_shared_bytes("gradix_hist", 0, 0, digit_bits=t.GRADIX_DIGIT_BITS) <= shared else 8
+    fits = module_shared_bytes("gradix_hist", 0, 1024, digit_bits=t.GRADIX_DIGIT_BITS) <= shared  # any workgroup
+    return t.GRADIX_DIGIT_BITS if fits else 8
 
 
 def gradix_shifts(key_bits: int, digit_bits: int) -> list:

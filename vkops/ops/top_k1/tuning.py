@@ -86,7 +86,7 @@ class TopK1Tuning(Tuning):
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
     GRADIX_MANY_TARGET_GROUPS: int = 512  # ... this many on more than GRADIX_FEW_SEQ rows: 64x131072 K=4096 0.120 -> 0.106 ms, 16 rows fp16 K=2048 lost 7% at 512 (#gradix)
-    GRADIX_DIGIT_BITS: int = 8  # ... digit bits of 32-bit keys: 8 or 11 (3 passes of 11/11/10 bits, the _d11 modules; 8 under GRADIX_FILTER); H200: no faster, each 11-bit pass costs 3-5 us more (#gradix)
+    GRADIX_DIGIT_BITS: int = 11  # ... digit bits of 32-bit keys: 8 or 11 (3 passes of 11/11/10 bits, the _d11 modules; 8 under GRADIX_FILTER); H200 with the parallel pick: 1-5% faster on every 32-bit cell, 64x151936 K=4096 0.109 -> 0.105 ms (#gradix)
     GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: won only on fp16 64-row cells from K=3000, lost 1-4% on one row) (#gradix)
     GRADIX_RANK_MAX_SEQ: int = 2  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never); 1x151936 K=4096 0.071 -> 0.053 ms, 4 rows K=4096 lost 1% (#gradix)
     GRADIX_RANK_E: int = 1  # ... survivors a thread ranks (1-4; an i-tile is GRADIX_WG of these); 1 against 2: 1x151936 K=2048 0.0502 / 0.0522 ms (#gradix)
