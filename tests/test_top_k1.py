@@ -618,9 +618,9 @@ def test_tune_select_and_guess(dev, rng):
     tb = paths.tune_bits
     assert [tb(gpu_path(4096, 32768, k), 4096, 32768, 32) for k in (64, 256, 1024)] == [0, both, both]
     assert [tb(gpu_path(4096, 32768, k), 4096, 32768, 16) for k in (64, 256, 1024)] == [paths.TUNE_GUESS] * 2 + [both]
-    assert tb(gpu_path(4096, 32768, 8), 4096, 32) == 0         # the threshold filter
-    assert tb(gpu_path(256, 151936, 256), 256, 32) == 0        # few rows: a missed guess sets the time
-    assert tb(gpu_path(64, 1 << 20, 256), 64, 32) == 0         # several chunks a row
+    assert tb(gpu_path(4096, 32768, 8), 4096, 32768, 32) == 0  # the threshold filter
+    assert tb(gpu_path(256, 151936, 256), 256, 151936, 32) == 0  # few rows: a missed guess sets the time
+    assert tb(gpu_path(64, 1 << 20, 256), 64, 1 << 20, 32) == 0  # several chunks a row
     limits = dev.limits.replace(name="h100-like", device_type="discrete", shared_memory_bytes=48 * 1024,
                                 subgroup_operations=0, max_workgroup_invocations=1024,
                                 max_storage_buffer_range=2**32 - 1)
