@@ -318,7 +318,17 @@ void main() {
     barrier();
     if (s_last == 0u) return;
     memoryBarrierBuffer();
+#if GDIGIT == 8
     for (uint b = tid; b < GBINS; b += WG) hist[b] = atomicExchange(ctr[row + b], 0u);  // read, leave zero
+#else
+    // 2048 bins: plain coherent loads (the atomics that made them are done: this workgroup arrived last), and a
+    // store of zero only where a bin is not, instead of 2048 atomic exchanges a row on the pass's tail
+    for (uint b = tid; b < GBINS; b += WG) {
+        uint h = ctr[row + b];
+        hist[b] = h;
+        if (h != 0u) ctr[row + b] = 0u;
+    }
+#endif
     uint need = first ? pc.K : work[2u * s + 1u];
     pick_bin_top(need);
     if (tid == 0u) {
