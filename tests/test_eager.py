@@ -159,3 +159,24 @@ def test_top_k_argument_memo_is_exact(dev, rng, counted):
     with pytest.raises(vkops.ValidationError, match="disagree"):
         vkops.top_k(x, 5, direction="increasing", largest=True)
     assert counted["served"] >= 9
+
+
+def test_a_failed_allocation_names_the_operator_and_leaves_nothing_recorded(dev, rng, counted, monkeypatch):
+    """An allocation refused inside the shortcut raises the device's error naming the operator; nothing was
+    submitted, and the next call runs."""
+    from vkops.errors import DeviceMemoryError
+
+    x = dev.tensor(rng.standard_normal((4, 300)).astype(np.float32))
+    want = _bits(vkops.top_k(x, 9))
+    real = type(dev._memory).get
+
+    def refuse(self, words):
+        raise DeviceMemoryError("no memory for this test")
+
+    s0 = dev.stats()["submissions"]
+    monkeypatch.setattr(type(dev._memory), "get", refuse)
+    with pytest.raises(DeviceMemoryError, match=r"^vkops\.top_k: no memory for this test"):
+        vkops.top_k(x, 9)
+    monkeypatch.setattr(type(dev._memory), "get", real)
+    assert dev.stats()["submissions"] == s0 and counted["passed"] == 0
+    assert _bits(vkops.top_k(x, 9)) == want

@@ -42,12 +42,12 @@ def eager(dev: Device, key: tuple, inputs: Sequence[DeviceTensor], outs: Sequenc
         return None
     mem = dev._memory
     outputs = []
-    for j, (desc, words) in enumerate(plan._outs):
-        u = outs[j] if j < len(outs) else None
-        outputs.append(DeviceTensor(mem.get(words), desc, dev) if u is None else
-                       _checked_out(dev, desc, u, "out" if len(plan._outs) == 1 else f"out[{j}]"))
     batch = Batch(dev, pending=False)
     try:
+        for j, (desc, words) in enumerate(plan._outs):
+            u = outs[j] if j < len(outs) else None
+            outputs.append(DeviceTensor(mem.get(words), desc, dev) if u is None else
+                           _checked_out(dev, desc, u, "out" if len(plan._outs) == 1 else f"out[{j}]"))
         execute(plan, batch, inputs, outputs)
     except BaseException as e:
         _named(e, op)
