@@ -20,6 +20,7 @@ from vkops.ops.top_k1 import paths
 from vkops.ops.top_k1.tuning import DEFAULT as TUN
 
 import top_k1_plan_grid as grid
+from test_top_k1_gradix import special_rows
 
 DIRS = ["decreasing", "increasing"]
 DTYPES = ["float32", "int32", "uint32"]
@@ -260,35 +261,10 @@ def test_whole_blocks_raw_prefix(dev, rng, dtype, direction):
 @pytest.mark.parametrize("direction", DIRS)
 def test_whole_blocks_exact_prefix(dev, rng, direction):
     # float32 prefixes whose range of keys holds those the raw test would get wrong (test_top_k1_gradix's cases)
-    L = 2 * block(dev) + 48
-    sign, inf = 0x80000000, 0x7F800000
-
-    def vals(b):
-        return np.array(b, np.uint64).astype(np.uint32).view(np.float32)
-
-    up = direction == "decreasing"
-    base = rng.standard_normal((2, L)).astype(np.float32)
-    at = rng.permutation(L)
-    # the K-th key +inf (DECREASING) or -inf, beside signaling NaNs of small payloads of both signs
-    x = base.copy()
-    x[:, at[:500]] = np.inf if up else -np.inf
-    x[0, at[500:600]] = vals([inf + 1 + j % 7 for j in range(100)])
-    x[0, at[600:700]] = vals([sign | inf + 1 + j % 7 for j in range(100)])
-    x[1, at[500:2000]] = np.inf if up else -np.inf
-    x[1, at[2000:2100]] = vals([(sign if up else 0) | inf + 1 + j % 3 for j in range(100)])
-    for k in (150, 300, 700, 2048):
-        check_blocks(dev, x, k, direction)
-    # the K-th key NaN's (all but 2000 values NaNs, payloads and signs mixed)
-    x = base.copy()
-    x[:, at[2000:]] = vals([(sign if j % 2 else 0) | inf + 1 + j % 5 for j in range(L - 2000)])
-    for k in (300, 2048):
-        check_blocks(dev, x, k, direction)
-    # the K-th key zero's (+0.0 and -0.0), or on row 1 one of the smallest denormals on that side
-    x = np.abs(base) * (-1 if up else 1)
-    x[:, at[:1500]] = vals([sign * (j % 2) for j in range(1500)])
-    x[1, at[1500:3000]] = vals([(sign if up else 0) | 1 + j % 4 for j in range(1500)])
-    for k in (700, 1500, 2048):
-        check_blocks(dev, x, k, direction)
+    x, y, z = special_rows(rng, "float32", direction, 2 * block(dev) + 48)
+    for rows, ks in ((x, (150, 300, 700, 2048)), (y, (300, 2048)), (z, (700, 1500, 2048))):
+        for k in ks:
+            check_blocks(dev, rows, k, direction)
 
 
 # ---- rows around the workgroup, the load block and the chunk -------------------------------------------------

@@ -403,11 +403,12 @@ def test_whole_blocks_raw_prefix(dev, rng, dtype, direction):
         check_blocks(dev, x, k, direction)
 
 
-@pytest.mark.parametrize("direction", DIRS)
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_whole_blocks_exact_prefix(dev, rng, dtype, direction):
-    # prefixes whose range of keys holds those the raw test would get wrong: exact keys there
-    L = 2 * block_elems(dtype) + 48
+def special_rows(rng, dtype, direction, L):
+    """Rows whose GRADIX prefixes hold keys a raw-bits test would get wrong, as (rows, Ks) cases: the K-th key +inf
+    (DECREASING) or -inf beside NaNs of small payloads of both signs (their raw images lie just above +inf's key
+    and just below -inf's); the K-th key NaN's (all but 2000 values NaNs, payloads and signs mixed); the K-th key
+    zero's (+0.0 and -0.0, every other value on the far side of zero) or, on row 1, one of the smallest denormals
+    on that side (DECREASING: negative ones, whose keys lie next to -0.0's raw image)."""
     ut = np.uint32 if dtype == "float32" else np.uint16
     sign, inf = (0x80000000, 0x7F800000) if dtype == "float32" else (0x8000, 0x7C00)
 
@@ -417,28 +418,28 @@ def test_whole_blocks_exact_prefix(dev, rng, dtype, direction):
     up = direction == "decreasing"
     base = rng.standard_normal((2, L)).astype(dtype)
     at = rng.permutation(L)
-    # the K-th key +inf (DECREASING) or -inf (INCREASING), beside NaNs of small payloads of both signs: their raw
-    # images lie just above +inf's key and just below -inf's
     x = base.copy()
     x[:, at[:500]] = np.inf if up else -np.inf
     x[0, at[500:600]] = vals([inf + 1 + j % 7 for j in range(100)])
     x[0, at[600:700]] = vals([sign | inf + 1 + j % 7 for j in range(100)])
     x[1, at[500:2000]] = np.inf if up else -np.inf
     x[1, at[2000:2100]] = vals([(sign if up else 0) | inf + 1 + j % 3 for j in range(100)])
-    for k in (150, 300, 700, 2049):
-        check_blocks(dev, x, k, direction)
-    # the K-th key NaN's (both directions: all but 2000 values NaNs, payloads and signs mixed)
-    x = base.copy()
-    x[:, at[2000:]] = vals([(sign if j % 2 else 0) | inf + 1 + j % 5 for j in range(L - 2000)])
-    for k in (300, 3000):
-        check_blocks(dev, x, k, direction)
-    # the K-th key zero's (+0.0 and -0.0, every other value on the far side of zero), or on row 1 one of the
-    # smallest denormals on that side (DECREASING: negative ones, whose keys lie next to -0.0's raw image)
-    x = np.abs(base) * (-1 if up else 1)
-    x[:, at[:1500]] = vals([sign * (j % 2) for j in range(1500)])
-    x[1, at[1500:3000]] = vals([(sign if up else 0) | 1 + j % 4 for j in range(1500)])
-    for k in (700, 1500, 2200):
-        check_blocks(dev, x, k, direction)
+    y = base.copy()
+    y[:, at[2000:]] = vals([(sign if j % 2 else 0) | inf + 1 + j % 5 for j in range(L - 2000)])
+    z = np.abs(base) * (-1 if up else 1)
+    z[:, at[:1500]] = vals([sign * (j % 2) for j in range(1500)])
+    z[1, at[1500:3000]] = vals([(sign if up else 0) | 1 + j % 4 for j in range(1500)])
+    return x, y, z
+
+
+@pytest.mark.parametrize("direction", DIRS)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_whole_blocks_exact_prefix(dev, rng, dtype, direction):
+    # prefixes whose range of keys holds those the raw test would get wrong: exact keys there
+    x, y, z = special_rows(rng, dtype, direction, 2 * block_elems(dtype) + 48)
+    for rows, ks in ((x, (150, 300, 700, 2049)), (y, (300, 3000)), (z, (700, 1500, 2200))):
+        for k in ks:
+            check_blocks(dev, rows, k, direction)
 
 
 # ---- the compaction's raw-bits filter (gradix.glsl gradix_cut/gbelow: a value told below T without its key) ----
