@@ -7,8 +7,7 @@
 
 namespace vkops {
 
-using ops_top_k1_lowering::GRADIX_CTR_WORDS;
-using ops_top_k1_lowering::GRADIX_D11_CTR_WORDS;
+using ops_top_k1_lowering::GRADIX_CTR_EXTRA;
 using ops_top_k1_lowering::MAX_OTHER_DIMS;
 
 static const char *KERNEL_TYPE[] = {"f32", "f16", "i32", "i16", "i8", "u32", "u16", "u8"};  // _KERNELS, DT's order
@@ -107,7 +106,7 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         int digit = top_k1_gradix_digit_bits(bits, lim.shared_memory_bytes, t);
         u64 passes = cdiv(bits, digit);
         std::string var = digit == 11 ? "_d11" : "";
-        u64 cw = digit == 11 ? GRADIX_D11_CTR_WORDS : GRADIX_CTR_WORDS;
+        u64 cw = (u64(1) << digit) + GRADIX_CTR_EXTRA;  // the digit's histogram bins, arrival, survivor slots
         Ref ctr = b.counters(rank ? n_seq * (cw + K + ni) : n_seq * cw);
         u64 tie_bins = u64(1) << (bits - digit * (passes - 1));  // the last digit's bins: 256 (10 bits: 1024)
         // gradix.glsl's `work`: row state, each chunk's histogram of ties, survivors

@@ -21,9 +21,10 @@ module top_k1_<algorithm>[_m][_sg]_<type> (PUSH mirrors each one's push block):
           B/2 < pow2(K) <= B on rows longer than B: radix select, one chunk a row (no merge: it needs two
           runs of pow2(K) in the buffer).
   gradix  pow2(K) >= GRADIX_MIN_KP on up to GRADIX_FEW_SEQ rows of >= GRADIX_FEW_MIN_L, or K >= GRADIX_MIN_K on
-          rows of >= GRADIX_MIN_L, or (16/32-bit keys) K >= GRADIX_LONG_MIN_K16 / _K on rows of >= GRADIX_LONG_MIN_L
-          (paths.AUTO_RULE's first row; force="gradix" anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch per 8-bit digit
-          (GRADIX_DIGIT_BITS = 11, 32-bit keys: 11/11/10-bit digits, 3 passes, the _d11 modules),
+          rows of >= GRADIX_MIN_L, or (16/32-bit keys) K >= GRADIX_LONG_MIN_K16 / _K on rows of >= GRADIX_LONG_MIN_L, or
+          pow2(K) >= GRADIX_RANK_MIN_KP on up to GRADIX_RANK_MAX_SEQ rows (paths.AUTO_RULE's first row; force="gradix"
+          anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch
+          per digit: 32-bit keys in 11/11/10-bit digits, the _d11 modules, GRADIX_DIGIT_BITS; narrower keys in 8-bit ones,
           the row's last workgroup to arrive picks the digit), one compaction of the K survivors (gradix_collect:
           keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
@@ -51,8 +52,7 @@ from .paths import Path, device_path, gradix_digit_bits, gradix_shifts, tune_bit
 from .tuning import DEFAULT, TopK1Tuning
 
 SENT_IDX = 0xFFFFFFFF
-GRADIX_CTR_WORDS = 258  # a row's counters in gradix.glsl (CTR_WORDS): histogram, arrival, survivor slots
-GRADIX_D11_CTR_WORDS = 2050  # ... with 11-bit digits (the _d11 modules): a histogram of 2048 bins
+GRADIX_CTR_EXTRA = 2  # a row's counters in gradix.glsl (CTR_WORDS): the digit's 2^bits histogram bins, then arrival, survivor slots
 
 _KERNELS = {DataType.FLOAT32: "f32", DataType.FLOAT16: "f16", DataType.INT32: "i32", DataType.INT16: "i16",
             DataType.INT8: "i8", DataType.UINT32: "u32", DataType.UINT16: "u16", DataType.UINT8: "u8"}
@@ -177,7 +177,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         digit = gradix_digit_bits(bits, lim.shared_memory_bytes, t)
         shifts = gradix_shifts(bits, digit)
         var = "_d11" if digit == 11 else ""
-        cw = GRADIX_D11_CTR_WORDS if digit == 11 else GRADIX_CTR_WORDS
+        cw = (1 << digit) + GRADIX_CTR_EXTRA
         ctr = b.counters(n_seq * (cw + K + ni) if rank else n_seq * cw)
         tie_bins = 1 << (bits - digit * (len(shifts) - 1))  # the last digit's bins: 256 (10 bits: 1024)
         words = 2 * n_seq + n_seq * C * tie_bins + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
