@@ -218,6 +218,15 @@ def test_radix_fit_thresholds():
     assert {"top_k1_radix_m_sg", "top_k1_radix_m"} & kinds, kinds
 
 
+def test_many_rows_chunk_cap_thresholds():
+    # the many-rows chunk cap (paths.Facts.filter) on both sides of WAVE_MIN_SEQ / WAVE_MAX_SEQ rows, WAVE_MAX_L and
+    # pow2(K) = WAVE_MAX_KP, few rows (32 x 151936 at K=1024) and capped ones (48-64 rows at K = 512-1024)
+    shapes = ((31, 151936), (32, 151936), (48, 151936), (64, 151936), (256, 151936), (257, 151936), (64, 262144),
+              (64, 262145))
+    kinds = _same_plans_tuned({}, shapes, (256, 257, 512, 1024))
+    assert {"top_k1_radix_m_sg", "top_k1_radix_m"} & kinds, kinds
+
+
 def test_gradix_rank_knob():
     # GRADIX's rank sort for few rows (TopK1Tuning.GRADIX_RANK_MAX_SEQ, with its tile knobs, with and without
     # GRADIX_FILTER), rows at and past the knob.

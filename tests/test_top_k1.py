@@ -383,8 +383,9 @@ def test_compaction_around_rank_bound(dev, rng, dtype):
 def test_llm_row_chunk_rule():
     """Chunks of few long rows on a GPU-sized device (the counts the H100 measured best): >= 56 pow2(K)
     elements, or >= 64 pow2(K) where the rows alone give more than one workgroup per SM; whole steps.
-    Tens to 256 rows at 64 <= pow2(K) <= 256: about one wave of workgroups, by radix select (WAVE_*)."""
-    want = {(1, 128256, 1024): 3, (8, 128256, 1024): 3, (1, 151936, 1024): 3, (64, 151936, 1024): 3,
+    Tens to 256 rows at 64 <= pow2(K) <= 256: about one wave of workgroups, by radix select (WAVE_*); above that
+    K, where the rows alone give more than a workgroup per SM, at most about a wave or 2 chunks a row."""
+    want = {(1, 128256, 1024): 3, (8, 128256, 1024): 3, (1, 151936, 1024): 3, (64, 151936, 1024): 2,
             (64, 128256, 1024): 2, (1, 128256, 256): 8, (1, 151936, 256): 10, (64, 151936, 256): 2,
             (1, 151936, 50): 19, (1, 32000, 1024): 1, (64, 151936, 50): 2, (64, 128256, 50): 2,
             (64, 32000, 50): 2, (64, 32000, 256): 2, (32, 151936, 50): 4, (256, 151936, 50): 1,
@@ -395,6 +396,21 @@ def test_llm_row_chunk_rule():
     # not below pow2(K) = 64 nor past WAVE_MAX_SEQ rows of chunks over RADIX_SHORT_CHUNK_B * B
     assert all(got[key].radix for key in ((64, 151936, 50), (256, 151936, 50), (32, 151936, 50)))
     assert not got[(64, 151936, 8)].radix and not got[(512, 151936, 50)].radix
+
+
+@pytest.mark.host_only
+def test_many_rows_chunk_cap():
+    """Tens to WAVE_MAX_SEQ rows of up to WAVE_MAX_L above pow2(K) = WAVE_MAX_KP, where the rows alone give more
+    than target_groups / 2 chunks: at most max(2, target_groups / 2 / rows) chunks a row (3-5 ran 1.2-1.6x slower
+    than 2 on an H100); few rows, longer rows, more rows and the wave's K keep the count of chunks >= 64 pow2(K)."""
+    want = {(64, 151936, 1024): 2, (64, 151936, 1000): 2, (48, 151936, 512): 2, (48, 200000, 1024): 2,
+            (64, 131072, 512): 2, (96, 131072, 512): 2, (112, 128256, 300): 2, (64, 262144, 1024): 2,
+            (40, 131072, 512): 3, (32, 151936, 512): 4,                       # capped at 128 / rows
+            (32, 151936, 1024): 3,                                            # few rows: 56 pow2(K) a chunk
+            (64, 262145, 1024): 4, (257, 151936, 1024): 1, (64, 151936, 256): 2,  # past WAVE_MAX_L / _SEQ; the wave
+            (128, 151936, 1024): 2, (64, 128256, 1024): 2}                    # already at 2
+    assert {key: gpu_path(*key).chunks for key in want} == want
+    assert gpu_path(31, 151936, 512).chunks == 5  # below WAVE_MIN_SEQ rows: not capped
 
 def radix_data(rng, dtype, shape, kind):
     dt = np.dtype(dtype)

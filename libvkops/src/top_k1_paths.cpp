@@ -258,6 +258,10 @@ TopK1Path Facts::filter(bool radix) {
     }
     u64 chunks = std::max<u64>(1, std::min(std::min(want, ceil_div(length, min_chunk)),
                                            std::max<u64>(MAX_CHUNK_KEYS / k, target_groups / 2 / n_seq)));
+    // tens of vocabulary-sized rows above the wave's K: about a wave of workgroups too, or 2 chunks a row
+    if (short_ && !few && t.WAVE_MIN_SEQ <= n_seq && n_seq <= t.WAVE_MAX_SEQ && length <= t.WAVE_MAX_L &&
+        Kp > t.WAVE_MAX_KP)
+        chunks = std::min<u64>(chunks, std::max<u64>(2, target_groups / 2 / n_seq));
     u64 chunk_len = ceil_div(length, chunks);
     chunk_len = ceil_div(chunk_len, step) * step;
     chunks = ceil_div(length, chunk_len);

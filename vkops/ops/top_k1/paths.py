@@ -289,6 +289,11 @@ class Facts:
                 # of whole steps, rows under 8 steps too; radix select from pow2(K) = 64 (measured so).
                 want, min_chunk = -(-(target_groups // 2) // n_seq), step
             chunks = max(1, min(want, -(-length // min_chunk), max(MAX_CHUNK_KEYS // k, target_groups // 2 // n_seq)))
+            if (short and not few and t.WAVE_MIN_SEQ <= n_seq <= t.WAVE_MAX_SEQ and length <= t.WAVE_MAX_L
+                    and Kp > t.WAVE_MAX_KP):
+                # Tens of vocabulary-sized rows above the wave's K: about a wave of workgroups too, or 2 chunks a
+                # row (64 x 151936 K=1024 ran 0.064 ms in 3 chunks, 0.044 in 2; #many-rows-chunk-cap).
+                chunks = min(chunks, max(2, target_groups // 2 // n_seq))
         chunk_len = -(-length // chunks)
         chunk_len = -(-chunk_len // step) * step
         chunks = -(-length // chunk_len)
