@@ -103,6 +103,9 @@ def main():
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--dispatches", action="store_true",
                     help="also each configuration's GPU time per dispatch (best of 5 timestamped batches of one call)")
+    ap.add_argument("--serial", action="store_true",
+                    help="every call of a timed batch writes the same outputs: barriers between calls, so a call's "
+                         "time is its latency, not its share of calls that overlap")
     ap.add_argument("--check-all-rows", type=int, default=256,
                     help="check every row of 2-D cases with at most this many rows (else 16 sampled rows)")
     args = ap.parse_args()
@@ -131,7 +134,8 @@ def main():
             for _ in range(args.passes):
                 for name, cfg in configs.items():
                     kw, tun = cfg.get("kw", {}), tunings[name]
-                    f = lambda i=0: top_k1._top_k(xt, k, out=outs[i], tuning=tun, **kw)  # noqa: E731
+                    f = lambda i=0: top_k1._top_k(xt, k, out=outs[0 if args.serial else i], tuning=tun,  # noqa: E731
+                                                  **kw)
                     if name in refused:
                         continue
                     if name not in notes:
