@@ -278,16 +278,13 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
     uint nl = clamp(n / (WG * ev * 8u), 4u, 16u) & ~3u;  // loads a thread, 4 in flight
     uint strip = n / ev / nl;                             // loads between the strips' starts
     if (strip < WG) return false;
-    // Keys a thread takes from each load (eu of its ev): the guess's rank r = WG (1 - (1 - want/n)^m),
-    // m = nl * eu, stays <= WG/4, where the threads' bests still stand for the sample's best keys.
+    // Keys a thread takes: m of its nl * ev, as many as keep the guess's rank r = WG (1 - (1 - want/n)^m) <= WG/4,
+    // where the threads' bests still stand for the sample's best keys (a larger rank is a steadier guess:
+    // #sampled-guess-rank), spread over its loads (load l gives m (l+1) / nl - m l / nl); none if even one a
+    // load is too many.
     float q = log(1.0 - float(want) / float(n));
-    // eu steps down by one, not by halves: the rank then lands nearer WG/4, and a larger rank is a steadier guess
-    // (64 x 151936 K=1024 in 2 chunks: r 77 -> 111; #sampled-guess-rank).
-    uint eu = ev;
-    while (float(nl * eu) * q < log(0.75)) {
-        if (eu == 1u) return false;
-        eu -= 1u;
-    }
+    uint m = min(nl * ev, uint(log(0.75) / q));
+    if (m < nl) return false;
     uint mk = 0u;  // this thread's best sampled key
     for (uint l0 = 0u; l0 < nl; l0 += 4u) {
         uvec4 w[4];
@@ -297,13 +294,14 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
             else w[u].x = load_raw(base, start + at);
         }
         [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            uint take = m * (l0 + u + 1u) / nl - m * (l0 + u) / nl;
             [[unroll]] for (uint e = 0u; e < EV; ++e) {
-                if (e >= eu) break;
+                if (e >= take) break;
                 mk = max(mk, make_key(VEC_ELEM(w[u], e)) & KEY_BITS_MASK);
             }
         }
     }
-    uint r = max(4u, uint(float(WG) * (1.0 - exp(float(nl * eu) * q)) + 0.5));
+    uint r = max(4u, uint(float(WG) * (1.0 - exp(float(m) * q)) + 0.5));
     uint r_lo = 0u, c_lo = 0u, r_hi = WG + 1u, c_hi = 0u;  // ranks that collected too few / too many
     for (uint attempt = 0u; attempt < SAMPLE_ATTEMPTS; ++attempt) {
         uint prefix = 0u, rr = r;
