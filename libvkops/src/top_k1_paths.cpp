@@ -250,8 +250,8 @@ TopK1Path Facts::filter(bool radix) {
     u64 per = few ? FEW_ROWS_CHUNK_KP : CHUNK_KP;
     u64 min_chunk = short_ ? std::max(step, per * Kp) : std::max(CPU_CHUNK_B * b, CPU_CHUNK_STEPS * step);
     u64 want = ceil_div(target_groups, n_seq);
-    bool wave = short_chunks && t.WAVE_MIN_SEQ <= n_seq && n_seq <= t.WAVE_MAX_SEQ && length <= t.WAVE_MAX_L &&
-                t.RADIX_SHORT_MIN_KP <= Kp && Kp <= t.WAVE_MAX_KP;
+    bool vocab = short_chunks && t.WAVE_MIN_SEQ <= n_seq && n_seq <= t.WAVE_MAX_SEQ && length <= t.WAVE_MAX_L;
+    bool wave = vocab && t.RADIX_SHORT_MIN_KP <= Kp && Kp <= t.WAVE_MAX_KP;
     if (wave) {
         want = ceil_div(target_groups / 2, n_seq);
         min_chunk = step;
@@ -259,8 +259,7 @@ TopK1Path Facts::filter(bool radix) {
     u64 chunks = std::max<u64>(1, std::min(std::min(want, ceil_div(length, min_chunk)),
                                            std::max<u64>(MAX_CHUNK_KEYS / k, target_groups / 2 / n_seq)));
     // tens of vocabulary-sized rows above the wave's K: about a wave of workgroups too, or 2 chunks a row
-    if (short_ && !few && t.WAVE_MIN_SEQ <= n_seq && n_seq <= t.WAVE_MAX_SEQ && length <= t.WAVE_MAX_L &&
-        Kp > t.WAVE_MAX_KP)
+    if (vocab && short_ && !few && Kp > t.WAVE_MAX_KP)
         chunks = std::min<u64>(chunks, std::max<u64>(2, target_groups / 2 / n_seq));
     u64 chunk_len = ceil_div(length, chunks);
     chunk_len = ceil_div(chunk_len, step) * step;

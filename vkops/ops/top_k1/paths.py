@@ -282,15 +282,15 @@ class Facts:
             per = FEW_ROWS_CHUNK_KP if few else CHUNK_KP
             min_chunk = max(step, per * Kp) if short else max(CPU_CHUNK_B * B, CPU_CHUNK_STEPS * step)
             want = -(-target_groups // n_seq)
-            wave = (short_chunks and t.WAVE_MIN_SEQ <= n_seq <= t.WAVE_MAX_SEQ and length <= t.WAVE_MAX_L
-                    and t.RADIX_SHORT_MIN_KP <= Kp <= t.WAVE_MAX_KP)
+            # tens of vocabulary-sized rows: about a wave of workgroups (below; and the cap after the count)
+            vocab = short_chunks and t.WAVE_MIN_SEQ <= n_seq <= t.WAVE_MAX_SEQ and length <= t.WAVE_MAX_L
+            wave = vocab and t.RADIX_SHORT_MIN_KP <= Kp <= t.WAVE_MAX_KP
             if wave:
                 # Tens of vocabulary-sized rows: about one wave of workgroups (target_groups / 2), chunks
                 # of whole steps, rows under 8 steps too; radix select from pow2(K) = 64 (measured so).
                 want, min_chunk = -(-(target_groups // 2) // n_seq), step
             chunks = max(1, min(want, -(-length // min_chunk), max(MAX_CHUNK_KEYS // k, target_groups // 2 // n_seq)))
-            if (short and not few and t.WAVE_MIN_SEQ <= n_seq <= t.WAVE_MAX_SEQ and length <= t.WAVE_MAX_L
-                    and Kp > t.WAVE_MAX_KP):
+            if vocab and short and not few and Kp > t.WAVE_MAX_KP:
                 # Tens of vocabulary-sized rows above the wave's K: about a wave of workgroups too, or 2 chunks a
                 # row (64 x 151936 K=1024 ran 0.064 ms in 3 chunks, 0.044 in 2; #many-rows-chunk-cap).
                 chunks = min(chunks, max(2, target_groups // 2 // n_seq))
