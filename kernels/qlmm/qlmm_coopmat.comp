@@ -3,7 +3,8 @@
 // Workgroup: SG_W x SG_H subgroups of 32 lanes; it computes a TILE_M x TILE_N output tile, each
 // subgroup a (TILE_M/SG_H) x (TILE_N/SG_W) block of 16x16 int32 accumulators. A (TILE_M x TILE_K)
 // and B (TILE_K x TILE_N) tiles are staged through registers into skewed shared memory with 128-bit
-// loads; the next tile's global loads are issued before the current tile's multiplies.
+// loads; the next tile's global loads are issued before the current tile's multiplies, and nothing uses
+// their data before the tile is stored (GET_/PUT_ below).
 // BT variants stage B transposed (n-major), below.
 // UINT8 inputs are shifted into int8 on the way in (x ^ 0x80 = x - 128), and zero points are folded
 // in the epilogue: sum (a-za)(b-zb) = sum a'b' - zb' sum a' - za' sum b' + K za' zb' with
@@ -96,11 +97,21 @@ const uint BT_PASSES = SLOTS_B >= INV ? SLOTS_B / INV : 1u;
         uint sl = lid + p * INV, n = n0 + 16u * (sl / KG); \
         [[unroll]] for (uint r = 0u; r < 4u; ++r) { \
             uint k = (kb) + 4u * (sl % KG) + r; \
-            tB[4u * p + r] = (sl < SLOTS_B && k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) \
-                                                              : uvec4(0u); \
+            GET_B(tB[4u * p + r], 4u * p + r, sl < SLOTS_B && k < K && n < N, bbase + k * pc.b_sk + n) \
         } \
     }
 #endif
+
+// A prefetch load and its use: the load's index is clamped (element 0 outside A or B) and whether it lay
+// inside is kept in a bit of okA / okB; the flip and the zeros outside are applied where the tile is stored.
+// Selecting on the loaded data instead (ok ? load ^ flip : 0) cost a third of the time at 8192^3
+// (docs/tuning/qlmm.md#2026-11-26-session-26-prefetch-loads-whose-data-waits-for-the-store).
+#define GET_A(dst, bit, ok, e) { bool ok_ = (ok); dst = a_buf[ok_ ? (e) >> 4 : 0u]; \
+                                 okA = ok_ ? okA | (1u << (bit)) : okA & ~(1u << (bit)); }
+#define GET_B(dst, bit, ok, e) { bool ok_ = (ok); dst = b_buf[ok_ ? (e) >> 4 : 0u]; \
+                                 okB = ok_ ? okB | (1u << (bit)) : okB & ~(1u << (bit)); }
+#define PUT_A(v, bit) ((((okA >> (bit)) & 1u) != 0u) ? (v) ^ a_flip : uvec4(0u))
+#define PUT_B(v, bit) ((((okB >> (bit)) & 1u) != 0u) ? (v) ^ b_flip : uvec4(0u))
 
 uint bsum(uvec4 v) {  // sum of the 16 bytes
     uvec4 s = (v & 0x00FF00FFu) + ((v >> 8) & 0x00FF00FFu);
@@ -153,26 +164,30 @@ void main() {
     uint nchunks = (K + TILE_K - 1u) / TILE_K;
     uint per_split = (nchunks + S - 1u) / S;
     uint c_begin = min(split * per_split, nchunks), c_end = min(c_begin + per_split, nchunks);
+    uint okA = 0u, okB = 0u;  // bit i: load i of this thread's tiles lay inside A (B)
     // Fetch the first tiles.
     [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
         uint m = m0 + ar + p * RA, k = c_begin * TILE_K + ak;
-        tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
+        GET_A(tA[p], p, m < M && k < K, abase + m * pc.a_sm + k)
     }
 #if BT
     BT_FETCH(c_begin * TILE_K)
 #elif !DIRECT_B
     [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
         uint k = c_begin * TILE_K + bk + p * RB, n = n0 + bn;
-        tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
+        GET_B(tB[p], p, k < K && n < N, bbase + k * pc.b_sk + n)
     }
 #endif
 
     for (uint c = c_begin; c < c_end; ++c) {
         uint k0 = c * TILE_K;
         barrier();  // everyone is done reading the previous tiles
-        [[unroll]] for (uint p = 0u; p < A_PASSES; ++p)
+        [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
+            tA[p] = PUT_A(tA[p], p);
             Ash[((ar + p * RA) * STRIDE_A + ak) >> 4] = tA[p];
+        }
 #if BT
+        [[unroll]] for (uint i = 0u; i < 4u * BT_PASSES; ++i) tB[i] = PUT_B(tB[i], i);
         [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) {
             uint sl = lid + p * INV, kg = sl % KG, nb = sl / KG;
             if (sl < SLOTS_B) {
@@ -202,8 +217,10 @@ void main() {
             }
         }
 #elif !DIRECT_B
-        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p)
+        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
+            tB[p] = PUT_B(tB[p], p);
             Bsh[((bk + p * RB) * STRIDE_B + bn) >> 4] = tB[p];
+        }
 #endif
 #if HAS_SUMS
         // Offset-binary bytes (x' ^ 0x80 = x' + 128): plain unsigned byte sums.
@@ -231,14 +248,14 @@ void main() {
             uint kn = k0 + TILE_K;
             [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
                 uint m = m0 + ar + p * RA, k = kn + ak;
-                tA[p] = (m < M && k < K) ? (a_buf[(abase + m * pc.a_sm + k) >> 4] ^ a_flip) : uvec4(0u);
+                GET_A(tA[p], p, m < M && k < K, abase + m * pc.a_sm + k)
             }
 #if BT
             BT_FETCH(kn)
 #elif !DIRECT_B
             [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
                 uint k = kn + bk + p * RB, n = n0 + bn;
-                tB[p] = (k < K && n < N) ? (b_buf[(bbase + k * pc.b_sk + n) >> 4] ^ b_flip) : uvec4(0u);
+                GET_B(tB[p], p, k < K && n < N, bbase + k * pc.b_sk + n)
             }
 #endif
         }
