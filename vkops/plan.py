@@ -242,13 +242,16 @@ class Hazards:
     def step(self, reads: Dict, writes: Dict) -> Optional[Dict]:
         """What a barrier before this step must cover (None: no barrier), then note its accesses."""
         cover = None
-        w = self.written.keys()
-        if not (w.isdisjoint(reads) and w.isdisjoint(writes) and self.read.keys().isdisjoint(writes)):
-            cover = dict(self.written)
-            cover.update((k, v) for k, v in self.read.items() if k in writes)
-            self.clear()
-        self.written.update(writes)
-        self.read.update(reads)
+        written, read = self.written, self.read
+        w = written.keys()
+        if not (w.isdisjoint(reads) and w.isdisjoint(writes) and read.keys().isdisjoint(writes)):
+            cover = dict(written)
+            if not read.keys().isdisjoint(writes):  # a write after read: those reads too, in their order
+                cover.update([(k, v) for k, v in read.items() if k in writes])
+            written.clear()
+            read.clear()
+        written.update(writes)
+        read.update(reads)
         return cover
 
     def clear(self) -> None:

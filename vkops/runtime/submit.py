@@ -104,7 +104,8 @@ class Batch(Transfers):
 
     def scratch_words(self, words: int):
         """A temporary buffer of at least `words` words that lives until this batch has run."""
-        self._check_open()
+        if self._ran:  # _check_open(), inline: every scratch-using call asks
+            raise RuntimeError("this batch has already run")
         buf = self.device._memory.get(words)
         self._refs.append(buf)
         return buf
