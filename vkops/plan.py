@@ -78,6 +78,7 @@ class Plan:
     _io: tuple = field(default=None, init=False, repr=False, compare=False)  # per buffer: its place in inputs + outputs, or -1
     _io_only: bool = field(default=False, init=False, repr=False, compare=False)  # buffers = inputs + outputs, in order
     _binds: tuple = field(default=None, init=False, repr=False, compare=False)  # runtime/execute.py _bind's steps
+    _tail: tuple = field(default=None, init=False, repr=False, compare=False)  # _binds after inputs + outputs in order
     _outs: tuple = field(default=None, init=False, repr=False, compare=False)  # per output: (packed desc, words)
 
     def __post_init__(self):
@@ -111,6 +112,10 @@ class Plan:
             else:
                 binds.append((4, i, b.words))
         object.__setattr__(self, "_binds", tuple(binds))
+        # Most plans bind inputs + outputs first, in order, then scratch, counters, constants: _bind then
+        # starts from the io list and walks only the rest (None: buffers in another order).
+        n = len(io) - io.count(-1)
+        object.__setattr__(self, "_tail", tuple(binds[n:]) if io[:n] == list(range(n)) else None)
         object.__setattr__(self, "_outs", tuple((b.tensor.packed(), words_for(b.tensor.element_count, b.tensor.data_type))
                                                 for b in self.buffers if b.role == "output"))
         roles = {r: [] for r in ROLES}
@@ -237,13 +242,16 @@ class Hazards:
     def step(self, reads: Dict, writes: Dict) -> Optional[Dict]:
         """What a barrier before this step must cover (None: no barrier), then note its accesses."""
         cover = None
-        w = self.written.keys()
-        if not (w.isdisjoint(reads) and w.isdisjoint(writes) and self.read.keys().isdisjoint(writes)):
-            cover = dict(self.written)
-            cover.update((k, v) for k, v in self.read.items() if k in writes)
-            self.clear()
-        self.written.update(writes)
-        self.read.update(reads)
+        written, read = self.written, self.read
+        w = written.keys()
+        if not (w.isdisjoint(reads) and w.isdisjoint(writes) and read.keys().isdisjoint(writes)):
+            cover = dict(written)
+            if not read.keys().isdisjoint(writes):  # a write after read: those reads too, in their order
+                cover.update([(k, v) for k, v in read.items() if k in writes])
+            written.clear()
+            read.clear()
+        written.update(writes)
+        read.update(reads)
         return cover
 
     def clear(self) -> None:

@@ -31,18 +31,21 @@ def _default_device() -> Device:
 
 
 def eager(dev: Device, key: tuple, inputs: Sequence[DeviceTensor], outs: Sequence = (), op: str = "call"):
-    """A repeated eager call on device tensors (`inputs`, `outs` the `out=` tensors or ()), outside any batch,
+    """A repeated call on device tensors (`inputs`, `outs` the `out=` tensors or ()) outside a graph capture,
     whose complete plan key `key` an operator's own index gave it: what Call does for it (the plan from the
-    device's cache, outputs allocated, recorded, submitted without waiting) without a Call. Returns its
-    outputs, or None where Call must run it (a batch or capture is open, the plan was evicted)."""
-    if getattr(dev._local, "stack", None):
+    device's cache, outputs allocated, recorded into the thread's open batch, or into a one-off submitted
+    without waiting) without a Call. Returns its outputs, or None where Call must run it (a graph capture
+    is open: it admits the call; the plan was evicted)."""
+    stack = getattr(dev._local, "stack", None)
+    outer = stack[-1] if stack else None
+    if outer is not None and not outer._flushes:  # capturing a graph: Call admits the call (runtime/graph.py)
         return None
     plan = dev._plans.get(key)
     if plan is None:
         return None
     mem = dev._memory
     outputs = []
-    batch = Batch(dev, pending=False)
+    batch = outer or Batch(dev, pending=False)
     try:
         for j, (desc, words) in enumerate(plan._outs):
             u = outs[j] if j < len(outs) else None
@@ -51,9 +54,11 @@ def eager(dev: Device, key: tuple, inputs: Sequence[DeviceTensor], outs: Sequenc
         execute(plan, batch, inputs, outputs)
     except BaseException as e:
         _named(e, op)
-        batch._release()
+        if outer is None:  # an open batch stays the caller's (as Call._failed leaves it)
+            batch._release()
         raise
-    batch.run_async()
+    if outer is None:
+        batch.run_async()
     return outputs
 
 

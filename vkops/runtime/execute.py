@@ -75,8 +75,13 @@ def _bind(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[D
     if plan._io_only:
         return io
     dev = batch.device
-    bufs = []
-    for kind, j, words in plan._binds:  # plan.buffers, as the runtime needs them
+    tail = plan._tail
+    if tail is None:
+        tail, bufs = plan._binds, []
+    else:  # inputs + outputs first, in order: the io list itself, then the rest
+        bufs = io
+    refs = batch._refs
+    for kind, j, words in tail:  # plan.buffers, as the runtime needs them
         if kind == 0:
             buf = io[j]
         elif kind == 3:
@@ -89,8 +94,8 @@ def _bind(plan: Plan, batch, inputs: Sequence[DeviceTensor], outputs: Sequence[D
             t = plan._constants.get((dev.index, j))
             if t is None:
                 t = plan._constants[(dev.index, j)] = dev.constant(np.array(plan.buffers[j].data, np.uint32))
-            batch.hold(t)
             buf = t._buffer
+            refs.append(buf)  # batch.hold(t): alive until the batch has run
         bufs.append(buf)
     return bufs
 

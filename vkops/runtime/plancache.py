@@ -44,8 +44,23 @@ class PlanCache:
         self._entries: "collections.OrderedDict[tuple, object]" = collections.OrderedDict()
         self.hits = 0
         self.stored = 0
+        # The youngest entry as (key, plan, generation): a call repeated back to back (a batch of the same
+        # call, a loop) finds its plan without hashing its key again or moving it. `_gen` changes whenever
+        # an entry may have gone (clear, put's eviction), which retires it.
+        self._young = None
+        self._gen = 0
 
     def get(self, key):
+        y = self._young
+        if y is not None and y[2] == self._gen:
+            try:
+                same = y[0] is key or y[0] == key  # the same objects inside: compared by identity, no __eq__
+            except Exception:  # noqa: BLE001  (an array in a key the dict will refuse below)
+                same = False
+            if same:
+                self.hits += 1
+                return y[1]
+        gen = self._gen  # read before the lookup: a clear() after it retires what is noted below
         plan = self._entries.get(key)  # atomic under the GIL; put() evicts under the lock
         if plan is not None:
             try:
@@ -53,14 +68,17 @@ class PlanCache:
             except KeyError:  # evicted by another thread just now: still a valid plan
                 pass
             self.hits += 1
+            self._young = (key, plan, gen)
         return plan
 
     def clear(self) -> None:
         with self._lock:
+            self._gen += 1
             self._entries.clear()
 
     def put(self, key, plan) -> None:
         with self._lock:
+            self._gen += 1  # rare (a key's first call): the youngest entry may move or go
             self._entries[key] = plan
             self.stored += 1
             if len(self._entries) > PLAN_ENTRIES:

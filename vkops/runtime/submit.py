@@ -104,7 +104,8 @@ class Batch(Transfers):
 
     def scratch_words(self, words: int):
         """A temporary buffer of at least `words` words that lives until this batch has run."""
-        self._check_open()
+        if self._ran:  # _check_open(), inline: every scratch-using call asks
+            raise RuntimeError("this batch has already run")
         buf = self.device._memory.get(words)
         self._refs.append(buf)
         return buf
@@ -143,6 +144,12 @@ class Batch(Transfers):
         if self._keep_ops is not False:
             self._keep_ops += prep.keys
         fast = not h.written and not h.read
+        if not fast and not prep.barriers and h.written.keys().isdisjoint(prep.serials) and \
+                h.read.keys().isdisjoint(prep.writes):
+            # Nothing it does conflicts with what is tracked, nor (no barrier inside) its steps with each other:
+            # step by step, Hazards would add no barrier and track exactly its reads and writes more; as a
+            # batch of calls on fresh outputs records call after call.
+            fast = True
         dev = self.device
         busy = dev._async_serials  # buffers of eager calls still in flight, and those they write
         if busy and self._flushes and not prep.serials <= self._covered and \
@@ -210,7 +217,10 @@ class Batch(Transfers):
                 self._covered.update(late)
                 cover = {**cover, **late} if cover else late
         if cover:
-            self._ops.append(("op", barrier(cover.values())))
+            # The same buffers call after call (a batch of calls writing one out=): one kp op, made once
+            # while they live (Pipelines.transfer_op's ops go when any buffer is freed).
+            self._ops.append(("op", self.device._pipelines.transfer_op(("order",) + tuple(cover),
+                                                                       lambda: barrier(cover.values()))))
             self.barriers += 1
 
     # -- running ------------------------------------------------------------------------------ #

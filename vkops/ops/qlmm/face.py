@@ -79,13 +79,22 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         if hit is not None and not CHECK_FAST:
             recipe, names, params, key, input_key, out_desc, out_sizes, known, shaped = hit
             args8 = (a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point)
-            raw = [r if k == 1 else None if k == 0 else x.as_strided(r[0], r[1]) if k == 2 else x
-                   for x, (k, r) in zip(args8, recipe)]
+            ins = []  # the present inputs, in order
+            for x, (k, r) in zip(args8, recipe):
+                if k == 3:
+                    ins.append(x)
+                elif k == 2:  # a view of x: x.as_strided(*r) (r is its view key), found in x's views inline
+                    v = x._views
+                    v = None if v is None else v.get(r)
+                    ins.append(x.as_strided(r[0], r[1]) if v is None else v)
+                elif k == 1:
+                    ins.append(r)
             if out_sizes is not None:  # out.reshape(sizes) as the first call's made it: the same view
                 out = out.as_strided(out_sizes, None)
-            res = Call.eager(a._device, input_key, [x for x in raw if x is not None], () if out is None else (out,),
-                             "qlmm")
-            if res is None:  # in a batch or capture, or the plan was evicted
+            res = Call.eager(a._device, input_key, ins, () if out is None else (out,), "qlmm")
+            if res is None:  # in a graph capture, or the plan was evicted
+                raw = [r if k == 1 else None if k == 0 else x.as_strided(r[0], r[1]) if k == 2 else x
+                       for x, (k, r) in zip(args8, recipe)]
                 res = [_call(Call, raw, names, params, key, out, out_desc, known, kernel, tuning, input_key).result()]
             res = res[0]
             # the result's reshape(shape) as the first call's made it: its packed descriptor over this buffer
@@ -148,17 +157,21 @@ def _numpy_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale,
 def _args_key(k: tuple, args, DT) -> Optional[tuple]:
     """`k` extended by each argument: a device tensor (of class DT) its descriptor and buffer serial, None, a
     scalar of _SCALAR_TYPES its type and value; None where one is anything else."""
+    parts = list(k)  # appended, then one tuple: no tuple made per argument
+    ap = parts.append
     for x in args:
         c = x.__class__
         if c is DT:
-            k += (x.desc, x._buffer.serial)
+            ap(x.desc)
+            ap(x._buffer.serial)
         elif x is None:
-            k += (None,)
+            ap(None)
         elif c in _SCALAR_TYPES:
-            k += (c, x)
+            ap(c)
+            ap(x)
         else:
             return None
-    return k
+    return tuple(parts)
 
 
 def _fast_key(a, a_scale, a_zero_point, b, b_scale, b_zero_point, output_scale, output_zero_point, out,
