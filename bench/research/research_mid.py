@@ -55,7 +55,7 @@ for (M, K, N) in SHAPES:
         want = reference.quantized_linear_matmul(a[:rows], np.float32(0.02), za, b, np.float32(0.02), zb, so, None)
         res = {}
         for side, knobs in SIDES:
-            tun = dataclasses.replace(DEFAULT, **knobs)
+            tun = dataclasses.replace(DEFAULT, **{k: tuple(v) if isinstance(v, list) else v for k, v in knobs.items()})  # JSON lists: the tuples QlmmTuning takes
             f = lambda i=0, tun=tun: vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so,
                                                                    None, tuning=tun)
             r = f().numpy()
