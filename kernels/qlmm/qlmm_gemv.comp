@@ -84,7 +84,9 @@ void main() {
         uvec4 w[U];
         [[unroll]] for (uint u = 0u; u < U; ++u) {
             uint k = kb + r + RG * u;
-            w[u] = live && k < k1 ? b_buf[bbase + k * bstride] : uvec4(0u);
+            // A clamped index, not a select on the data (which made the H100 wait on each load, as in
+            // qlmm_coopmat.comp): a row past k1 meets av = 0 below, a lane past N stores nothing.
+            w[u] = b_buf[live && k < k1 ? bbase + k * bstride : 0u];
         }
         [[unroll]] for (uint u = 0u; u < U; ++u) {
             uint kk = kb + r + RG * u - k0;
