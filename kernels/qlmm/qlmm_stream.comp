@@ -85,21 +85,24 @@ uvec4 ra[PF][AP];
 uint g_M, g_N, g_K, g_m0, g_n0, g_abase, g_bbase, g_lane;
 bool g_cols;
 
+// A clamped index, not a select on the loaded data (which waits for the load where it is issued, as in
+// qlmm_coopmat.comp): a piece outside A or B holds element 0, which the step's use never counts (rows
+// past M and k past K are zeros in A's slab, columns past N are not stored).
 void load_step(uint p, uint st) {
     uint k0 = st * STEP_K;
     if (g_cols) {  // piece i: 16 k of column (lane + 32 i) / BQ
         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
             uint idx = g_lane + 32u * i, n = g_n0 + idx / BQ, k = k0 + 16u * (idx % BQ);
-            rb[p][i] = n < g_N && k < g_K ? b_buf[(g_bbase + n * pc.b_sk + k) >> 4] : uvec4(0u);
+            rb[p][i] = b_buf[n < g_N && k < g_K ? (g_bbase + n * pc.b_sk + k) >> 4 : 0u];
         }
     } else {  // piece i: row 4 (lane / LPR) + i, columns 16 (lane % LPR) .. + 15
         uint k = k0 + 4u * (g_lane / LPR), n = g_n0 + 16u * (g_lane % LPR);
         [[unroll]] for (uint i = 0u; i < 4u; ++i)
-            rb[p][i] = n < g_N && k + i < g_K ? b_buf[(g_bbase + (k + i) * pc.b_sk + n) >> 4] : uvec4(0u);
+            rb[p][i] = b_buf[n < g_N && k + i < g_K ? (g_bbase + (k + i) * pc.b_sk + n) >> 4 : 0u];
     }
     [[unroll]] for (uint q = 0u; q < AP; ++q) {
         uint idx = g_lane + 32u * q, m = g_m0 + idx / BQ, k = k0 + 16u * (idx % BQ);
-        ra[p][q] = m < g_M && k < g_K ? a_buf[(g_abase + m * pc.a_sm + k) >> 4] : uvec4(0u);
+        ra[p][q] = a_buf[m < g_M && k < g_K ? (g_abase + m * pc.a_sm + k) >> 4 : 0u];
     }
 }
 
