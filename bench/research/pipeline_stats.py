@@ -1,8 +1,8 @@
 """Research (not a benchmark of record): what the driver says about compiled kernels' compute pipelines through
 VK_KHR_pipeline_executable_properties: each executable's name and description and every statistic it gives
 (on NVIDIA: registers, shared memory, spills, ...), and with --ir DIR its internal representations (assembly),
-one file each. Pure ctypes against the Vulkan loader (VKOPS_VULKAN_LIB, else the wheel's vkops.libs, else
-libvulkan.so.1); the device gets the extensions and features vkops' patched kp enables (kp.patch), plus
+one file each. Pure ctypes against the Vulkan loader vkops.drivers finds (the one kp uses; its headless NVIDIA
+fallback where no driver answers); the device gets the extensions and features vkops' patched kp enables (kp.patch), plus
 pipelineExecutableInfo, so the code is the one vkops runs. Layout: bindings 0-15 storage buffers, 128 bytes of
 push constants. --spec ID=VALUE,... sets uint32 specialization constants (local_size_x is constant_id 0);
 --preset qlmm reports the cooperative-matrix and stream qlmm kernels with vkops' tile configs. A device without
@@ -13,8 +13,6 @@ the extension (Mesa 22.3's lavapipe) only compiles each pipeline: a check of the
 """
 import argparse
 import ctypes as C
-import glob
-import importlib.util
 import json
 import os
 import re
@@ -23,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this tree's vkops (its drivers.py, the qlmm configs; an installed one's vkops.libs)
+from vkops import drivers  # noqa: E402  (the loader and the headless fallback, as vkops finds them)
 u32, u64, vp, i32, sz = C.c_uint32, C.c_uint64, C.c_void_p, C.c_int32, C.c_size_t
 EXT_PEP = "VK_KHR_pipeline_executable_properties"
 # vkops/runtime/device.py's EXTENSIONS (those the device offers are enabled) and the feature struct each adds:
@@ -78,20 +77,6 @@ IR = struct("IR", [("name", ch256), ("desc", ch256), ("text", u32), ("size", sz)
 S_PIPELINE_INFO, S_EXEC_PROPS, S_EXEC_INFO, S_STAT, S_IR = range(1000269001, 1000269006)
 
 
-def load_loader():
-    """VKOPS_VULKAN_LIB, else the wheel's bundled loader beside the installed vkops, else the system's."""
-    names = [os.environ["VKOPS_VULKAN_LIB"]] if os.environ.get("VKOPS_VULKAN_LIB") else []
-    spec = importlib.util.find_spec("vkops")
-    if spec and spec.origin:
-        names += sorted(glob.glob(str(Path(spec.origin).resolve().parent.parent / "vkops.libs" / "libvulkan*.so*")))
-    for name in names + ["libvulkan.so.1"]:
-        try:
-            return C.CDLL(name), name
-        except OSError as e:
-            err = e
-    sys.exit(f"no Vulkan loader: tried {names + ['libvulkan.so.1']} ({err})")
-
-
 def check(r, what):
     if r != 0:
         raise RuntimeError(f"{what} returned VkResult {r}")
@@ -105,7 +90,7 @@ class Vk:
     """An instance and a device on physical device `index` with vkops' features and pipelineExecutableInfo."""
 
     def __init__(self, index):
-        self.lib, self.loader = load_loader()
+        self.lib, self.loader = drivers.loader(), drivers.loader_path()  # the loader kp uses
         self.inst, pds = self._instance()
         if not pds:
             self._instance_fallback()
@@ -190,14 +175,7 @@ class Vk:
         return inst, list(pds)
 
     def _instance_fallback(self):
-        """vkops.drivers' headless NVIDIA fallback (an EGL ICD for a GLX one), loaded without importing vkops."""
-        spec = importlib.util.find_spec("vkops")
-        path = spec and spec.origin and Path(spec.origin).parent / "drivers.py"
-        if not path or not path.exists():
-            sys.exit("no Vulkan device (and vkops.drivers' headless fallback not found)")
-        mspec = importlib.util.spec_from_file_location("_vkops_drivers", path)
-        drivers = sys.modules[mspec.name] = importlib.util.module_from_spec(mspec)
-        mspec.loader.exec_module(drivers)
+        """vkops.drivers' headless NVIDIA fallback (an EGL ICD for a GLX one), as vkops.Device() takes it."""
         if not drivers.headless_fallback():
             sys.exit("no Vulkan device: `python -m vkops info` says why")
 
