@@ -112,6 +112,24 @@ const uint BT_PASSES = SLOTS_B >= INV ? SLOTS_B / INV : 1u;
                                  okB = ok_ ? okB | (1u << (bit)) : okB & ~(1u << (bit)); }
 #define PUT_A(v, bit) ((((okA >> (bit)) & 1u) != 0u) ? (v) ^ a_flip : uvec4(0u))
 #define PUT_B(v, bit) ((((okB >> (bit)) & 1u) != 0u) ? (v) ^ b_flip : uvec4(0u))
+// This thread's loads of the A and B tiles from k row kb on (B staged: row-major, or transposed by BT_FETCH).
+#if BT
+#define FETCH_B(kb) BT_FETCH(kb)
+#elif !DIRECT_B
+#define FETCH_B(kb) \
+    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) { \
+        uint k = (kb) + bk + p * RB, n = n0 + bn; \
+        GET_B(tB[p], p, k < K && n < N, bbase + k * pc.b_sk + n) \
+    }
+#else
+#define FETCH_B(kb)
+#endif
+#define FETCH_TILES(kb) \
+    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) { \
+        uint m = m0 + ar + p * RA, k = (kb) + ak; \
+        GET_A(tA[p], p, m < M && k < K, abase + m * pc.a_sm + k) \
+    } \
+    FETCH_B(kb)
 
 uint bsum(uvec4 v) {  // sum of the 16 bytes
     uvec4 s = (v & 0x00FF00FFu) + ((v >> 8) & 0x00FF00FFu);
@@ -165,19 +183,7 @@ void main() {
     uint per_split = (nchunks + S - 1u) / S;
     uint c_begin = min(split * per_split, nchunks), c_end = min(c_begin + per_split, nchunks);
     uint okA = 0u, okB = 0u;  // bit i: load i of this thread's tiles lay inside A (B)
-    // Fetch the first tiles.
-    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
-        uint m = m0 + ar + p * RA, k = c_begin * TILE_K + ak;
-        GET_A(tA[p], p, m < M && k < K, abase + m * pc.a_sm + k)
-    }
-#if BT
-    BT_FETCH(c_begin * TILE_K)
-#elif !DIRECT_B
-    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
-        uint k = c_begin * TILE_K + bk + p * RB, n = n0 + bn;
-        GET_B(tB[p], p, k < K && n < N, bbase + k * pc.b_sk + n)
-    }
-#endif
+    FETCH_TILES(c_begin * TILE_K)  // the first tiles
 
     for (uint c = c_begin; c < c_end; ++c) {
         uint k0 = c * TILE_K;
@@ -245,19 +251,7 @@ void main() {
         barrier();  // tiles are in shared memory
 
         if (c + 1u < c_end) {  // prefetch the next tiles while the multiplies run
-            uint kn = k0 + TILE_K;
-            [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
-                uint m = m0 + ar + p * RA, k = kn + ak;
-                GET_A(tA[p], p, m < M && k < K, abase + m * pc.a_sm + k)
-            }
-#if BT
-            BT_FETCH(kn)
-#elif !DIRECT_B
-            [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
-                uint k = kn + bk + p * RB, n = n0 + bn;
-                GET_B(tB[p], p, k < K && n < N, bbase + k * pc.b_sk + n)
-            }
-#endif
+            FETCH_TILES(k0 + TILE_K)
         }
 
         [[unroll]] for (uint kk = 0u; kk < TILE_K / 32u; ++kk) {
