@@ -293,10 +293,12 @@ void main() {
 #endif
 
 #if SPLIT_K
-    // Store this split's slot, then the last split of the tile reduces and requantizes.
+    // Store this split's slot; the last split of the tile to arrive adds the other slots into its own
+    // accumulators (cooperative-matrix loads: wide, all in flight) and takes the epilogue below. A loop of
+    // scalar loads there instead waited on each load in turn (docs/tuning/qlmm.md, session 27).
     const uint SLOT = TILE_M * TILE_N + TILE_M + TILE_N;
     uint tile = (z * gy + m0 / TILE_M) * gx + n0 / TILE_N;
-    uint base = (tile * S + split) * SLOT;
+    uint tbase = tile * S * SLOT, base = tbase + split * SLOT;
     [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
         [[unroll]] for (uint j = 0u; j < C_COLS; ++j)
             coopMatStore(result[i][j], part, base + 16u * (C_ROWS * wy + i) * TILE_N + 16u * (C_COLS * wx + j),
@@ -312,42 +314,31 @@ void main() {
     if (last_flag == 0u) return;
     memoryBarrierBuffer();
     if (lid == 0u) cnt[tile] = 0u;
-    uint tbase = tile * S * SLOT;
-    for (uint idx = lid; idx < TILE_M * TILE_N / 4u; idx += INV) {
-        uint ml = idx / (TILE_N / 4u), nl = (idx % (TILE_N / 4u)) * 4u;
-        uint m = m0 + ml, n = n0 + nl;
-        if (m >= M || n >= N) continue;
-        ivec4 acc = ivec4(0);
-        int sum_a = 0;
-        ivec4 sum_b = ivec4(0);
-        for (uint sp = 0u; sp < S; ++sp) {
-            uint b0 = tbase + sp * SLOT;
-            uint e = b0 + ml * TILE_N + nl;
-            acc += ivec4(part[e], part[e + 1u], part[e + 2u], part[e + 3u]);
+    for (uint sp = 0u; sp < S; ++sp) {
+        if (sp == split) continue;
+        uint b0 = tbase + sp * SLOT;
+        [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
+            [[unroll]] for (uint j = 0u; j < C_COLS; ++j) {
+                coopmat<int32_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> o;
+                coopMatLoad(o, part, b0 + 16u * (C_ROWS * wy + i) * TILE_N + 16u * (C_COLS * wx + j),
+                            TILE_N, gl_CooperativeMatrixLayoutRowMajor);
+                result[i][j] = result[i][j] + o;
+            }
 #if HAS_SUMS
-            sum_a += part[b0 + TILE_M * TILE_N + ml];
-            uint cb = b0 + TILE_M * TILE_N + TILE_M + nl;
-            sum_b += ivec4(part[cb], part[cb + 1u], part[cb + 2u], part[cb + 3u]);
+        for (uint i = lid; i < TILE_M; i += INV) rowS[i] += part[b0 + TILE_M * TILE_N + i];
+        for (uint i = lid; i < TILE_N; i += INV) colS[i] += part[b0 + TILE_M * TILE_N + TILE_M + i];
 #endif
-        }
-        float sa = sa_at(m), so = so_at(m);
-        int zo = zo_at(m);
-        uint v[8];
-        [[unroll]] for (uint t = 0u; t < 4u; ++t) {
-            int a_ = acc[t];
-#if HAS_SUMS
-            int zap = za_at(m) - oa, zbp = zb_at(n + t) - ob;
-            a_ += -zbp * (sum_a - kpad128) - zap * (sum_b[t] - kpad128) + int(K) * zap * zbp;
-#endif
-            v[t] = requant(a_, sa * sb_at(n + t) / so, zo);
-        }
-        v[4] = v[5] = v[6] = v[7] = 0u;
-        store_bytes((z * M + m) * N + n, 4u, v);
     }
-#else
+#if HAS_SUMS
+    barrier();  // the sums are whole
+#endif
+#endif
     // Epilogue: each accumulator goes through this subgroup's 16x16 slice of Csh; lane l requantizes
-    // row l/2, columns 8*(l%2) .. +7 and stores two output words.
+    // row l/2, columns 8*(l%2) .. +7 and stores two output words (8 bytes at a multiple of 8: N % 16 == 0).
+    // Where all three scales are per tensor the tile takes one scale, not a division an output.
     uint r = lane >> 1, c8 = (lane & 1u) * 8u;
+    bool one_scale = (pc.flags & (F_SA_ROW | F_SB_COL | F_SO_ROW)) == 0u;
+    float scale1 = sa_at(0u) * sb_at(0u) / so_at(0u);
     [[unroll]] for (uint i = 0u; i < C_ROWS; ++i) {
         uint ml = 16u * (C_ROWS * wy + i) + r, m = m0 + ml;
         bool row_ok = m < M;
@@ -366,19 +357,25 @@ void main() {
             subgroupBarrier();
             uint nl = 16u * (C_COLS * wx + j) + c8, n = n0 + nl;
             if (row_ok && n < N) {
-                uint v[8];
+                int acc[8];
                 [[unroll]] for (uint t = 0u; t < 8u; ++t) {
-                    int acc = Csh[sg * 256u + r * 16u + c8 + t];
+                    acc[t] = Csh[sg * 256u + r * 16u + c8 + t];
 #if HAS_SUMS
                     int zbp = zb_at(n + t) - ob;
-                    acc += -zbp * sum_a - zap * (colS[nl + t] - kpad128) + int(K) * zap * zbp;
+                    acc[t] += -zbp * sum_a - zap * (colS[nl + t] - kpad128) + int(K) * zap * zbp;
 #endif
-                    v[t] = requant(acc, sa * sb_at(n + t) / so, zo);
                 }
-                store_bytes((z * M + m) * N + n, 8u, v);
+                uint v[8];
+                if (one_scale) {
+                    [[unroll]] for (uint t = 0u; t < 8u; ++t) v[t] = requant(acc[t], scale1, zo);
+                } else {
+                    [[unroll]] for (uint t = 0u; t < 8u; ++t) v[t] = requant(acc[t], sa * sb_at(n + t) / so, zo);
+                }
+                uint w = ((z * M + m) * N + n) >> 2;
+                out_buf[w] = v[0] | (v[1] << 8u) | (v[2] << 16u) | (v[3] << 24u);
+                out_buf[w + 1u] = v[4] | (v[5] << 8u) | (v[6] << 16u) | (v[7] << 24u);
             }
             subgroupBarrier();
         }
     }
-#endif
 }
