@@ -1,4 +1,5 @@
 """Plans as data: pure planning, the JSON round trip, and the runtime running exactly a plan."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -330,14 +331,20 @@ def test_qlmm_streams_b_for_decoding_sized_m():
 @pytest.mark.host_only
 def test_qlmm_tiles_by_rows():
     """Where 128 x 128 tiles leave too few workgroups, tiles of subgroups 16 columns wide by row count: up to
-    32 rows SMALL_CONFIG, 33..64 LOW_CONFIG, 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward
-    MID_TARGET_GROUPS); more rows 128 x 128 where that makes LARGE_MIN_TILES tiles, else 64 x 64 x 64; large
-    products 128 x 128. Each is in the self-check."""
+    32 rows SMALL_CONFIG, 33..64 LOW_CONFIG (split-K toward MID_TARGET_GROUPS, as MID_CONFIG's 256
+    invocations), 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward MID_TARGET_GROUPS), or without
+    zero-point sums 128 x 128 from LARGE_SPLIT_MIN_TILES of them, split toward SPLIT_TARGET_GROUPS with
+    LARGE_SPLIT_MIN_CHUNKS a split; more rows 128 x 128 where that makes LARGE_MIN_TILES tiles (unsplit),
+    else 64 x 64 x 64; large products 128 x 128. Each is in the self-check."""
     lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
 
-    def plan(M, K, N):
-        p = qlmm.plan(qlmm_desc(M, K, N, zp=False), lim)
+    def plan(M, K, N, sums=True):
+        one = TensorDesc("float32", (1, 1, 1, 1))
+        desc = qlmm_desc(M, K, N, zp=False) if sums else qlmm.QuantizedLinearMatMulDesc(  # int8 x int8: no sums
+            TensorDesc("int8", (1, 1, M, K)), one, None, TensorDesc("int8", (1, 1, K, N)), one, None, one, None,
+            TensorDesc("int8", (1, 1, M, N))).validate()
+        p = qlmm.plan(desc, lim)
         d = p.dispatches[-1]
         return d.kernel, p.note("config"), p.note("split_k"), d.groups
 
@@ -351,8 +358,17 @@ def test_qlmm_tiles_by_rows():
     assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.LARGE_CONFIG  # 93 / 96 tiles
     assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many
     assert plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
-    assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 4, (256, 1, 1))  # 64 tiles, split 4
-    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 2, (256, 1, 1))
+    assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
+    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.LOW_CONFIG, 1, (128, 1, 1))  # 128 tiles
+    # without zero-point sums, 65..MID_MAX_M rows: 128 x 128 tiles from LARGE_SPLIT_MIN_TILES of them, split
+    # toward SPLIT_TARGET_GROUPS, LARGE_SPLIT_MIN_CHUNKS (32) K chunks of 64 a split at least
+    assert plan(128, 8192, 8192, sums=False) == ("qlmm_coopmat_sk", TUNING.LARGE_CONFIG, 4, (256, 1, 1))  # 64 tiles
+    assert plan(256, 4096, 4096, sums=False) == ("qlmm_coopmat_sk", TUNING.LARGE_CONFIG, 2, (64, 2, 1))  # 64 chunks
+    assert plan(256, 2048, 4096, sums=False)[1:3] == (TUNING.LARGE_CONFIG, 1)  # 32 chunks: one split
+    assert plan(256, 4096, 8192, sums=False)[1:3] == (TUNING.LARGE_CONFIG, 1)  # LARGE_MIN_TILES (128): unsplit
+    assert plan(128, 4096, 4096, sums=False)[:3] == ("qlmm_coopmat_bt_sk", TUNING.MID_CONFIG, 2)  # 32 tiles
+    assert plan(64, 8192, 8192, sums=False)[1] == TUNING.LOW_CONFIG  # up to 64 rows, LOW_CONFIG
+    assert plan(257, 4096, 2048, sums=False)[1] == TUNING.FEW_TILES_CONFIG  # above MID_MAX_M as before
     assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.SMALL_CONFIG, 4, (256, 1, 1))
     for c, rows in ((TUNING.SMALL_CONFIG, 32), (TUNING.LOW_CONFIG, 64), (TUNING.MID_CONFIG, 128)):
         tm, tn, tk, sw, sh = QC.check_config(c)

@@ -26,17 +26,24 @@ std::vector<i64> cm_check_config(const std::string &name) {
 }
 
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
-    if (tiles >= (i64)t.AUTO_MIN_GROUPS / 2 || (config == t.LARGE_CONFIG && tiles >= (i64)t.LARGE_MIN_TILES)) return 1;
-    i64 target = config == t.MID_CONFIG ? t.MID_TARGET_GROUPS : t.SPLIT_TARGET_GROUPS;
+    if (config == t.LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (cm_auto_config's 65-MID_MAX_M rows)
+        if (tiles >= (i64)t.LARGE_MIN_TILES) return 1;
+        i64 s = std::min({(i64)t.SPLIT_MAX, (i64)t.SPLIT_TARGET_GROUPS / tiles, nchunks / (i64)t.LARGE_SPLIT_MIN_CHUNKS});
+        return s >= 2 ? s : 1;
+    }
+    if (tiles >= (i64)t.AUTO_MIN_GROUPS / 2) return 1;
+    i64 target = config == t.MID_CONFIG || config == t.LOW_CONFIG ? t.MID_TARGET_GROUPS : t.SPLIT_TARGET_GROUPS;
     i64 s = std::min({(i64)t.SPLIT_MAX, std::max<i64>(1, target / tiles), std::max<i64>(1, nchunks / t.SPLIT_MIN_CHUNKS)});
     return s >= 2 ? s : 1;
 }
 
-std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t) {
+std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums) {
     if (M <= (i64)ops_qlmm_coopmat::SMALL_MAX_M) return t.SMALL_CONFIG;
     std::vector<i64> large = cm_config(t.LARGE_CONFIG);
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
-    if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES)) return t.LARGE_CONFIG;
+    if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) ||
+        (!sums && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES))
+        return t.LARGE_CONFIG;
     if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
     return M <= (i64)t.MID_MAX_M ? t.MID_CONFIG : t.FEW_TILES_CONFIG;
 }
@@ -46,7 +53,7 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
     std::string config = config_in;
     bool direct_ok = t.COOPMAT_DIRECT && M <= (i64)t.DIRECT_MAX_M && free && b_signed;
     if (config == "auto") {
-        config = cm_auto_config(M, N, batches, t);
+        config = cm_auto_config(M, N, batches, t, !free);
         if (direct_ok && K % cm_config(t.DIRECT_CONFIG)[2] == 0) config = t.DIRECT_CONFIG;
     }
     i64 tk = cm_check_config(config)[2];

@@ -56,25 +56,33 @@ SMALL_MAX_M, LOW_MAX_M = 32, 64  # auto_config: SMALL_CONFIG up to 32 rows, LOW_
 
 def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAULT) -> int:
     """Split-K for few output tiles (small M, N and batch): a factor so that about SPLIT_TARGET_GROUPS
-    (MID_TARGET_GROUPS for MID_CONFIG) workgroups run, each with at least SPLIT_MIN_CHUNKS K-chunks."""
+    (MID_TARGET_GROUPS for the 256-invocation MID_CONFIG and LOW_CONFIG) workgroups run, each with at least
+    SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
+    LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit)."""
     t = tuning
-    if tiles >= t.AUTO_MIN_GROUPS // 2 or (config == t.LARGE_CONFIG and tiles >= t.LARGE_MIN_TILES):
+    if config == t.LARGE_CONFIG:  # split only below LARGE_MIN_TILES (auto_config's 65-MID_MAX_M rows)
+        if tiles >= t.LARGE_MIN_TILES:
+            return 1
+        s = min(t.SPLIT_MAX, t.SPLIT_TARGET_GROUPS // tiles, nchunks // t.LARGE_SPLIT_MIN_CHUNKS)
+        return s if s >= 2 else 1
+    if tiles >= t.AUTO_MIN_GROUPS // 2:
         return 1
-    target = t.MID_TARGET_GROUPS if config == t.MID_CONFIG else t.SPLIT_TARGET_GROUPS
+    target = t.MID_TARGET_GROUPS if config in (t.MID_CONFIG, t.LOW_CONFIG) else t.SPLIT_TARGET_GROUPS
     s = min(t.SPLIT_MAX, max(1, target // tiles), max(1, nchunks // t.SPLIT_MIN_CHUNKS))
     return s if s >= 2 else 1
 
 
-def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT) -> str:
+def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False) -> str:
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
-    workgroups, or LARGE_MIN_TILES above MID_MAX_M rows; else LOW_CONFIG up to 64 rows, MID_CONFIG up to
-    MID_MAX_M, FEW_TILES_CONFIG above."""
+    workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums) LARGE_SPLIT_MIN_TILES
+    in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG above."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
     tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
     tiles = -(-M // tm) * -(-N // tn) * batch
-    if tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES):
+    if (tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES)
+            or (not sums and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES)):
         return t.LARGE_CONFIG
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
@@ -94,7 +102,7 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
     t = tuning
     direct_ok = t.COOPMAT_DIRECT and M <= t.DIRECT_MAX_M and free and b_signed
     if config == "auto":
-        config = auto_config(M, N, batches, t)
+        config = auto_config(M, N, batches, t, sums=not free)
         if direct_ok and K % COOPMAT_CONFIGS[t.DIRECT_CONFIG][2] == 0:
             config = t.DIRECT_CONFIG
     tm, _, tk, _, _ = check_config(config)
@@ -210,7 +218,8 @@ def self_check(dev, split: bool = False) -> bool:
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
         cases = [(np.uint8, np.int8, True, T.SMALL_CONFIG, 2, False), (np.int8, np.int8, False, T.SMALL_CONFIG, 3, False),
                  (np.uint8, np.uint8, True, T.FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, T.MID_CONFIG, 2, False),
-                 (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False)] + direct + stream
+                 (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False), (np.uint8, np.int8, True, T.LARGE_CONFIG, 2, False),
+                 (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
