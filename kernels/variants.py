@@ -102,6 +102,8 @@ for _prefix, _src, _types, _defines in TOPK:
 # built by hand. The cooperative-matrix rate with no memory traffic (bench/research/coopmat_peak.py).
 RESEARCH_PREFIX = "research_"
 VARIANTS["research_coopmat_peak"] = ("research/coopmat_peak.comp", {})
+# The time of reading a buffer and nothing else (bench/research/read_floor.py).
+VARIANTS["research_read_floor"] = ("research/read_floor.comp", {})
 # GRADIX's digit pass on float32 cut down (bench/research/gradix_probe.py): 1 the loads alone, 2 with the keys and
 # the prefix test, 3 with the shared histogram too; none merges its histogram into the row's.
 for _probe in (1, 2, 3):

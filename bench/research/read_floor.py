@@ -1,0 +1,59 @@
+"""Research (not a benchmark of record): the GPU time of reading a buffer once and doing nothing else, the floor
+under a memory-bound kernel such as a decoding-sized int8 GEMM, which reads B once (issue 36: 16 x 4096^2 reads
+16 MiB of B). kernels/research/read_floor.comp (a workgroup XORs a contiguous range, U 16-byte loads in flight a
+lane) over a sweep of workgroups, invocations and U, one hand-built Plan a dispatch; GPU ms from Vulkan timestamps
+after a warm-up (vkops.bench.timing), every output checked against NumPy's XOR of the input's words.
+
+    bash bench/gpu.sh python3 bench/research/read_floor.py [--mib 0.001,16,45,64] [--groups 132,264,528,1056]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+sys.path.insert(0, os.getcwd())
+import vkops  # noqa: E402
+from vkops.bench import timing  # noqa: E402
+from vkops.plan import Builder  # noqa: E402
+from vkops.runtime.execute import execute, run_plan  # noqa: E402
+
+KERNEL = "research_read_floor"
+ints = lambda s: [int(x) for x in s.split(",")]  # noqa: E731
+ap = argparse.ArgumentParser()
+ap.add_argument("--mib", type=lambda s: [float(x) for x in s.split(",")], default=[0.001, 16, 45, 64],
+                help="MiB read (16: 16 x 4096^2's B; 45: 4096 x 11008)")
+ap.add_argument("--groups", type=ints, default=[132, 264, 528, 1056, 2112])
+ap.add_argument("--wg", type=ints, default=[256, 512, 1024], help="invocations a workgroup (powers of 2)")
+ap.add_argument("--u", type=ints, default=[4, 8, 16], help="16-byte loads in flight a lane")
+args = ap.parse_args()
+
+dev = vkops.Device()
+METHOD = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
+rng = np.random.default_rng(0)
+print(f"{dev.info.name}", flush=True)
+print(f"{'MiB':>8} {'groups':>6} {'wg':>5} {'U':>3} {'GPU ms':>9} {'TB/s':>6}", flush=True)
+for mib in args.mib:
+    n16 = max(1, int(mib * 2**20) // 16)
+    data = rng.integers(0, 2**32, n16 * 4, dtype=np.uint32)
+    src = dev.tensor(data)
+    want = int(np.bitwise_xor.reduce(data))
+    best = None
+    for groups in args.groups:
+        for wg in args.wg:
+            for u in args.u:
+                b = Builder("read_floor", dev.limits)
+                i = b.input(vkops.TensorDesc("uint32", (n16 * 4,)), "in")
+                o = b.output(vkops.TensorDesc("uint32", (groups,)), "out")
+                b.dispatch(KERNEL, [i, o], [1], (groups, 1, 1), np.array([n16], np.uint32), (wg, u))
+                p = b.finish()
+                got = int(np.bitwise_xor.reduce(run_plan(p, [data], device=dev)[0]))
+                if got != want:
+                    sys.exit(f"read_floor: {mib} MiB, {groups} groups, wg {wg}, U {u}: XOR {got:#x}, want {want:#x}")
+                out = dev.empty(p.outputs[0].tensor)
+                ms = timing.vk_gpu_ms(lambda k: execute(p, dev._active_batch(), [src], [out]), device=dev, method=METHOD)
+                tbs = n16 * 16 / (ms * 1e-3) / 1e12
+                best = min(best or (ms, groups, wg, u), (ms, groups, wg, u))
+                print(f"{mib:>8} {groups:>6} {wg:>5} {u:>3} {ms:>9.4f} {tbs:>6.2f}", flush=True)
+    ms, groups, wg, u = best
+    print(f"best {mib} MiB: {ms:.4f} ms ({n16 * 16 / (ms * 1e-3) / 1e12:.2f} TB/s) at {groups} groups of {wg}, U {u}",
+          flush=True)
