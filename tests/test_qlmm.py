@@ -593,13 +593,17 @@ def test_auto_kernel_rule_for_small_m():
     assert kernel(h100, 16, U8, I8, zp=True).startswith("qlmm_dot")  # B's column sums: no row left
     assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
     # 65..MID_MAX_M rows take MID_CONFIG, whose plain kernel stages B transposed, with split-K (128 x 4096^2: 64
-    # tiles) and without (128 x 8192^2: 128); zero points and the large tile stage B row-major
+    # tiles) and without (128 x 4096 x 6144: 96), where the large tile makes fewer than LARGE_SPLIT_MIN_TILES;
+    # from there (no zero-point sums) the large tile, split below LARGE_MIN_TILES (128 x 8192^2: 64 tiles) and
+    # unsplit from there (256 x 8192^2: 128); zero points and the large tile stage B row-major
     assert TUNING.MID_CONFIG in TUNING.BT_CONFIGS and TUNING.LARGE_CONFIG not in TUNING.BT_CONFIGS
-    assert kernel(h100, 128, K=8192, N=8192) == kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat_bt"
+    assert kernel(h100, 128, N=6144) == kernel(h100, 256, N=3968) == "qlmm_coopmat_bt"  # 62 large tiles
+    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_sk" and kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat"
     assert kernel(h100, 128) == "qlmm_coopmat_bt_sk" and kernel(h100, 2048) == "qlmm_coopmat"
     assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk"
+    assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp"  # zero points: MID_CONFIG, unsplit
     tun = TUNING.replace(GEMV=False, BT_CONFIGS=())
-    assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat"
+    assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, N=6144) == "qlmm_coopmat"
     tun = TUNING.replace(GEMV=False, STREAM=False)
     cap = TUNING.DOT_COOP_MAX_M
     assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")
