@@ -3,7 +3,7 @@
 // nothing else, the floor under a memory-bound kernel (a decoding-sized GEMM reads B once). Each workgroup
 // XORs a contiguous range of 16-byte words, U loads in flight a lane, and writes its range's XOR as one word
 // of Out (so no load is dead code): the XOR of Out is the XOR of In's 32-bit words.
-// Host requirements: Out holds one uint per workgroup.
+// Host requirements: a power-of-two workgroup (the tree reduction); Out holds one uint per workgroup.
 #extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0) in;

@@ -215,7 +215,7 @@ def self_check(dev, split: bool = False) -> bool:
     stream = [(a, b, zp, f"nr{nr}", 3 if split else 1, cols) for nr in qlmm_stream.TILES
               for a, b, zp, cols in ((np.int8, np.int8, False, False), (np.uint8, np.uint8, True, True))]
     cases = [c + (1, False) for c in cases] + direct + stream
-    if split:  # with and without the row/column sums; K = 400: 4 chunks of 128, the last one partial
+    if split:  # with and without the row/column sums; K = 400: 4 chunks of 128 (7 of 64), the last one partial
         cases = [(np.uint8, np.int8, True, T.SMALL_CONFIG, 2, False), (np.int8, np.int8, False, T.SMALL_CONFIG, 3, False),
                  (np.uint8, np.uint8, True, T.FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, T.MID_CONFIG, 2, False),
                  (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False), (np.uint8, np.int8, True, T.LARGE_CONFIG, 2, False),
