@@ -604,6 +604,11 @@ def test_auto_kernel_rule_for_small_m():
     assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp"  # zero points: MID_CONFIG, unsplit
     tun = TUNING.replace(GEMV=False, BT_CONFIGS=())
     assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, N=6144) == "qlmm_coopmat"
+    # research knob: the tiles of DB_CONFIGS staged in two shared buffers (every kernel of the tile, split or not)
+    assert TUNING.DB_CONFIGS == ()
+    tun = TUNING.replace(GEMV=False, DB_CONFIGS=(TUNING.LARGE_CONFIG, TUNING.MID_CONFIG))
+    assert kernel(h100, 2048) == "qlmm_coopmat_db" and kernel(h100, 2048, U8, I8, zp=True) == "qlmm_coopmat_zp_db"
+    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_db_sk" and kernel(h100, 128) == "qlmm_coopmat_bt_db_sk"
     tun = TUNING.replace(GEMV=False, STREAM=False)
     cap = TUNING.DOT_COOP_MAX_M
     assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")

@@ -42,6 +42,16 @@
 #if BT && (DIRECT_B || HAS_SUMS)
 #error BT stages B for the kernel without zero-point sums only
 #endif
+// DB: two shared buffers a tile; a step stores tile c into one while the subgroups multiply tile c - 1 from the
+// other, one barrier a step instead of two. It doubles the tiles' shared memory, and on the H100 a 128-invocation
+// workgroup past 24 KiB runs one an SM, not two: a research variant (QlmmTuning.DB_CONFIGS, empty by default;
+// docs/tuning/qlmm.md, session 28).
+#ifndef DB
+#define DB 0
+#endif
+#if DB && DIRECT_B
+#error DB double-buffers the staged tiles
+#endif
 
 layout(local_size_x_id = 0) in;  // 32 * SG_W * SG_H
 layout(constant_id = 1) const uint TILE_M = 128;
@@ -70,14 +80,29 @@ shared uint last_flag;
 
 const uint STRIDE_A = TILE_K + 16u;  // bytes per shared row, skewed by 16 against bank conflicts
 const uint STRIDE_B = TILE_N + 16u;
-shared uvec4 Ash[TILE_M * STRIDE_A / 16u];
+const uint ASZ = TILE_M * STRIDE_A / 16u;  // uvec4s a buffer of A's tile
+#if DB
+shared uvec4 Ash[2u * ASZ];
+#else
+shared uvec4 Ash[ASZ];
+#endif
 #if BT
 const uint STRIDE_BT = TILE_K + 16u;  // bytes per shared column of B, skewed like A's rows
 // uvec4, though stored a word at a time: the loads below need 16-byte alignment, which a uint array need not
 // get (as one, the split-K build, whose shared uint last_flag is declared first, summed wrongly on an H100).
-shared uvec4 BshT[TILE_N * STRIDE_BT / 16u];
+const uint BSZ = TILE_N * STRIDE_BT / 16u;
+#if DB
+shared uvec4 BshT[2u * BSZ];
+#else
+shared uvec4 BshT[BSZ];
+#endif
 #elif !DIRECT_B
-shared uvec4 Bsh[TILE_K * STRIDE_B / 16u];
+const uint BSZ = TILE_K * STRIDE_B / 16u;
+#if DB
+shared uvec4 Bsh[2u * BSZ];
+#else
+shared uvec4 Bsh[BSZ];
+#endif
 #endif
 shared int Csh[NSG * 256u];
 #if HAS_SUMS
@@ -185,12 +210,24 @@ void main() {
     uint okA = 0u, okB = 0u;  // bit i: load i of this thread's tiles lay inside A (B)
     FETCH_TILES(c_begin * TILE_K)  // the first tiles
 
-    for (uint c = c_begin; c < c_end; ++c) {
-        uint k0 = c * TILE_K;
+    // Step `it` stores tile cs (fetched the step before) and multiplies tile cc: the same tile between two
+    // barriers, or (DB) tile it - 1 from the other buffer, one barrier after both.
+    for (uint it = c_begin; it <= c_end; ++it) {
+#if DB
+        uint cs = it, cc = it - 1u, ab = ((it - c_begin) & 1u) * ASZ, bb = ((it - c_begin) & 1u) * BSZ;
+        uint cab = ASZ - ab, cbb = BSZ - bb;  // the buffers multiplied: the other ones
+        bool do_store = it < c_end, do_mul = it > c_begin;
+#else
+        if (it == c_end) break;
+        uint cs = it, cc = it, ab = 0u, bb = 0u, cab = 0u, cbb = 0u;
+        const bool do_store = true, do_mul = true;
         barrier();  // everyone is done reading the previous tiles
+#endif
+        uint k0 = cc * TILE_K;
+        if (do_store) {
         [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) {
             tA[p] = PUT_A(tA[p], p);
-            Ash[((ar + p * RA) * STRIDE_A + ak) >> 4] = tA[p];
+            Ash[ab + (((ar + p * RA) * STRIDE_A + ak) >> 4)] = tA[p];
         }
 #if BT
         [[unroll]] for (uint i = 0u; i < 4u * BT_PASSES; ++i) tB[i] = PUT_B(tB[i], i);
@@ -212,20 +249,20 @@ void main() {
                     uint t2 = (x2 & 0x00FF00FFu) | ((x3 & 0x00FF00FFu) << 8u);
                     uint t3 = ((x2 >> 8u) & 0x00FF00FFu) | (x3 & 0xFF00FF00u);
                     uint at = (16u * nb + 4u * ce) * (STRIDE_BT / 4u) + kg;  // in words
-                    BshT[at >> 2][at & 3u] = (t0 & 0xFFFFu) | (t2 << 16u);
+                    BshT[bb + (at >> 2)][at & 3u] = (t0 & 0xFFFFu) | (t2 << 16u);
                     at += STRIDE_BT / 4u;
-                    BshT[at >> 2][at & 3u] = (t1 & 0xFFFFu) | (t3 << 16u);
+                    BshT[bb + (at >> 2)][at & 3u] = (t1 & 0xFFFFu) | (t3 << 16u);
                     at += STRIDE_BT / 4u;
-                    BshT[at >> 2][at & 3u] = (t0 >> 16u) | (t2 & 0xFFFF0000u);
+                    BshT[bb + (at >> 2)][at & 3u] = (t0 >> 16u) | (t2 & 0xFFFF0000u);
                     at += STRIDE_BT / 4u;
-                    BshT[at >> 2][at & 3u] = (t1 >> 16u) | (t3 & 0xFFFF0000u);
+                    BshT[bb + (at >> 2)][at & 3u] = (t1 >> 16u) | (t3 & 0xFFFF0000u);
                 }
             }
         }
 #elif !DIRECT_B
         [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
             tB[p] = PUT_B(tB[p], p);
-            Bsh[((bk + p * RB) * STRIDE_B + bn) >> 4] = tB[p];
+            Bsh[bb + (((bk + p * RB) * STRIDE_B + bn) >> 4)] = tB[p];
         }
 #endif
 #if HAS_SUMS
@@ -236,7 +273,7 @@ void main() {
             colE += v & 0x00FF00FFu;
             colO += (v >> 8) & 0x00FF00FFu;
         }
-        if (++since_flush == FLUSH || c + 1u == c_end) {
+        if (++since_flush == FLUSH || cs + 1u == c_end) {
             since_flush = 0u;
             [[unroll]] for (uint w = 0u; w < 4u; ++w) {
                 atomicAdd(colS[bn + 4u * w + 0u], int(colE[w] & 0xFFFFu));
@@ -248,17 +285,21 @@ void main() {
             colO = uvec4(0u);
         }
 #endif
+        }  // do_store
+#if !DB
         barrier();  // tiles are in shared memory
+#endif
 
-        if (c + 1u < c_end) {  // prefetch the next tiles while the multiplies run
-            FETCH_TILES(k0 + TILE_K)
+        if (do_store && cs + 1u < c_end) {  // prefetch the next tiles while the multiplies run
+            FETCH_TILES((cs + 1u) * TILE_K)
         }
 
+        if (do_mul)
         [[unroll]] for (uint kk = 0u; kk < TILE_K / 32u; ++kk) {
             coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> matA[C_ROWS];
             [[unroll]] for (uint i = 0u; i < C_ROWS; ++i) {
                 uint si = 16u * (C_ROWS * wy + i);
-                coopMatLoad(matA[i], Ash, (si * STRIDE_A + 32u * kk) >> 4, STRIDE_A >> 4,
+                coopMatLoad(matA[i], Ash, cab + ((si * STRIDE_A + 32u * kk) >> 4), STRIDE_A >> 4,
                             gl_CooperativeMatrixLayoutRowMajor);
             }
             [[unroll]] for (uint j = 0u; j < C_COLS; ++j) {
@@ -273,16 +314,19 @@ void main() {
                     coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
                                 gl_CooperativeMatrixLayoutRowMajor);
 #elif BT
-                coopMatLoad(matB, BshT, (sj * STRIDE_BT + 32u * kk) >> 4, STRIDE_BT >> 4,
+                coopMatLoad(matB, BshT, cbb + ((sj * STRIDE_BT + 32u * kk) >> 4), STRIDE_BT >> 4,
                             gl_CooperativeMatrixLayoutColumnMajor);
 #else
-                coopMatLoad(matB, Bsh, (32u * kk * STRIDE_B + sj) >> 4, STRIDE_B >> 4,
+                coopMatLoad(matB, Bsh, cbb + ((32u * kk * STRIDE_B + sj) >> 4), STRIDE_B >> 4,
                             gl_CooperativeMatrixLayoutRowMajor);
 #endif
                 [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
                     result[i][j] = coopMatMulAdd(matA[i], matB, result[i][j]);
             }
         }
+#if DB
+        barrier();  // tile cs is stored; tile cc's buffers are free for the next step's store
+#endif
     }
 
     int kpad128 = int(nchunks * TILE_K * 128u);

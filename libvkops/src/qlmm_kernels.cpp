@@ -58,10 +58,13 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
     }
     i64 tk = cm_check_config(config)[2];
     if (direct_ok && cm_config(config)[4] == 1 && K % tk == 0) return {config, "qlmm_coopmat_direct"};
-    if (!free) return {config, "qlmm_coopmat_zp"};
+    std::string db;
+    for (auto &c : t.DB_CONFIGS)
+        if (c == config) db = "_db";
+    if (!free) return {config, "qlmm_coopmat_zp" + db};
     for (auto &c : t.BT_CONFIGS)
-        if (c == config) return {config, "qlmm_coopmat_bt"};
-    return {config, "qlmm_coopmat"};
+        if (c == config) return {config, "qlmm_coopmat_bt" + db};
+    return {config, "qlmm_coopmat" + db};
 }
 
 // ------------------------------------------------------------------ dot.py

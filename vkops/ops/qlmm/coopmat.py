@@ -108,9 +108,10 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
     tm, _, tk, _, _ = check_config(config)
     if direct_ok and COOPMAT_CONFIGS[config][4] == 1 and K % tk == 0:
         return config, "qlmm_coopmat_direct"
+    db = "_db" if config in t.DB_CONFIGS else ""
     if not free:
-        return config, "qlmm_coopmat_zp"
-    return config, "qlmm_coopmat_bt" if config in t.BT_CONFIGS else "qlmm_coopmat"
+        return config, "qlmm_coopmat_zp" + db
+    return config, ("qlmm_coopmat_bt" if config in t.BT_CONFIGS else "qlmm_coopmat") + db
 
 
 def check_config(name: str) -> Tuple[int, int, int, int, int]:
@@ -136,6 +137,8 @@ def coopmat_supported(dev) -> bool:
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
                     "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk",
+                    "qlmm_coopmat_db", "qlmm_coopmat_zp_db", "qlmm_coopmat_bt_db",
+                    "qlmm_coopmat_db_sk", "qlmm_coopmat_zp_db_sk", "qlmm_coopmat_bt_db_sk",
                     "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk") + tuple(
     qlmm_stream.kernel(mt, nr) + sk for mt in qlmm_stream.TILE_ROWS for nr in qlmm_stream.TILES for sk in ("", "_sk"))
 _verdicts: Dict[Tuple[int, bool], bool] = {}  # (device index, split-K) -> self-check passed
@@ -204,6 +207,7 @@ def self_check(dev, split: bool = False) -> bool:
     cases = [(np.uint8, np.int8, True, c) for c in auto_configs(T)] + [(np.int8, np.int8, False, T.LARGE_CONFIG),
                                                                        (np.uint8, np.uint8, True, T.LARGE_CONFIG)]
     cases += [(np.int8, np.int8, False, c) for c in T.BT_CONFIGS]  # B staged transposed
+    cases += [(np.uint8, np.int8, True, c) for c in T.DB_CONFIGS] + [(np.int8, np.int8, False, c) for c in T.DB_CONFIGS]
     if T.COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, T.COOPMAT_CONFIG))
     # B read directly, row-major and column-major (a transposed view)
@@ -221,6 +225,7 @@ def self_check(dev, split: bool = False) -> bool:
                  (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False), (np.uint8, np.int8, True, T.LARGE_CONFIG, 2, False),
                  (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
+        cases += [(np.int8, np.int8, False, c, 2, False) for c in T.DB_CONFIGS]  # two shared buffers
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         batches = 2

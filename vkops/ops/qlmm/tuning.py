@@ -35,6 +35,7 @@ class QlmmTuning(Tuning):
     LARGE_SPLIT_MIN_TILES: int = 64  # 65-MID_MAX_M rows without zero-point sums: LARGE_CONFIG split-K from this many of its tiles; 128 x 8192^2 0.092 -> 0.071 ms (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     LARGE_SPLIT_MIN_CHUNKS: int = 32  # LARGE_CONFIG's splits keep this many 64-deep K chunks: 192 x 4096^2 split 2 0.0425 ms, 4: 0.0459 (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     BT_CONFIGS: Tuple[str, ...] = ("128x64x128_4x2",)  # MID_CONFIG stages B transposed: 0.146 -> 0.131 ms (#2026-11-25-session-15-b-staged-transposed)
+    DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research)
     SMALL_CONFIG: str = "32x64x128_4x1"  # up to 32 rows: 32 x 4096^2 0.0253 -> 0.0225 ms (#2026-11-24-session-10-tiles-by-row-count)
     LOW_CONFIG: str = "64x64x128_4x2"  # 33-64 rows: 64 x 8192^2 0.1005 -> 0.0816 ms (#2026-11-24-session-10-tiles-by-row-count)
     FEW_TILES_CONFIG: str = "64x64x64_2x2"  # > MID_MAX_M rows with too few large tiles (#which-kernel-runs-where)
@@ -106,6 +107,10 @@ class QlmmTuning(Tuning):
             fail("BT_CONFIGS", "a tuple of tile names", self.BT_CONFIGS)
         for c in self.BT_CONFIGS:
             config("BT_CONFIGS", c)
+        if not isinstance(self.DB_CONFIGS, tuple):
+            fail("DB_CONFIGS", "a tuple of tile names", self.DB_CONFIGS)
+        for c in self.DB_CONFIGS:
+            config("DB_CONFIGS", c)
         sk = self.COOPMAT_SPLIT_K
         if sk != "auto" and (not isinstance(sk, int) or isinstance(sk, bool) or sk < 1):
             fail("COOPMAT_SPLIT_K", "'auto' or an int >= 1", sk)
