@@ -212,6 +212,11 @@ def test_tile_and_threshold_boundaries():
                         256 * T.GEMV_TARGET_GROUPS // 2, 128 * T.AUTO_MIN_GROUPS // 2):
             for M in (1, 4, 16, 100):
                 same(OP, make(M, 512, N), rec, lim)
+    # the large tile's tail split (coopmat.tail_split): whole waves and a last one split, over half full, or with sums
+    for lim in LIMITS.values():
+        for M, K, N in ((1536, 4096, 4096), (1280, 8192, 4096), (1152, 4096, 4096), (4096, 4096, 4096), (2560, 4096, 4096)):
+            same(OP, make(M, K, N), rec, lim)
+            same(OP, make(M, K, N, adt="uint8", za="tensor"), rec, lim)
     # folding: Bo*Co*M rows in 16-row tiles around maxComputeWorkGroupCount[1]
     for lim in (LIMITS["h100"], LIMITS["minimum"]):
         for M in (8190, 8191, 8192):

@@ -604,6 +604,10 @@ def test_auto_kernel_rule_for_small_m():
     assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp"  # zero points: MID_CONFIG, unsplit
     tun = TUNING.replace(GEMV=False, BT_CONFIGS=())
     assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, N=6144) == "qlmm_coopmat"
+    # the large tile's last wave, under half full, split-K (TAIL_SPLIT) without zero-point sums; 4096 rows' last
+    # wave of 232 tiles and one matrix's 8 are left whole, as the zero-point kernel
+    assert kernel(h100, 1536) == kernel(h100, 1280, K=8192) == "qlmm_coopmat_sk" and kernel(h100, 4096) == "qlmm_coopmat"
+    assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp" and kernel(h100, 1024) == "qlmm_coopmat"
     # research knob: the tiles of DB_CONFIGS staged in two shared buffers (every kernel of the tile, split or not)
     assert TUNING.DB_CONFIGS == ()
     tun = TUNING.replace(GEMV=False, DB_CONFIGS=(TUNING.LARGE_CONFIG, TUNING.MID_CONFIG))
@@ -676,3 +680,41 @@ def test_tuning_validates_its_fields(knob, value, rule):
         TUNING.replace(**{knob: value})
     got = value[0] if value == ("nope",) else value
     assert str(e.value).startswith(f"QlmmTuning.{knob} must be {rule}") and str(e.value).endswith(f"got {got!r}"), e.value
+
+
+@pytest.mark.parametrize("M, K, whole, S", [
+    (1536, 4096, 264, 2),   # 384 large tiles: 264 whole, the last 120 split 2 ways (264 // 120)
+    (1280, 8192, 264, 4),   # 320: the last 56 split 4 ways (264 // 56, 128 K chunks of 32 a split)
+    (1280, 4096, 264, 2),   # the same tail split 2 ways: 64 K chunks, LARGE_SPLIT_MIN_CHUNKS 32 a split
+    (2560, 4096, 528, 2),   # 640: two whole waves, then 112 tiles split
+    (1152, 4096, 264, 2),   # 288: a last wave of 24 tiles could split 11 ways but K's 64 chunks hold 2
+    (4096, 4096, 0, 1),     # 1024: a last wave of 232 tiles, over half full: whole
+    (1024, 4096, 0, 1),     # 256 tiles: no whole wave
+])
+@pytest.mark.host_only
+def test_tail_split_plan(M, K, whole, S):
+    """TAIL_SPLIT: the large tile's whole waves (AUTO_MIN_GROUPS workgroups) run whole and the last wave's tiles, fewer
+    than half a wave, split-K on a one-matrix grid of F + (tiles - F) * S workgroups; the push constants' splits word
+    carries S | F << 8, the slots and counters are the split tiles' only. Off: the whole grid unsplit."""
+    N = 4096
+    t = lambda dt, shape: vkops.TensorDesc(dt, shape)
+    one = (1, 1, 1, 1)
+    d = vkops.QuantizedLinearMatMulDesc(t("int8", (1, 1, M, K)), t("float32", one), None, t("int8", (1, 1, K, N)),
+                                        t("float32", one), None, t("float32", one), None, t("int8", (1, 1, M, N))).validate()
+    h100 = vkops.Limits(name="coopmat", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
+                        max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
+                        max_storage_buffer_range=2**32 - 1, cooperative_matrix=True, coopmat_verified=True,
+                        coopmat_split_verified=True)
+    tiles = -(-M // 128) * (N // 128)
+    p = qmod.python_plan(d, h100, tuning=TUNING.replace(GEMV=False))
+    g = p.dispatches[-1]
+    slot = 128 * 128 + 256
+    if whole:
+        assert g.kernel == "qlmm_coopmat_sk" and g.groups == (whole + (tiles - whole) * S, 1, 1)
+        assert g.push[11] == S | whole << 8 and p.note("whole_tiles") == whole and p.note("split_k") == S
+        scratch = sorted(b.nbytes for b in p.buffers if b.role == "scratch")
+        assert scratch == sorted([4 * (tiles - whole) * S * slot, 4 * (tiles - whole)]), scratch
+    else:
+        assert g.kernel == "qlmm_coopmat" and g.groups == (N // 128, -(-M // 128), 1) and p.note("whole_tiles") is None
+    off = qmod.python_plan(d, h100, tuning=TUNING.replace(GEMV=False, TAIL_SPLIT=False)).dispatches[-1]
+    assert off.kernel == "qlmm_coopmat" and off.groups == (N // 128, -(-M // 128), 1) and off.push[11] == 0

@@ -9,7 +9,8 @@ layout(push_constant) uniform Push {
     uint a_sb, a_sc, a_sm;   // A element strides (batch, channel, row); the k stride is 1
     uint b_sb, b_sc, b_sk;   // B element strides (batch, channel, k row); the n stride is 1. With
                              // F_B_COLS (qlmm_coopmat DIRECT_B only) b_sk is the n stride, the k stride 1.
-    uint splits;             // split-K factor (qlmm_coopmat SPLIT_K variants); 0 or 1: none
+    uint splits;             // split-K factor (SPLIT_K variants); 0 or 1: none. qlmm_coopmat: S | F << 8, F
+                             // whole tiles before the split ones (a tail split)
 } pc;
 
 const uint F_A_SIGNED = 1u, F_B_SIGNED = 2u, F_O_SIGNED = 4u;

@@ -169,8 +169,24 @@ void main() {
     uint wx = sg % SG_W, wy = sg / SG_W;
     // Grouped raster (GROUP_M = 1: plain row-major order over (x = N tile, y = M tile)).
     uint gx = (N + TILE_N - 1u) / TILE_N, gy = gl_NumWorkGroups.y;
-    uint split = gl_WorkGroupID.x / gx, S = max(pc.splits, 1u);
-    uint pid = gl_WorkGroupID.y * gx + gl_WorkGroupID.x % gx;
+#if SPLIT_K
+    // pc.splits = S | F << 8. F > 0 splits only the tiles after the first F in raster order (the last, partial
+    // wave's), on a one-matrix grid of F + (tiles - F) * S workgroups along x: workgroup w < F runs tile w whole.
+    uint S = max(pc.splits & 0xFFu, 1u), F = pc.splits >> 8, split, pid;
+    if (F > 0u) {
+        uint w = gl_WorkGroupID.x, R;
+        gy = (M + TILE_M - 1u) / TILE_M;
+        R = gx * gy - F;
+        pid = w < F ? w : F + (w - F) % R;
+        split = w < F ? 0u : (w - F) / R;
+        S = w < F ? 1u : S;
+    } else {
+        split = gl_WorkGroupID.x / gx;
+        pid = gl_WorkGroupID.y * gx + gl_WorkGroupID.x % gx;
+    }
+#else
+    uint split = 0u, S = 1u, pid = gl_WorkGroupID.y * gx + gl_WorkGroupID.x % gx;
+#endif
     uint per_group = GROUP_M * gx, first_m = (pid / per_group) * GROUP_M;
     uint gsz = min(gy - first_m, GROUP_M), in_group = pid % per_group;
     uint n0 = (in_group / gsz) * TILE_N, m0 = (first_m + in_group % gsz) * TILE_M;
@@ -340,8 +356,9 @@ void main() {
     // Store this split's slot; the last split of the tile to arrive adds the other slots into its own
     // accumulators (cooperative-matrix loads: wide, all in flight) and takes the epilogue below. A loop of
     // scalar loads there instead waited on each load in turn (docs/tuning/qlmm.md, session 27).
+    if (S > 1u) {  // a split tile (the first F of a tail split run whole)
     const uint SLOT = TILE_M * TILE_N + TILE_M + TILE_N;
-    uint tile = (z * gy + m0 / TILE_M) * gx + n0 / TILE_N;
+    uint tile = F > 0u ? pid - F : (z * gy + m0 / TILE_M) * gx + n0 / TILE_N;  // its slots and counter
     uint tbase = tile * S * SLOT, base = tbase + split * SLOT;
     [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
         [[unroll]] for (uint j = 0u; j < C_COLS; ++j)
@@ -376,6 +393,7 @@ void main() {
 #if HAS_SUMS
     barrier();  // the sums are whole
 #endif
+    }
 #endif
     // Epilogue: each accumulator goes through this subgroup's 16x16 slice of Csh; lane l requantizes
     // row l/2, columns 8*(l%2) .. +7 and stores two output words (8 bytes at a multiple of 8: N % 16 == 0).

@@ -72,6 +72,20 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     return s if s >= 2 else 1
 
 
+def tail_split(tiles: int, nchunks: int, config: str, sums: bool, tuning: QlmmTuning = DEFAULT) -> Tuple[int, int]:
+    """(F, S) for LARGE_CONFIG's unsplit products of one matrix without zero-point sums: the first F tiles (whole
+    waves of AUTO_MIN_GROUPS, two workgroups an SM) run whole and the tiles of a last wave under half full split S
+    ways (S tiles' worth of workgroups fill that wave, with at least LARGE_SPLIT_MIN_CHUNKS K chunks a split);
+    (0, 1): none."""
+    t = tuning
+    wave = t.AUTO_MIN_GROUPS
+    tail = tiles % wave
+    if not t.TAIL_SPLIT or sums or config != t.LARGE_CONFIG or tiles < wave or tail == 0 or 2 * tail > wave:
+        return 0, 1
+    s = min(t.SPLIT_MAX, wave // tail, nchunks // t.LARGE_SPLIT_MIN_CHUNKS)
+    return (tiles - tail, s) if s >= 2 else (0, 1)
+
+
 def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False) -> str:
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
     workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums) LARGE_SPLIT_MIN_TILES
@@ -226,9 +240,13 @@ def self_check(dev, split: bool = False) -> bool:
                  (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.DB_CONFIGS]  # two shared buffers
+        cases.append((np.int8, np.int8, False, "tail", None, False))  # a tail split (tail_split), below
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
-        batches = 2
+        batches, tun = 2, T
+        if config == "tail":  # 10 large tiles in waves of 4: 8 whole, the last 2 split 2 ways (7 K chunks)
+            config, M, N, K, batches = T.LARGE_CONFIG, 600, 144, 400, 1
+            tun = T.replace(TAIL_SPLIT=True, AUTO_MIN_GROUPS=4, LARGE_MIN_TILES=4, LARGE_SPLIT_MIN_CHUNKS=2)
         if config == T.DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
             # TILE_K; N a multiple of 16, not of TILE_N
             M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[T.DIRECT_CONFIG][2], 1
@@ -251,7 +269,10 @@ def self_check(dev, split: bool = False) -> bool:
         out = dev.empty(desc.output)
         batch = Batch(dev)
         kind = "stream" if config.startswith("nr") else "coopmat"
-        p = plan(desc, device_limits(dev, verified=False), kernel=kind, config=config, split_k=sk)
+        lim = device_limits(dev, verified=False)
+        lim = lim if tun is T else lim.replace(coopmat_split_verified=True)  # auto split-K: the tail split
+        p = plan(desc, lim, kernel=kind, config=config, split_k=sk, tuning=tun)
+        assert (p.note("whole_tiles") == 8) == (tun is not T), p.notes  # the tail case runs what it checks
         if config == T.DIRECT_CONFIG or kind == "stream":  # the case runs what it checks
             assert p.dispatches[-1].kernel.startswith("qlmm_coopmat_direct" if kind == "coopmat" else
                                                       "qlmm_stream_m16n" + config[2:])
