@@ -684,10 +684,10 @@ def test_tuning_validates_its_fields(knob, value, rule):
 
 @pytest.mark.parametrize("M, K, whole, S", [
     (1536, 4096, 264, 2),   # 384 large tiles: 264 whole, the last 120 split 2 ways (264 // 120)
-    (1280, 8192, 264, 4),   # 320: the last 56 split 4 ways (264 // 56, 128 K chunks of 32 a split)
-    (1280, 4096, 264, 2),   # the same tail split 2 ways: 64 K chunks, LARGE_SPLIT_MIN_CHUNKS 32 a split
+    (1280, 8192, 264, 4),   # 320: the last 56 split 4 ways (264 // 56)
+    (1280, 4096, 264, 4),   # the same with 64 K chunks: 16 a split, TAIL_MIN_CHUNKS (8) allows it
     (2560, 4096, 528, 2),   # 640: two whole waves, then 112 tiles split
-    (1152, 4096, 264, 2),   # 288: a last wave of 24 tiles could split 11 ways but K's 64 chunks hold 2
+    (1152, 4096, 264, 8),   # 288: a last wave of 24 tiles could split 11 ways but K's 64 chunks hold 8 of 8
     (4096, 4096, 0, 1),     # 1024: a last wave of 232 tiles, over half full: whole
     (1024, 4096, 0, 1),     # 256 tiles: no whole wave
 ])

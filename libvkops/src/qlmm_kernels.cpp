@@ -40,7 +40,7 @@ i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmT
 std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &config, bool sums, const QlmmTuning &t) {
     i64 wave = t.AUTO_MIN_GROUPS, tail = tiles % wave;
     if (!t.TAIL_SPLIT || sums || config != t.LARGE_CONFIG || tiles < wave || tail == 0 || 2 * tail > wave) return {0, 1};
-    i64 s = std::min({(i64)t.SPLIT_MAX, wave / tail, nchunks / (i64)t.LARGE_SPLIT_MIN_CHUNKS});
+    i64 s = std::min({(i64)t.SPLIT_MAX, wave / tail, nchunks / (i64)t.TAIL_MIN_CHUNKS});
     return s >= 2 ? std::pair<i64, i64>{tiles - tail, s} : std::pair<i64, i64>{0, 1};
 }
 

@@ -42,7 +42,7 @@ const Case SPLIT[] = {
 };
 // The large tile's tail split (QlmmTuning.TAIL_SPLIT), cooperative matrices only (through the portable kernel it
 // would take lavapipe half a minute): 272 tiles, 264 whole, the last 8 (in the raster: rows 2048-2175, columns
-// 1024-2047) split 2 ways; every 8th row of that tile row compared.
+// 1024-2047) split 8 ways; every 8th row of that tile row compared.
 const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8}};
 
 struct Rng {

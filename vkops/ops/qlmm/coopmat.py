@@ -75,14 +75,14 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
 def tail_split(tiles: int, nchunks: int, config: str, sums: bool, tuning: QlmmTuning = DEFAULT) -> Tuple[int, int]:
     """(F, S) for LARGE_CONFIG's unsplit products of one matrix without zero-point sums: the first F tiles (whole
     waves of AUTO_MIN_GROUPS, two workgroups an SM) run whole and the tiles of a last wave under half full split S
-    ways (S tiles' worth of workgroups fill that wave, with at least LARGE_SPLIT_MIN_CHUNKS K chunks a split);
+    ways (S tiles' worth of workgroups fill that wave, with at least TAIL_MIN_CHUNKS K chunks a split);
     (0, 1): none."""
     t = tuning
     wave = t.AUTO_MIN_GROUPS
     tail = tiles % wave
     if not t.TAIL_SPLIT or sums or config != t.LARGE_CONFIG or tiles < wave or tail == 0 or 2 * tail > wave:
         return 0, 1
-    s = min(t.SPLIT_MAX, wave // tail, nchunks // t.LARGE_SPLIT_MIN_CHUNKS)
+    s = min(t.SPLIT_MAX, wave // tail, nchunks // t.TAIL_MIN_CHUNKS)
     return (tiles - tail, s) if s >= 2 else (0, 1)
 
 
@@ -246,7 +246,7 @@ def self_check(dev, split: bool = False) -> bool:
         batches, tun = 2, T
         if config == "tail":  # 10 large tiles in waves of 4: 8 whole, the last 2 split 2 ways (7 K chunks)
             config, M, N, K, batches = T.LARGE_CONFIG, 600, 144, 400, 1
-            tun = T.replace(TAIL_SPLIT=True, AUTO_MIN_GROUPS=4, LARGE_MIN_TILES=4, LARGE_SPLIT_MIN_CHUNKS=2)
+            tun = T.replace(TAIL_SPLIT=True, AUTO_MIN_GROUPS=4, LARGE_MIN_TILES=4, TAIL_MIN_CHUNKS=3)
         if config == T.DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
             # TILE_K; N a multiple of 16, not of TILE_N
             M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[T.DIRECT_CONFIG][2], 1

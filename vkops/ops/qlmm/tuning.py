@@ -37,6 +37,7 @@ class QlmmTuning(Tuning):
     BT_CONFIGS: Tuple[str, ...] = ("128x64x128_4x2",)  # MID_CONFIG stages B transposed: 0.146 -> 0.131 ms (#2026-11-25-session-15-b-staged-transposed)
     DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research)
     TAIL_SPLIT: bool = True  # LARGE_CONFIG without zero-point sums: a last wave under half full split-K, the rest whole: 1536 x 4096^2 0.209 -> 0.166 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
+    TAIL_MIN_CHUNKS: int = 8  # a tail split's 64-deep K chunks a split, at least: 1280 x 4096^2 0.158 (32) -> 0.140 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
     SMALL_CONFIG: str = "32x64x128_4x1"  # up to 32 rows: 32 x 4096^2 0.0253 -> 0.0225 ms (#2026-11-24-session-10-tiles-by-row-count)
     LOW_CONFIG: str = "64x64x128_4x2"  # 33-64 rows: 64 x 8192^2 0.1005 -> 0.0816 ms (#2026-11-24-session-10-tiles-by-row-count)
     FEW_TILES_CONFIG: str = "64x64x64_2x2"  # > MID_MAX_M rows with too few large tiles (#which-kernel-runs-where)
