@@ -185,7 +185,10 @@ void main() {
         pid = gl_WorkGroupID.y * gx + gl_WorkGroupID.x % gx;
     }
 #else
-    uint split = 0u, S = 1u, pid = gl_WorkGroupID.y * gx + gl_WorkGroupID.x % gx;
+    // As the split build's grid (split 0): written with constants (split 0, S 1) the driver compiled a kernel 8%
+    // slower at 4096^3 (docs/tuning/qlmm.md, session 28).
+    uint split = gl_WorkGroupID.x / gx, S = max(pc.splits, 1u);
+    uint pid = gl_WorkGroupID.y * gx + gl_WorkGroupID.x % gx;
 #endif
     uint per_group = GROUP_M * gx, first_m = (pid / per_group) * GROUP_M;
     uint gsz = min(gy - first_m, GROUP_M), in_group = pid % per_group;
