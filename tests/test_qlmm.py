@@ -671,7 +671,8 @@ def test_no_planning_knob_is_left_in_a_module():
     ("STREAM_NR", 48, "'auto' or one of (32, 64)"), ("LARGE_CONFIG", "128x128", "a cooperative-matrix tile"),
     ("COOPMAT_CONFIG", "99x1x1_1x1", "a cooperative-matrix tile"), ("BT_CONFIGS", ["128x64x128_4x2"], "a tuple"),
     ("BT_CONFIGS", ("nope",), "a cooperative-matrix tile"), ("DOT", 1, "True or False"), ("DOT_WG", 0, "an int >= 1"),
-    ("STREAM_MIN_M", -1, "an int >= 0"), ("SPLIT_MAX", 2.0, "an int >= 1"), ("COOPMAT_SPLIT_K", 0, "'auto' or an int"),
+    ("STREAM_MIN_M", -1, "an int >= 0"), ("SPLIT_MAX", 2.0, "an int >= 1"), ("SPLIT_MAX", 256, "at most 255"),
+    ("COOPMAT_SPLIT_K", 256, "'auto' or an int from 1 to 255"), ("COOPMAT_SPLIT_K", 0, "'auto' or an int"),
 ])
 def test_tuning_validates_its_fields(knob, value, rule):
     """A bad knob is a ValidationError naming the field, the rule and the value."""

@@ -121,7 +121,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
     std::vector<Ref> extra;
     std::vector<int> extra_writes;
     i64 tiles = groups[0] * groups[1] * groups[2];
-    i64 sk = 1, slot = 1, tail = 0;  // tail: a tail split's whole tiles (cm_tail_split)
+    i64 sk = 1, slot = 1, whole = 0;  // a tail split's unsplit tiles (cm_tail_split)
     if (which == "coopmat") {
         if (t.COOPMAT_SPLIT_K != "auto") fail("QlmmTuning.COOPMAT_SPLIT_K other than 'auto' is not ported");
         i64 nchunks = ceil_div(K, tk);
@@ -129,7 +129,8 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
         sk = kname.rfind("qlmm_coopmat_direct", 0) == 0 ? std::min<i64>(t.SPLIT_MAX, std::max<i64>(1, nchunks / 4))
                                                          : cm_auto_split(tiles, nchunks, config, t);
         sk = sk > 1 && lim.coopmat_split_verified ? sk : 1;
-        if (sk == 1 && groups[2] == 1 && lim.coopmat_split_verified) std::tie(tail, sk) = cm_tail_split(tiles, nchunks, config, !(prod.a_free && prod.b_free), t);
+        if (sk == 1 && groups[2] == 1 && lim.coopmat_split_verified)
+            std::tie(whole, sk) = cm_tail_split(tiles, nchunks, config, !(prod.a_free && prod.b_free), t);
         slot = tm * tn + tm + tn;  // the int32 tile, then its row and column sums
     } else if (which == "dot") {
         sk = dot_splits(tiles, K, spec[0], t);
@@ -150,12 +151,12 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
         groups[0] *= sk;
     } else if (sk > 1) {  // each split stores its partial tile in a slot; the last of a tile adds them
         kname += "_sk";
-        pc.set(11, sk | tail << 8);
-        Ref part = bld.scratch(Tensor(DT::INT32, {(u32)((tiles - tail) * sk * slot)}));
-        extra = {part, bld.counters(tiles - tail)};
+        pc.set(11, sk | whole << 8);
+        Ref part = bld.scratch(Tensor(DT::INT32, {(u32)((tiles - whole) * sk * slot)}));
+        extra = {part, bld.counters(tiles - whole)};
         extra_writes = {9, 10};
-        if (tail) {
-            groups[0] = tail + (tiles - tail) * sk;
+        if (whole) {
+            groups[0] = whole + (tiles - whole) * sk;
             groups[1] = groups[2] = 1;
         } else {
             groups[0] *= sk;
@@ -169,7 +170,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
     if (which == "coopmat") {
         bld.note("config", json_str(config));
         bld.note("split_k", std::to_string(sk));
-        if (tail) bld.note("whole_tiles", std::to_string(tail));
+        if (whole) bld.note("whole_tiles", std::to_string(whole));
     } else if (which != "portable") {
         bld.note("rows", std::to_string(bm));
         bld.note("split_k", std::to_string(sk));

@@ -19,7 +19,7 @@ from . import gemv as qg
 from . import stream as qs
 from .rule import choose_kernel, product, batch_strides
 from .desc import QuantizedLinearMatMulDesc
-from .tuning import DEFAULT, QlmmTuning
+from .tuning import DEFAULT, SPLITS_MAX, QlmmTuning
 from ..slice1 import lower_packed
 
 # Portable kernel: 16 x TY threads, 4 x 4 outputs each (kernels/qlmm.comp): TY = 16 (a 64 x 64 tile), or 8
@@ -164,7 +164,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     extra, extra_writes = [], []
     tiles = groups[0] * groups[1] * groups[2]
     sk = slot = 1
-    tail = 0  # a tail split: the first `tail` tiles run whole (coopmat.tail_split)
+    whole = 0  # a tail split: the first `whole` tiles run unsplit (coopmat.tail_split)
     if which == "coopmat":
         nchunks = -(-K // tk)
         sk = t.COOPMAT_SPLIT_K if split_k is None else split_k
@@ -174,9 +174,9 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                 cm.auto_split(tiles, nchunks, config, t)
             sk = sk if sk > 1 and lim.coopmat_split_verified else 1
             if sk == 1 and groups[2] == 1 and lim.coopmat_split_verified:
-                tail, sk = cm.tail_split(tiles, nchunks, config, not (a_free and b_free), t)
+                whole, sk = cm.tail_split(tiles, nchunks, config, not (a_free and b_free), t)
         else:
-            sk = max(1, min(int(sk), nchunks))
+            sk = max(1, min(int(sk), nchunks, SPLITS_MAX))
         slot = tm * tn + tm + tn  # the int32 tile, then its row and column sums
     elif which == "dot":
         sk, slot = qd.splits(tiles, K, spec[0], split_k, t), bm * bn
@@ -193,17 +193,17 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         groups = (groups[0] * sk, groups[1], groups[2])
     elif sk > 1:  # each split stores its partial tile in a slot; the last of a tile to arrive adds them
         kname += "_sk"
-        pc["splits"] = sk | tail << 8
-        part = batch.scratch(TensorDesc(DataType.INT32, ((tiles - tail) * sk * slot,)))
-        extra, extra_writes = [part, batch.counters(tiles - tail)], [9, 10]
-        groups = (tail + (tiles - tail) * sk, 1, 1) if tail else (groups[0] * sk, groups[1], groups[2])
+        pc["splits"] = sk | whole << 8
+        part = batch.scratch(TensorDesc(DataType.INT32, ((tiles - whole) * sk * slot,)))
+        extra, extra_writes = [part, batch.counters(tiles - whole)], [9, 10]
+        groups = (whole + (tiles - whole) * sk, 1, 1) if whole else (groups[0] * sk, groups[1], groups[2])
     limit = lim.max_workgroup_count
     for g, lmt, what in zip(groups, limit, ("N tiles", "M tiles", "BatchCount*ChannelCount")):
         if g > lmt:
             raise DeviceLimitError(f"QuantizedLinearMatMul needs {g} workgroups along {what}; "
                                    f"{lim.name} allows {lmt}")
     if which == "coopmat":
-        batch.notes.update(config=config, split_k=sk, **({"whole_tiles": tail} if tail else {}))
+        batch.notes.update(config=config, split_k=sk, **({"whole_tiles": whole} if whole else {}))
     elif which in ("dot", "stream", "gemv"):
         batch.notes.update(rows=bm, split_k=sk)
     batch.dispatch(kname, [a, b, a_scale, a_zp_t, b_scale, b_zp_t, o_scale, o_zp_t, out] + extra,

@@ -15,6 +15,8 @@ from ..tuning import Tuning
 _DOC = "docs/tuning/qlmm.md"  # the sections named below: #<anchor> of this page
 
 
+SPLITS_MAX = 255  # qlmm_coopmat.comp's splits word: S in its low 8 bits, a tail split's whole tiles above
+
 @dataclass(frozen=True)
 class QlmmTuning(Tuning):
     """The planning knobs of the lowering (FOLD), coopmat.py (COOPMAT_*, *_CONFIG, SPLIT_*, ...),
@@ -114,8 +116,10 @@ class QlmmTuning(Tuning):
         for c in self.DB_CONFIGS:
             config("DB_CONFIGS", c)
         sk = self.COOPMAT_SPLIT_K
-        if sk != "auto" and (not isinstance(sk, int) or isinstance(sk, bool) or sk < 1):
-            fail("COOPMAT_SPLIT_K", "'auto' or an int >= 1", sk)
+        if sk != "auto" and (not isinstance(sk, int) or isinstance(sk, bool) or sk < 1 or sk > SPLITS_MAX):
+            fail("COOPMAT_SPLIT_K", f"'auto' or an int from 1 to {SPLITS_MAX}", sk)
+        if self.SPLIT_MAX > SPLITS_MAX:
+            fail("SPLIT_MAX", f"at most {SPLITS_MAX} (the split builds read S from 8 bits of a push word)", self.SPLIT_MAX)
         if self.STREAM_NR != "auto" and (isinstance(self.STREAM_NR, bool) or self.STREAM_NR not in TILES):
             fail("STREAM_NR", f"'auto' or one of {tuple(TILES)}", self.STREAM_NR)
         return self
