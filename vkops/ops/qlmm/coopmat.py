@@ -48,10 +48,11 @@ COOPMAT_CONFIGS = {
 }
 LANES = 32  # lanes a subgroup: qlmm_coopmat.comp (and qlmm_stream.comp) run 32-lane subgroups, 32 * SG_W * SG_H a workgroup
 SMALL_MAX_M, LOW_MAX_M = 32, 64  # auto_config: SMALL_CONFIG up to 32 rows, LOW_CONFIG up to 64 (their tiles' rows)
-# The knobs (COOPMAT_CONFIG, LARGE_CONFIG, AUTO_MIN_GROUPS, MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS,
-# BT_CONFIGS, SMALL_CONFIG, LOW_CONFIG, FEW_TILES_CONFIG, COOPMAT_SPLIT_K, SPLIT_TARGET_GROUPS,
-# SPLIT_MIN_CHUNKS, SPLIT_MAX, COOPMAT_GROUP_M, COOPMAT_DIRECT, DIRECT_CONFIG, DIRECT_MAX_M, COOPMAT_COLS)
-# are QlmmTuning's fields (tuning.py); their measurements are in docs/tuning/qlmm.md.
+# The knobs (COOPMAT_CONFIG, LARGE_CONFIG, AUTO_MIN_GROUPS, LARGE_MIN_TILES, LARGE_SPLIT_MIN_TILES,
+# LARGE_SPLIT_MIN_CHUNKS, TAIL_SPLIT, TAIL_MIN_CHUNKS, MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS, BT_CONFIGS,
+# DB_CONFIGS, SMALL_CONFIG, LOW_CONFIG, FEW_TILES_CONFIG, COOPMAT_SPLIT_K, SPLIT_TARGET_GROUPS, SPLIT_MIN_CHUNKS,
+# SPLIT_MAX, COOPMAT_GROUP_M, COOPMAT_DIRECT, DIRECT_CONFIG, DIRECT_MAX_M, COOPMAT_COLS) are QlmmTuning's fields
+# (tuning.py); their measurements are in docs/tuning/qlmm.md.
 
 
 def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAULT) -> int:
