@@ -21,6 +21,8 @@ from vkops.tensor import TensorDesc
 pytestmark = pytest.mark.host_only
 
 PATHS = {"rows", "rsort", "seg", "radix", "filter", "sort", "gradix"}
+# GRADIX's rule at any K, as the research A/B routes it (32-bit keys by the long rows' K since session 29)
+ANY_K = {"GRADIX_MIN_K": 1, "GRADIX_LONG_MIN_K": 1}
 
 
 class Python:
@@ -188,10 +190,24 @@ def _same_plans_tuned(knobs, shapes, ks):
     return kinds
 
 
+def test_radix_sort_wg_and_gradix_thresholds():
+    # RADIX_SORT_WG (a radix sort of more than 4 entries a thread grows the workgroup; the knob at the workgroup: off,
+    # and workgroups of 256 that make lavapipe's 2048-entry sorts grow) and GRADIX's session-29 thresholds (K =
+    # GRADIX_LONG_MIN_K16 / _K - 1 / it, 8/16-bit keys only from GRADIX_MIN_K, rows past LARGE_K_ONE_CHUNK_MAX_L that
+    # radix select cannot take), with the sampled guess's 2048 / 4096 edge (K = 1050 / 1051), byte for byte.
+    t = TUN
+    shapes = ((64, 32000), (3, 9000), (64, 131072), (64, 151936), (2, 1 << 17), (64, t.LARGE_K_ONE_CHUNK_MAX_L + 1))
+    ks = (1024, 1025, 1050, 1051, 1500, 2048, 2049, t.GRADIX_LONG_MIN_K16 - 1, t.GRADIX_LONG_MIN_K16, 3000,
+          t.GRADIX_MIN_K - 1, t.GRADIX_MIN_K, t.GRADIX_LONG_MIN_K - 1, t.GRADIX_LONG_MIN_K, 4096)
+    for knobs in ({}, {"RADIX_SORT_WG": 512}, {"WORKGROUP": 256}, {"WORKGROUP": 256, "RADIX_SORT_WG": 256}):
+        kinds = _same_plans_tuned(knobs, shapes, ks)
+        assert {"top_k1_radix_m_sg", "top_k1_gradix_collect"} <= kinds, (knobs, kinds)
+
+
 def test_gradix_filter_knob():
     # GRADIX with filtering (TopK1Tuning.GRADIX_FILTER), routed to 64 rows at any K from 256 as the research A/B
     # does it; an unknown knob is refused.
-    kinds = _same_plans_tuned({"GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1},
+    kinds = _same_plans_tuned({"GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, **ANY_K},
                               ((1, 151936), (64, 131072), (64, 151936), (3, 40001)), (256, 1024, 2048, 3000, 4096))
     assert {"top_k1_gradix_fscan", "top_k1_gradix_fhist", "top_k1_gradix_fcollect", "top_k1_gradix_collect"} <= kinds
     with pytest.raises(capi.CError, match="no TOP_K1 knob"):
@@ -232,7 +248,7 @@ def test_gradix_rank_knob():
     # GRADIX_FILTER), rows at and past the knob.
     kinds = set()
     for knobs in ({"GRADIX_RANK_MAX_SEQ": 4}, {"GRADIX_RANK_MAX_SEQ": 16, "GRADIX_RANK_E": 1, "GRADIX_RANK_TJ": 128},
-                  {"GRADIX_RANK_MAX_SEQ": 64, "GRADIX_RANK_E": 4, "GRADIX_FILTER": True, "GRADIX_MIN_K": 1}):
+                  {"GRADIX_RANK_MAX_SEQ": 64, "GRADIX_RANK_E": 4, "GRADIX_FILTER": True, **ANY_K}):
         kinds |= _same_plans_tuned(knobs, ((1, 151936), (4, 131072), (5, 131072), (16, 131072), (64, 131072),
                                            (3, 40001)), (1, 1500, 2048, 3000, 4096))
     assert {"top_k1_gradix_rank", "top_k1_gradix_fscan", "top_k1_gradix_sort_sg"} <= kinds
@@ -245,7 +261,7 @@ def test_gradix_sort_parts_knob():
     kinds = set()
     # The default's bounds moved: parts from pow2(K) = 256 on up to 4 rows; 1000 target groups past 4 rows.
     for knobs in ({"GRADIX_SORT_PARTS": 1}, {"GRADIX_SORT_PARTS": 8, "GRADIX_RANK_MAX_SEQ": 4},
-                  {"GRADIX_SORT_PARTS": 64, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1,
+                  {"GRADIX_SORT_PARTS": 64, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, **ANY_K,
                    "GRADIX_SORT_PARTS_MIN_KP": 256},
                   {"GRADIX_SORT_PARTS_MIN_KP": 256, "GRADIX_SORT_PARTS_MAX_SEQ": 4, "GRADIX_FEW_SEQ": 4,
                    "GRADIX_MANY_TARGET_GROUPS": 1000}):
@@ -266,9 +282,9 @@ def test_gradix_digit_bits_knob():
           t.GRADIX_LONG_MIN_K - 1, t.GRADIX_LONG_MIN_K, t.GRADIX_LONG_MIN_K16)
     kinds = _same_plans_tuned({"GRADIX_DIGIT_BITS": 11}, [(n, L) for n in rows for L in lengths], ks)
     kinds |= _same_plans_tuned({"GRADIX_DIGIT_BITS": 8}, [(n, L) for n in rows for L in lengths], ks)
-    for knobs in ({"GRADIX_DIGIT_BITS": 11, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1, "GRADIX_SORT_PARTS_MIN_KP": 256},
+    for knobs in ({"GRADIX_DIGIT_BITS": 11, "GRADIX_MIN_KP": 256, **ANY_K, "GRADIX_SORT_PARTS_MIN_KP": 256},
                   {"GRADIX_DIGIT_BITS": 11, "GRADIX_RANK_MAX_SEQ": 4, "GRADIX_SORT_PARTS": 8},
-                  {"GRADIX_DIGIT_BITS": 11, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}):
+                  {"GRADIX_DIGIT_BITS": 11, "GRADIX_FILTER": True, "GRADIX_MIN_KP": 256, **ANY_K}):
         kinds |= _same_plans_tuned(knobs, ((1, 151936), (4, 131072), (5, 131072), (64, 131072), (3, 40001)),
                                    (1, 200, 1500, 2048, 3000, 4096))
     assert {"top_k1_gradix_hist_d11", "top_k1_gradix_collect_d11", "top_k1_gradix_rank_d11", "top_k1_gradix_sort_d11_sg",

@@ -734,6 +734,35 @@ def test_large_k_one_chunk_tune_and_strides(dev, rng):
     check(large_k_data(rng, "float32", (2, 4 * B + 5), "ties"), B, -1, "decreasing", tuning=off)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "uint8"])
+def test_radix_sort_wg(dev, rng, dtype):
+    """RADIX_SORT_WG: a radix chunk whose final sort takes more than 4 entries a thread (networks.glsl's register
+    networks) runs in a workgroup of sort entries / 4. Workgroups of 256 make this device's 2048-entry sorts grow
+    (where its limits allow): one chunk a row past 4 B (K = B/2 + 1 .. B), the sampled guess's chunk (2^16 keys) and
+    the chunks of a long row (2^18), every chunk in whole steps of the grown workgroup; ties of the K-th key by
+    ascending index, NaN, constant rows, both directions; the same calls with the knob at 256 (the rule off) agree."""
+    low = TUN.replace(WORKGROUP=256, GRADIX_MIN_KP=0)
+    off = low.replace(RADIX_SORT_WG=256)
+    bits = np.dtype(dtype).itemsize * 8
+    lim = dev.limits
+    kinds = itertools.cycle(itertools.product(("ties", "nan", "const", "random", "special"), DIRS))
+    grown = 0
+    for rows, L, k in ((2, 9000, 1025), (2, 9000, 2048), (1, 1 << 16, 1100), (1, 1 << 18, 1000)):
+        p = paths.device_path(lim, rows, L, k, key_bits=bits, tuning=low)
+        base = paths.device_path(lim, rows, L, k, key_bits=bits, tuning=off)
+        want = lim.workgroup(min(TUN.RADIX_SORT_WG, paths.radix_sort_entries(base, rows, L, k, bits, low) // 4))
+        assert p.radix and base.radix and base.workgroup == lim.workgroup(256), (L, k, p, base)
+        assert p.workgroup == max(base.workgroup, want) and p.chunks == base.chunks, (L, k, p, base)
+        assert p.chunk_len % (p.workgroup * paths.EPI) == 0
+        grown += p.workgroup > base.workgroup
+        for kind, direction in (next(kinds), next(kinds)) if L < 1 << 16 else (next(kinds),):
+            x = large_k_data(rng, dtype, (rows, L), kind)
+            check(x, k, -1, direction, tuning=low)
+    check(x, k, -1, direction, tuning=off)
+    # lavapipe (1024 invocations, B = 2048): every case grows to 512; a device of 256 invocations keeps 256
+    assert grown == (4 if lim.max_workgroup_invocations >= 512 and one_chunk_b(dev) >= 2048 else grown)
+
+
 @pytest.mark.subgroup_free
 def test_row_of_2_pow_20(dev, rng):
     x = rng.standard_normal((1, 1 << 20)).astype(np.float32)

@@ -122,7 +122,7 @@ def test_the_default_is_11_bit_digits():
     # the default is 11 (session 24): the auto rule's GRADIX plans of 32-bit keys run the _d11 modules; with the knob at
     # 8 the rule picks the same path, the 8-bit modules and one pass more
     assert TUN.GRADIX_DIGIT_BITS == 11
-    for n, L, k in ((64, 131072, 3000), (1, 151936, 4096), (16, 131072, 2048), (64, 131072, 4096)):
+    for n, L, k in ((64, 131072, 4001), (1, 151936, 4096), (16, 131072, 2048), (64, 131072, 4096)):
         d = desc_of((n, L), "float32", k)
         p11 = tk.python_plan(d, grid.H100)
         p8 = tk.python_plan(d, grid.H100, tuning=TUN.replace(GRADIX_DIGIT_BITS=8))

@@ -65,7 +65,7 @@ def test_the_knob_plans_the_filter_kernels():
         d = tk.TopK1Desc(x, *tk.output_descs(x, 1, k), 1, k).validate()
         assert not any("gradix_f" in q.kernel for q in tk.python_plan(d, h).dispatches)
     # the research A/B's routing: 64 rows at any K from 256 through the rule's knobs
-    on = TUN.replace(GRADIX_FILTER=True, GRADIX_MIN_KP=256, GRADIX_MIN_K=1)
+    on = TUN.replace(GRADIX_FILTER=True, GRADIX_MIN_KP=256, GRADIX_MIN_K=1, GRADIX_LONG_MIN_K=1)  # 32-bit keys: the long rows' K
     for k in (256, 1024, 2048, 3000):
         assert paths.choose(h, 64, 131072, k, tuning=on).path == "gradix"
     with pytest.raises(vkops.errors.ValidationError, match="GRADIX_FILTER must be a bool"):

@@ -302,22 +302,24 @@ def _plan(lim, n, L, k, dtype="float32", tuning=TUN, **kw):
 
 @pytest.mark.host_only
 def test_the_rule_and_the_knob():
-    """The default rule (measured on an H200, docs/tuning/top_k1.md#gradix): pow2(K) >= 2048 on few long rows,
-    K >= GRADIX_MIN_K on any rows of >= GRADIX_MIN_L, K >= GRADIX_LONG_MIN_K (32-bit keys) on any rows of >=
-    GRADIX_LONG_MIN_L; GRADIX_MIN_KP = 0 turns it off."""
+    """The default rule (measured on an H200, docs/tuning/top_k1.md#gradix; its K thresholds on an H100 in session 29):
+    pow2(K) >= 2048 on few long rows, K >= GRADIX_MIN_K (8/16-bit keys) on any rows of >= GRADIX_MIN_L, K >=
+    GRADIX_LONG_MIN_K (32-bit keys) on any rows of >= GRADIX_LONG_MIN_L, rows radix select cannot take (else the
+    global sort); GRADIX_MIN_KP = 0 turns it off."""
     h = grid.H100
     rule = {(1, 151936, 4096): True, (1, 131072, 1500): True, (16, 131072, 2048): True, (17, 131072, 2048): False,
-            (16, 65535, 2048): False, (16, 65536, 2048): True, (64, 131072, 2899): False, (64, 131072, 2900): True,
-            (64, 65535, 3999): False, (64, 65535, 4000): True, (64, 32000, 3000): False,
-            (64, 32000, 4096): True, (8, 32000, 1500): False, (1, 151936, 1024): False, (64, 16383, 4096): False,
-            (64, 16384, 4096): True, (64, 131072, 2048): False}
+            (16, 65535, 2048): False, (16, 65536, 2048): True, (64, 131072, 4000): False, (64, 131072, 4001): True,
+            (64, 65535, 4096): False, (64, 32000, 3000): False, (64, 262145, 2500): True, (64, 262144, 2500): False,
+            (64, 32000, 4096): False, (8, 32000, 1500): False, (1, 151936, 1024): False, (64, 16383, 4096): False,
+            (64, 16384, 4096): False, (64, 131072, 2048): False}
     for (n, L, k), want in rule.items():
         assert (paths.choose(h, n, L, k).path == "gradix") == want, (n, L, k)
         assert (_plan(h, n, L, k).note("path") == "gradix") == want, (n, L, k)
         off = TUN.replace(GRADIX_MIN_KP=0)
         assert paths.choose(h, n, L, k, tuning=off).path != "gradix"
         assert _plan(h, n, L, k, tuning=off).note("path") != "gradix"
-    on = TUN.replace(GRADIX_MIN_K=1, GRADIX_SORT_PARTS=1)  # any K with pow2(K) >= GRADIX_MIN_KP, any rows; one sort a row
+    # any K with pow2(K) >= GRADIX_MIN_KP, any rows (32-bit keys: by the long rows' K); one sort a row
+    on = TUN.replace(GRADIX_MIN_K=1, GRADIX_LONG_MIN_K=1, GRADIX_LONG_MIN_L=1, GRADIX_SORT_PARTS=1)
     assert paths.choose(h, 1, 151936, 4096, tuning=on).path == "gradix"
     assert paths.choose(h, 64, 131072, 2049, tuning=on).path == "gradix"
     assert paths.choose(h, 64, 131072, 1024, tuning=on).path != "gradix"  # pow2(K) below GRADIX_MIN_KP

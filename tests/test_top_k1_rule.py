@@ -150,17 +150,54 @@ def test_rule_row_radix():
         p = c.plan
         assert (c.path, p.path, p.radix, p.chunks, p.merge_group) == ("radix", "filter", True, 1, 0), (lim.name, L, k)
         assert p.B // 2 < p.Kp == p.B < L <= p.chunk_len and "one chunk a row" in c.why
-        assert p.workgroup == lim.workgroup(DEFAULT.WORKGROUP)
-        assert _choose(lim, n, L, k, tuning=nolong.replace(LARGE_K_ONE_CHUNK_MAX_L=L - 1)).path == "sort"
+        # the usual workgroup, or RADIX_SORT_WG's where the sort takes more than 4 entries a thread (the H100's 4096)
+        assert p.workgroup == max(lim.workgroup(DEFAULT.WORKGROUP), lim.workgroup(min(DEFAULT.RADIX_SORT_WG, p.B // 4)))
+        off = nolong.replace(LARGE_K_ONE_CHUNK_MAX_L=L - 1)  # GRADIX where it may run (session 29), else the sort
+        gradix = L >= DEFAULT.GRADIX_MIN_L and p.Kp >= DEFAULT.GRADIX_MIN_KP
+        assert _choose(lim, n, L, k, tuning=off).path == ("gradix" if gradix else "sort"), (lim.name, L, k)
+        assert _choose(lim, n, L, k, tuning=off.replace(GRADIX_MIN_KP=0)).path == "sort"
         assert _choose(lim, n, L, k, force="radix", tuning=nolong).plan == p  # forced: the same one chunk
         assert _choose(lim, n, L, k, force="radix", chunks=1, tuning=nolong).plan == p
     assert _choose(grid.H100, 64, 131072, 3000, tuning=nolong).plan.B == 4096  # where the sort keeps 2048
     assert _choose(grid.H100, 64, 131072, 3000, tuning=nolong.replace(LARGE_K_ONE_CHUNK_MAX_L=1)).plan.B == 2048
 
 
+def test_rule_radix_sort_wg():
+    """RADIX_SORT_WG: a radix plan whose final sort (compact.glsl: max(Kp, pow2(c)) entries) takes more than 4 entries
+    a thread grows its workgroup to entries / 4, up to the knob and the device's, its chunks kept in whole steps
+    (docs/tuning/top_k1.md, session 29). On an H100's limits: B = 4096 sorts in 1024; where TUNE_FIT or a chunk of
+    <= 4 B keep the sort at pow2(K) = 2048, or the sampled guess's 5/4 (K + K/2 + 64) fits 2048, it stays at 512."""
+    from vkops.ops.top_k1 import DEFAULT, paths
+
+    want = {(64, 151936, 2048, 32): (1024, 2), (64, 131072, 1500, 32): (1024, 2), (64, 32000, 3000, 32): (1024, 1),
+            (64, 32000, 4096, 32): (1024, 1), (64, 131072, 4000, 32): (1024, 1), (4096, 32768, 1500, 32): (1024, 1),
+            (64, 131072, 1500, 8): (1024, 2), (64, 131072, 2048, 16): (1024, 2), (64, 16384, 3000, 32): (1024, 1),
+            (64, 131072, 1051, 16): (1024, 2), (64, 131072, 1050, 16): (512, 2),  # the guess: 4096 from 1051
+            (64, 32000, 2048, 32): (512, 1), (4096, 32000, 2048, 16): (512, 1),   # TUNE_FIT: a sort of 2048
+            (64, 131072, 1024, 32): (512, 2), (4096, 4096, 1024, 32): (512, 1)}   # B = 2048 in 512
+    got = {}
+    for (n, L, k, bits), (wg, chunks) in want.items():
+        c = _choose(grid.H100, n, L, k, key_bits=bits)
+        p = c.plan
+        assert c.path == "radix" and p.radix, (n, L, k, bits, c.path)
+        got[(n, L, k, bits)] = (p.workgroup, p.chunks)
+        assert p.chunk_len % (p.workgroup * paths.EPI) == 0 and -(-L // p.chunk_len) == p.chunks
+        base = _choose(grid.H100, n, L, k, key_bits=bits, tuning=DEFAULT.replace(RADIX_SORT_WG=512)).plan
+        assert (base.workgroup, base.chunks, base.B) == (512, p.chunks, p.B)  # the knob at 512: the rule off
+        assert _choose(grid.H100, n, L, k, key_bits=bits, force="radix").plan.workgroup == p.workgroup
+        small = grid.H100.replace(max_workgroup_invocations=512)
+        assert _choose(small, n, L, k, key_bits=bits).plan.workgroup == 512  # the device's bound
+        entries = paths.radix_sort_entries(p, n, L, k, bits)
+        assert entries == 4096 if wg == 1024 else entries <= 2048, (n, L, k, bits, entries)
+    assert got == want
+
+
 def test_rule_gradix_long_rows():
     """GRADIX on many rows of >= GRADIX_LONG_MIN_L from K = GRADIX_LONG_MIN_K (32-bit keys) / _K16 (16-bit); 8-bit
-    keys, shorter rows and smaller K keep their paths (docs/tuning/top_k1.md, session 23)."""
+    keys, shorter rows and smaller K keep their paths (docs/tuning/top_k1.md, sessions 23 and 29). 8/16-bit keys on
+    any rows from K = GRADIX_MIN_K, 32-bit keys not (radix select won on rows of 32000 at K = 4096); rows radix
+    select cannot take (pow2(K) > B/2 past LARGE_K_ONE_CHUNK_MAX_L, or a small device's buffer) take GRADIX, not the
+    global sort."""
     from vkops.ops.top_k1 import DEFAULT as t
 
     L = t.GRADIX_LONG_MIN_L
@@ -171,6 +208,17 @@ def test_rule_gradix_long_rows():
         assert _choose(grid.H100, 64, L - 1, k, key_bits=bits).path != "gradix", bits
     assert _choose(grid.H100, 64, 131072, 3000, key_bits=8).path != "gradix"
     assert _choose(grid.H100, 64, 131072, 3000, key_bits=16).path == "gradix"
+    assert _choose(grid.H100, 64, 131072, 3000, key_bits=32).path == "radix"  # below GRADIX_LONG_MIN_K since session 29
+    for bits in (8, 16):
+        assert _choose(grid.H100, 64, 32000, t.GRADIX_MIN_K, key_bits=bits).path == "gradix", bits
+        assert _choose(grid.H100, 64, 32000, t.GRADIX_MIN_K - 1, key_bits=bits).path == "radix", bits
+    assert _choose(grid.H100, 64, 32000, 4096, key_bits=32).path == "radix"
+    past = t.LARGE_K_ONE_CHUNK_MAX_L + 1
+    for bits, k in ((32, 2500), (8, 3000), (16, 4096)):
+        assert _choose(grid.H100, 64, past, k, key_bits=bits).path == "gradix", bits
+        assert _choose(grid.H100, 64, past, k, key_bits=bits, tuning=t.replace(GRADIX_MIN_KP=0)).path == "sort", bits
+    assert _choose(grid.LAVAPIPE, 3, 32000, 3000).path == "gradix"  # B = 2048: pow2(K) > B
+    assert _choose(grid.LIMITS["minimum"], 3, 32000, 1025).path == "gradix"
 
 
 def test_rule_gradix_few_rows_16_bit_keys():

@@ -19,7 +19,8 @@ the default plans, with a chunk-length variant:
 
 GRADIX with filtering (TopK1Tuning.GRADIX_FILTER: the second digit pass compacts the first digit's bucket, the
 later passes read only it) against the default plans and plain GRADIX, forced on 64 rows at any K (or routed by
-the rule: {"knobs": {"GRADIX_FILTER": true, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1}}):
+the rule: {"knobs": {"GRADIX_FILTER": true, "GRADIX_MIN_KP": 256, "GRADIX_MIN_K": 1, "GRADIX_LONG_MIN_K": 1}}; since
+session 29 GRADIX_MIN_K routes 8/16-bit keys only, 32-bit keys by GRADIX_LONG_MIN_K on rows of GRADIX_LONG_MIN_L):
 
     bash bench/gpu.sh python3 bench/research/research_topk_knobs.py \
         --configs '{"default": {}, "gradix": {"kw": {"force": "gradix"}},

@@ -222,7 +222,8 @@ struct Facts {
     // Facts.gradix (a CPU: its own target groups) and Facts.gradix_auto: GRADIX_MIN_KP set (0: never) and reached
     // (GRADIX_MIN_KP16 for 16-bit keys on few rows),
     // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or 16/32-bit keys in <=
-    // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or K >= GRADIX_MIN_K or
+    // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (pow2(K) > B/2 past
+    // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys from K = GRADIX_MIN_K or
     // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K, and it fits.
     bool gradix(TopK1Path &out) {
         // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
@@ -233,13 +234,42 @@ struct Facts {
     bool gradix_auto(TopK1Path &out) {
         u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16 : t.GRADIX_LONG_MIN_K;
         bool few = (n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) ||
-                   (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP);
+                   (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP) ||
+                   (!fits_filter() && !fits_one_chunk());  // else the global sort
         u64 min_kp = few && key_bits == 16 ? std::min<u64>(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) : t.GRADIX_MIN_KP;
         return t.GRADIX_MIN_KP > 0 && Kp >= min_kp && length >= t.GRADIX_MIN_L &&
-               (few || k >= t.GRADIX_MIN_K || (key_bits > 8 && length >= t.GRADIX_LONG_MIN_L && k >= long_k)) &&
+               (few || (key_bits <= 16 && k >= t.GRADIX_MIN_K) ||
+                (key_bits > 8 && length >= t.GRADIX_LONG_MIN_L && k >= long_k)) &&
                gradix(out);
     }
 };
+
+// paths.radix_sort_entries: entries a radix chunk's final sort takes (compact.glsl's max(Kp, pow2(c))): about pow2(K)
+// on chunks of <= 4 B or under TUNE_FIT; on chunks of >= SAMPLE_MIN_LEN pow2 of the sampled guess's K + K/2 + 64 keys
+// and a quarter more; else up to B
+static u64 radix_sort_entries(const TopK1Path &p, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
+    if (p.chunk_len <= 4 * p.B || (top_k1_tune_bits(p, n_seq, length, key_bits, t) & TUNE_FIT)) return p.Kp;
+    if (p.chunk_len >= SAMPLE_MIN_LEN) {
+        u64 guess = k + k / 2 + 64;
+        return std::min<u64>(p.B, std::max<u64>(p.Kp, top_k1_pow2(guess + guess / 4)));
+    }
+    return p.B;
+}
+
+// paths.radix_sort_wg: more than GRADIX_SORT_RE sort entries a thread grow the workgroup to entries / RE, up to
+// RADIX_SORT_WG and the device's; the chunks stay, in whole steps of the new workgroup
+static void radix_sort_wg(const Limits &lim, TopK1Path &p, u64 n_seq, u64 length, u64 k, int key_bits,
+                          const TopK1Tuning &t) {
+    u64 want = std::min<u64>(t.RADIX_SORT_WG, radix_sort_entries(p, n_seq, length, k, key_bits, t) / GRADIX_SORT_RE);
+    if (want <= p.workgroup) return;
+    u64 wg = lim.workgroup(want);
+    if (wg <= p.workgroup) return;
+    u64 step = wg * EPI, chunk_len = ceil_div(p.chunk_len, step) * step;
+    if (ceil_div(length, chunk_len) != p.chunks) return;
+    p.workgroup = wg;
+    p.chunk_len = chunk_len;
+    p.cap = std::min<u64>(p.B, std::max<u64>(p.cap, wg));
+}
 
 TopK1Path Facts::filter(bool radix) {
     u64 wg = WG, b = B();
@@ -326,6 +356,7 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
     } else {
         c = {"sort", f.sort()};
     }
+    if (c.plan.radix) radix_sort_wg(lim, c.plan, n_seq, length, k, key_bits, t);
     // choose(): the _sg modules from pow2(K) = SHUF_MIN_KP where the device has subgroup shuffles
     bool shuf = top_k1_has_ops(lim, SHUF_SUBGROUP_OPS) && c.plan.Kp >= t.SHUF_MIN_KP;
     c.plan.shuf = shuf && (c.plan.path == "seg" || c.plan.path == "filter");

@@ -190,15 +190,18 @@ class Facts:
         """The rule takes GRADIX: GRADIX_MIN_KP set (0: never) and reached (GRADIX_MIN_KP16 for 16-bit keys on few
         rows), rows of >= GRADIX_MIN_L, either few
         (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L, or 16/32-bit keys in rows the rank sort takes (<=
-        GRADIX_RANK_MAX_SEQ) from pow2(K) = GRADIX_RANK_MIN_KP, or K >= GRADIX_MIN_K, or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from
-        K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K; and it fits."""
+        GRADIX_RANK_MAX_SEQ) from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (else the global
+        sort: pow2(K) > B/2 on rows past LARGE_K_ONE_CHUNK_MAX_L), or 8/16-bit keys from K = GRADIX_MIN_K, or 16/32-bit
+        keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K; and it fits."""
         t, bits = self.t, self.key_bits
         long_k = t.GRADIX_LONG_MIN_K16 if bits == 16 else t.GRADIX_LONG_MIN_K
         few = (self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L
-               or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP)
+               or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP
+               or not self.fits_filter and not self.fits_one_chunk)  # else the global sort
         min_kp = min(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) if few and bits == 16 else t.GRADIX_MIN_KP
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= min_kp and self.length >= t.GRADIX_MIN_L
-                and (few or self.k >= t.GRADIX_MIN_K or (bits > 8 and self.length >= t.GRADIX_LONG_MIN_L and self.k >= long_k))
+                and (few or bits <= 16 and self.k >= t.GRADIX_MIN_K
+                     or bits > 8 and self.length >= t.GRADIX_LONG_MIN_L and self.k >= long_k)
                 and self.gradix is not None)
 
     @cached_property
@@ -345,7 +348,7 @@ class Choice:
 AUTO_RULE = (
     ("gradix", lambda f: f.gradix_auto,
      "GRADIX: pow2(K) >= GRADIX_MIN_KP on rows of >= GRADIX_MIN_L, either <= GRADIX_FEW_SEQ rows of >= "
-     "GRADIX_FEW_MIN_L or K >= GRADIX_MIN_K or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= "
+     "GRADIX_FEW_MIN_L or rows radix select cannot take (pow2(K) > B/2 past LARGE_K_ONE_CHUNK_MAX_L) or 8/16-bit keys from K = GRADIX_MIN_K or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= "
      "GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of "
      "the K-th key over many workgroups a row, one compaction, one sort"),
     ("rsort", lambda f: f.chunks is None and f.rsort is not None,
@@ -619,10 +622,41 @@ def choose(limits: Limits, n_seq: int, length: int, k: int, *, key_bits: int = 3
         else:
             wg = limits.workgroup(max(p.sort_wg, p.Kp // GRADIX_SORT_RE)) if shuf else p.sort_wg
         return dataclasses.replace(c, plan=dataclasses.replace(p, shuf=shuf, sort_wg=wg))
+    if c.plan.radix:  # forced radix too: the same chunks, the workgroup its sort wants
+        c = dataclasses.replace(c, plan=radix_sort_wg(limits, c.plan, n_seq, length, k, key_bits, t))
     shuf = shuffle
     if shuf is None:
         shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and c.plan.Kp >= t.SHUF_MIN_KP
     return dataclasses.replace(c, plan=dataclasses.replace(c.plan, shuf=bool(shuf) and c.plan.path in ("seg", "filter")))
+
+
+def radix_sort_entries(p: Path, n_seq: int, length: int, k: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
+    """Entries a radix chunk's final sort takes (compact.glsl's max(Kp, pow2(c)) for the c keys radix.comp collects):
+    about pow2(K) where the chunk is read again cheaply (<= 4 B) or TUNE_FIT stops there; on chunks of >= SAMPLE_MIN_LEN
+    pow2 of the sampled guess's K + K/2 + 64 keys and a quarter more (its count varies by about a tenth: 64 x 131072
+    fp16 K=1171 sorted 4096 in enough chunks that 512 lost 13%); else up to the buffer's B."""
+    if p.chunk_len <= 4 * p.B or tune_bits(p, n_seq, length, key_bits, t) & TUNE_FIT:
+        return p.Kp
+    if p.chunk_len >= SAMPLE_MIN_LEN:
+        guess = k + k // 2 + 64
+        return min(p.B, max(p.Kp, _pow2(guess + guess // 4)))
+    return p.B
+
+
+def radix_sort_wg(limits: Limits, p: Path, n_seq: int, length: int, k: int, key_bits: int,
+                  t: TopK1Tuning = DEFAULT) -> Path:
+    """A radix plan whose final sort takes more than GRADIX_SORT_RE entries a thread (a 4096-entry sort in 512): its
+    workgroup grows to sort entries / RE, up to RADIX_SORT_WG and the device's (radix.comp's shared memory does not
+    grow with it); its chunks stay, in whole steps of the new workgroup (docs/tuning/top_k1.md#radix_sort_wg)."""
+    want = min(t.RADIX_SORT_WG, radix_sort_entries(p, n_seq, length, k, key_bits, t) // GRADIX_SORT_RE)
+    wg = limits.workgroup(want) if want > p.workgroup else p.workgroup
+    if wg <= p.workgroup:
+        return p
+    step = wg * EPI
+    chunk_len = -(-p.chunk_len // step) * step
+    if -(-length // chunk_len) != p.chunks:
+        return p
+    return dataclasses.replace(p, workgroup=wg, chunk_len=chunk_len, cap=min(p.B, max(p.cap, wg)))
 
 
 def device_path(limits: Limits, n_seq: int, length: int, k: int, **kw) -> Path:

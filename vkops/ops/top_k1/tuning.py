@@ -15,7 +15,7 @@ from ..tuning import Tuning
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
-POW2 = ("WORKGROUP", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+POW2 = ("WORKGROUP", "RADIX_SORT_WG", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
 
 
@@ -58,6 +58,7 @@ class TopK1Tuning(Tuning):
     # -- the radix push word `tune` (TUNE_GUESS, TUNE_SELECT, TUNE_FIT)
     TUNE_SELECT_MIN_KP: int = 256  # 32-bit keys: both bits from here; K=256 0.314 -> 0.296 ms (#tune_guess-tune_select)
     TUNE_SELECT_MIN_KP_NARROW: int = 1024  # 16/8-bit keys: TUNE_SELECT from here; lost at K=256 (#tune_guess-tune_select)
+    RADIX_SORT_WG: int = 1024  # radix chunks whose final sort takes > 4 entries a thread (a 4096-entry sort at 512: no register networks): workgroups of up to this; H100 64x151936 fp32 K=2048 0.0750 -> 0.0597 ms (#radix_sort_wg)
     RADIX_FIT_MIN_KP: int = 2048  # TUNE_FIT from here: H200 64x32000 fp32 K=2048 0.063 -> 0.048 ms, fp16 K=1500 0.058 -> 0.039; K=1024 lost (#tune_fit)
     # -- LLM rows in one wave
     WAVE_MIN_SEQ: int = 32  # 32-256 vocabulary rows: about one wave of workgroups, 0.037 -> 0.028 ms (#wave_min_seq)
@@ -78,10 +79,10 @@ class TopK1Tuning(Tuning):
     GRADIX_FEW_SEQ: int = 16  # ... on up to this many rows (16x131072 K=2048 0.076 -> 0.074; 64 rows lost below K=4000) (#gradix)
     GRADIX_FEW_MIN_L: int = 65536  # ... of at least this length (8x32000 K=1500 lost: 0.041 -> 0.059) (#gradix)
     GRADIX_RANK_MIN_KP: int = 4096  # ... or, 16/32-bit keys on rows the rank sort takes (<= GRADIX_RANK_MAX_SEQ), from this pow2(K): H200 1x32000 fp32 K=3000 0.064 -> 0.049 ms (#gradix)
-    GRADIX_MIN_K: int = 4000  # ... or on any rows from this K (64x131072 K=3700 lost 0.133 -> 0.143, K=4096 won 0.179 -> 0.147) (#gradix)
+    GRADIX_MIN_K: int = 4000  # ... or 8/16-bit keys on any rows from this K (64x32000 fp16 K=4096 0.0654 -> 0.0621 ms; 32-bit keys lost 0.0609 -> 0.0764 since RADIX_SORT_WG) (#gradix)
     GRADIX_LONG_MIN_L: int = 65536  # ... or on rows this long (16/32-bit keys) from a lower K (64x32000 fp32 K=3000 lost 0.069 -> 0.075) (#gradix)
-    GRADIX_LONG_MIN_K: int = 2900  # ... 32-bit keys from this K: 64x131072 K=3000 0.130 -> 0.096 ms, K=2049 lost 0.083 -> 0.092 (#gradix)
-    GRADIX_LONG_MIN_K16: int = 1025  # ... 16-bit keys from this K: 64x131072 fp16 K=1500 0.075 -> 0.059, K=3000 0.132 -> 0.069 (#gradix)
+    GRADIX_LONG_MIN_K: int = 4001  # ... 32-bit keys from this K: since RADIX_SORT_WG radix select won to K=4000 (64x131072 0.0942 against 0.1022 ms), lost at 4096 (0.1269 against 0.1015) (#gradix)
+    GRADIX_LONG_MIN_K16: int = 2300  # ... 16-bit keys from this K: since RADIX_SORT_WG radix select won at K=2049 (64x131072 fp16 0.0613 against 0.0678 ms), lost at 2500 (0.0805 against 0.0699) (#gradix)
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
