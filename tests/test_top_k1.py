@@ -747,7 +747,9 @@ def test_radix_sort_wg(dev, rng, dtype):
     lim = dev.limits
     kinds = itertools.cycle(itertools.product(("ties", "nan", "const", "random", "special"), DIRS))
     grown = 0
-    for rows, L, k in ((2, 9000, 1025), (2, 9000, 2048), (1, 1 << 16, 1100), (1, 1 << 18, 1000)):
+    B = one_chunk_b(dev)  # 2048 on lavapipe: K = 1025 / 2048 past 4 B, 1100 sampled, 1000 in chunks
+    for rows, L, k in ((2, 4 * B + 808, B // 2 + 1), (2, 4 * B + 808, B), (1, 1 << 16, B * 1100 // 2048),
+                       (1, 1 << 18, B // 2 - 24)):
         p = paths.device_path(lim, rows, L, k, key_bits=bits, tuning=low)
         base = paths.device_path(lim, rows, L, k, key_bits=bits, tuning=off)
         want = lim.workgroup(min(TUN.RADIX_SORT_WG, paths.radix_sort_entries(base, rows, L, k, bits, low) // 4))
@@ -761,6 +763,33 @@ def test_radix_sort_wg(dev, rng, dtype):
     check(x, k, -1, direction, tuning=off)
     # lavapipe (1024 invocations, B = 2048): every case grows to 512; a device of 256 invocations keeps 256
     assert grown == (4 if lim.max_workgroup_invocations >= 512 and one_chunk_b(dev) >= 2048 else grown)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "uint8"])
+def test_radix_short_fit(dev, rng, dtype):
+    """RADIX_SHORT_FIT: short rows (RADIX_SHORT_ROWS_MIN_L..4 max(Kp, 512)) above pow2(K) = 256, one radix chunk each in
+    a buffer of max(Kp, 512) and Kp / 4 threads, which collects at most max(Kp, 512) keys (the K-th key's ties taken by
+    position). The many-rows bound lowered to 3 rows here (the same modules and specialization as thousands of rows);
+    rows of 1601, 2048 and 4096 at K = 257, 300, 513, 1000 and 1024 where the buffer allows, ties, NaN, constant rows,
+    both directions; the same calls with the rule off agree."""
+    t = TUN.replace(RADIX_ONE_CHUNK_WG_MIN_SEQ=3)
+    bits = np.dtype(dtype).itemsize * 8
+    kinds = itertools.cycle(itertools.product(("ties", "nan", "const", "random", "special"), DIRS))
+    taken = 0
+    for L, k in ((1601, 257), (2048, 300), (2048, 1000), (4096, 513), (4096, 1024)):
+        p = paths.device_path(dev.limits, 3, L, k, key_bits=bits, tuning=t)
+        off = paths.device_path(dev.limits, 3, L, k, key_bits=bits, tuning=t.replace(RADIX_SHORT_FIT=False))
+        kp = 1 << (k - 1).bit_length()
+        if p != off:  # the rule's plan: the buffer and workgroup the register networks want
+            assert (p.radix, p.chunks, p.B) == (True, 1, max(kp, 512)) and p.B < off.B or off.path == "rsort", (L, k)
+            assert p.workgroup == dev.limits.workgroup(max(kp // 4, 32)), (L, k, p)
+            taken += 1
+        kind, direction = next(kinds)
+        x = large_k_data(rng, dtype, (3, L), kind)
+        check(x, k, -1, direction, tuning=t)
+    check(x, k, -1, direction, tuning=t.replace(RADIX_SHORT_FIT=False))
+    # lavapipe (32 KiB, B = 2048): every case but the buffers already at max(Kp, 512)
+    assert taken >= (3 if dev.shared_memory_bytes >= 32768 else 0), taken
 
 
 @pytest.mark.subgroup_free

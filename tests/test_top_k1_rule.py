@@ -174,7 +174,7 @@ def test_rule_radix_sort_wg():
             (64, 131072, 1500, 8): (1024, 2), (64, 131072, 2048, 16): (1024, 2), (64, 16384, 3000, 32): (1024, 1),
             (64, 131072, 1051, 16): (1024, 2), (64, 131072, 1050, 16): (512, 2),  # the guess: 4096 from 1051
             (64, 32000, 2048, 32): (512, 1), (4096, 32000, 2048, 16): (512, 1),   # TUNE_FIT: a sort of 2048
-            (64, 131072, 1024, 32): (512, 2), (4096, 4096, 1024, 32): (512, 1)}   # B = 2048 in 512
+            (64, 131072, 1024, 32): (512, 2), (1023, 4096, 1024, 32): (512, 1)}   # B = 2048 in 512
     got = {}
     for (n, L, k, bits), (wg, chunks) in want.items():
         c = _choose(grid.H100, n, L, k, key_bits=bits)
@@ -190,6 +190,36 @@ def test_rule_radix_sort_wg():
         entries = paths.radix_sort_entries(p, n, L, k, bits)
         assert entries == 4096 if wg == 1024 else entries <= 2048, (n, L, k, bits, entries)
     assert got == want
+
+
+def test_rule_radix_short_fit():
+    """RADIX_SHORT_FIT: many rows of RADIX_SHORT_ROWS_MIN_L..4 max(Kp, 512) above pow2(K) = 256 take one radix chunk in a
+    buffer of max(Kp, 512) and Kp / 4 threads; before RSORT on rows of <= RSORT_MAX_L up to pow2(K) = 1024 (32-bit keys)
+    / 512 (16-bit), never for 8-bit keys (docs/tuning/top_k1.md, session 29)."""
+    from vkops.ops.top_k1 import DEFAULT
+
+    want = {(4096, 4096, 1024, 32): ("radix", 1024, 256), (4096, 4096, 513, 16): ("radix", 1024, 256),
+            (8192, 3000, 1024, 32): ("radix", 1024, 256), (4096, 1601, 300, 32): ("radix", 512, 128),
+            (16384, 2048, 300, 32): ("radix", 512, 128), (16384, 2048, 1024, 32): ("radix", 1024, 256),
+            (16384, 2048, 300, 16): ("radix", 512, 128), (4096, 4096, 1500, 32): ("radix", 2048, 512),
+            (16384, 2048, 1024, 16): ("rsort", 2048, 256), (16384, 2048, 300, 8): ("rsort", 2048, 256),
+            (16384, 2048, 1500, 32): ("rsort", 2048, 256), (16384, 1600, 1024, 32): ("rsort", 1792, 256),
+            (1023, 4096, 1024, 32): ("radix", 2048, 512), (4096, 4096, 300, 32): ("radix", 2048, 512),
+            (4096, 4097, 1024, 32): ("radix", 2048, 512)}
+    got = {}
+    for (n, L, k, bits) in want:
+        c = _choose(grid.H100, n, L, k, key_bits=bits)
+        got[(n, L, k, bits)] = (c.path, c.plan.B, c.plan.workgroup)
+        if c.path == "radix":
+            assert c.plan.chunks == 1 and c.plan.chunk_len % (c.plan.workgroup * 16) == 0 and c.plan.chunk_len >= L
+        off = _choose(grid.H100, n, L, k, key_bits=bits, tuning=DEFAULT.replace(RADIX_SHORT_FIT=False))
+        if got[(n, L, k, bits)] != (off.path, off.plan.B, off.plan.workgroup):  # the rule's own cells
+            assert c.path == "radix" and c.plan.B == max(_pow2(k), 512) < off.plan.B or off.path == "rsort", (n, L, k)
+    assert got == want
+
+
+def _pow2(x):
+    return 1 << max(0, x - 1).bit_length()
 
 
 def test_rule_gradix_long_rows():

@@ -182,6 +182,17 @@ struct Facts {
         u64 b = B();
         return b / 2 < P && length <= 4 * b && t.SHORT_ROW_RADIX_MIN_K <= k && Kp <= b / 2;
     }
+    // Facts.short_fit / short_fit_first: many rows of RADIX_SHORT_ROWS_MIN_L..4 max(Kp, 512) above pow2(K) =
+    // RADIX_ONE_CHUNK_WG_MAX_KP, one radix chunk each, in a buffer of max(Kp, 512) and Kp / 4 threads; before RSORT up
+    // to pow2(K) = RADIX_SHORT_FIT_RSORT_KP (32-bit keys) / _KP16 (16-bit; 8-bit keys never)
+    bool short_fit() {
+        return t.RADIX_SHORT_FIT && n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ && Kp > t.RADIX_ONE_CHUNK_WG_MAX_KP &&
+               t.RADIX_SHORT_ROWS_MIN_L <= length && length <= 4 * std::max<u64>(Kp, 512);
+    }
+    bool short_fit_first() {
+        u64 kp = key_bits == 32 ? t.RADIX_SHORT_FIT_RSORT_KP : key_bits == 16 ? t.RADIX_SHORT_FIT_RSORT_KP16 : 0;
+        return short_fit() && Kp <= kp;
+    }
     bool fits_filter() { return Kp <= B() / 2; }
     // paths.py Facts.fits_one_chunk / one_chunk: B/2 < pow2(K) <= B on rows longer than B, one radix chunk a row
     bool fits_one_chunk() { return B() / 2 < Kp && Kp <= B() && B() < P && length <= t.LARGE_K_ONE_CHUNK_MAX_L; }
@@ -300,6 +311,11 @@ TopK1Path Facts::filter(bool radix) {
     if (one_chunk && chunk_len <= 4 * b && length >= t.RADIX_SHORT_ROWS_MIN_L && many) {
         wg = std::min<u64>(wg, t.RADIX_SHORT_ROWS_WG);
         b = std::max(std::max(std::min<u64>(b, t.RADIX_SHORT_ROWS_B), 2 * Kp), wg);
+    } else if (one_chunk && short_fit()) {
+        wg = std::min<u64>(wg, std::max<u64>(Kp / 4, 32));
+        b = std::max<u64>(std::max<u64>(Kp, 512), wg);
+        step = wg * EPI;
+        chunk_len = ceil_div(length, step) * step;
     } else if (one_chunk && chunk_len > 4 * b) {
         b = std::max<u64>(std::min(b, 4 * Kp), t.RADIX_ONE_CHUNK_MIN_B);
         if (many) {
@@ -343,7 +359,7 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
             c.plan.sort_wg = lim.workgroup(std::max<u64>(c.plan.sort_wg, c.plan.Kp / GRADIX_SORT_RE));
         return c;
     }
-    if (top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; return c; }
+    if (!f.short_fit_first() && top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; return c; }
     if (top_k1_rows_path(lim, n_seq, length, k, key_bits, t, c.plan)) { c.path = "rows"; return c; }
     if (f.P <= f.B() && !f.short_radix()) {
         c = {"seg", f.seg()};

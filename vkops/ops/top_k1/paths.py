@@ -212,6 +212,22 @@ class Facts:
         B, Kp = self.B, self.Kp
         return B // 2 < self.P and self.length <= 4 * B and self.t.SHORT_ROW_RADIX_MIN_K <= self.k and Kp <= B // 2
 
+    @property
+    def short_fit(self) -> bool:
+        """RADIX_SHORT_FIT: many (>= RADIX_ONE_CHUNK_WG_MIN_SEQ) rows of RADIX_SHORT_ROWS_MIN_L..4 max(Kp, 512) above
+        pow2(K) = RADIX_ONE_CHUNK_WG_MAX_KP, one radix chunk each: a buffer of max(Kp, 512), Kp / 4 threads; before
+        RSORT up to pow2(K) = RADIX_SHORT_FIT_RSORT_KP (32-bit keys) / _KP16 (16-bit; 8-bit keys: never)."""
+        t = self.t
+        return (t.RADIX_SHORT_FIT and self.n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ and self.Kp > t.RADIX_ONE_CHUNK_WG_MAX_KP
+                and t.RADIX_SHORT_ROWS_MIN_L <= self.length <= 4 * max(self.Kp, 512))
+
+    @property
+    def short_fit_first(self) -> bool:
+        """short_fit on rows RSORT would take (see short_fit)."""
+        t = self.t
+        kp = {32: t.RADIX_SHORT_FIT_RSORT_KP, 16: t.RADIX_SHORT_FIT_RSORT_KP16}.get(self.key_bits, 0)
+        return self.short_fit and self.Kp <= kp
+
     @cached_property
     def rsort(self) -> Optional[Path]:
         return None if self.limits is None else rsort_path(self.limits, self.n_seq, self.length, self.k, t=self.t)
@@ -309,6 +325,13 @@ class Facts:
             # buffer and workgroup let an SM hold more workgroups.
             WG = min(WG, t.RADIX_SHORT_ROWS_WG)
             B = max(min(B, t.RADIX_SHORT_ROWS_B), 2 * Kp, WG)
+        elif one_chunk and self.short_fit:
+            # Many short rows above that pow2(K) collect at most max(Kp, 512) keys too: a buffer of just that
+            # and Kp / 4 threads (the register networks' 4 a thread), so an SM holds more workgroups.
+            WG = min(WG, max(Kp // 4, 32))
+            B = max(Kp, 512, WG)
+            step = WG * EPI
+            chunk_len = -(-length // step) * step
         elif one_chunk and chunk_len > 4 * B:
             # One long chunk a row by radix select: its buffer only needs room for the sampled guess's
             # ~1.5K + 64 keys, and a smaller one lets an SM hold more workgroups.
@@ -351,9 +374,10 @@ AUTO_RULE = (
      "GRADIX_FEW_MIN_L or rows radix select cannot take (pow2(K) > B/2 past LARGE_K_ONE_CHUNK_MAX_L) or 8/16-bit keys from K = GRADIX_MIN_K or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= "
      "GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of "
      "the K-th key over many workgroups a row, one compaction, one sort"),
-    ("rsort", lambda f: f.chunks is None and f.rsort is not None,
+    ("rsort", lambda f: f.chunks is None and f.rsort is not None and not f.short_fit_first,
      "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L with pow2(K) > ROWS_MAX_KP and subgroup ballot + "
-     "arithmetic + shuffle: one workgroup radix-sorts a row"),
+     "arithmetic + shuffle (not the short fit's rows up to RADIX_SHORT_FIT_RSORT_KP / _KP16): one workgroup "
+     "radix-sorts a row"),
     ("rows", lambda f: f.chunks is None and f.rows is not None,
      "ROWS: >= ROWS_MIN_SEQ rows of <= ROWS_MAX_L with pow2(K) <= ROWS_MAX_KP and subgroup ballot + arithmetic + "
      "shuffle (not the many rows longer than ROWS_RADIX_MIN_L with wide keys): one subgroup a row"),

@@ -15,7 +15,7 @@ from ..tuning import Tuning
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
-POW2 = ("WORKGROUP", "RADIX_SORT_WG", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+POW2 = ("WORKGROUP", "RADIX_SORT_WG", "RADIX_SHORT_FIT_RSORT_KP", "RADIX_SHORT_FIT_RSORT_KP16", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
 
 
@@ -52,6 +52,9 @@ class TopK1Tuning(Tuning):
     RADIX_ONE_CHUNK_WIDE_SMALL_WG_MAX_KP: int = 128  # ... up to this pow2(K); K=256 lost (0.283 -> 0.342) (#radix_one_chunk_wide_small_wg)
     RADIX_SHORT_ROWS_B: int = 512  # many short radix rows: buffer of 512; 0.100 -> 0.084 ms (#radix_short_rows_b)
     RADIX_SHORT_ROWS_WG: int = 128  # ... and workgroups of 128: 0.084 -> 0.066 ms (#radix_short_rows_wg)
+    RADIX_SHORT_FIT: bool = True  # many radix rows of 1601..4 max(Kp, 512) above RADIX_ONE_CHUNK_WG_MAX_KP: a buffer of max(Kp, 512), Kp / 4 threads; H100 4096x4096 K=1024 0.371 -> 0.263 ms (#radix_short_fit)
+    RADIX_SHORT_FIT_RSORT_KP: int = 1024  # ... before RSORT (32-bit keys) up to this pow2(K): 16384x2048 K=300 0.931 -> 0.422 ms, K=1024 0.934 -> 0.833 (#radix_short_fit)
+    RADIX_SHORT_FIT_RSORT_KP16: int = 512  # ... 16-bit keys: 16384x2048 fp16 K=300 0.576 -> 0.407 ms, K=1024 lost 0.588 -> 0.897 (8-bit keys: RSORT) (#radix_short_fit)
     RADIX_SHORT_ROWS_MIN_L: int = 1601  # ROWS_RADIX_MIN_L + 1: the short-row buffer for rows ROWS no longer takes (#radix_short_rows_wg)
     RADIX_MASK: bool = True  # radix select's passes by bit masks (top_k1_radix_m[_sg]_*, 16/32-bit keys): H200 64x131072 K=1024 0.0463 -> 0.0405 ms, 4096x32768 K=256 0.271 -> 0.237 (#radix_mask)
     RADIX_MASK_MIN_L: int = 4097  # ... on chunks of at least this many elements (4096x4096 K=1024 lost 0.3715 -> 0.3967) (#radix_mask)
@@ -101,9 +104,9 @@ class TopK1Tuning(Tuning):
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
         self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_RANK_MAX_SEQ",
-                                                                   "RADIX_MASK")],
+                                                                   "RADIX_MASK", "RADIX_SHORT_FIT")],
                           pow2=POW2)
-        for name in ("GRADIX_FILTER", "RADIX_MASK"):
+        for name in ("GRADIX_FILTER", "RADIX_MASK", "RADIX_SHORT_FIT"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"TopK1Tuning.{name} must be a bool; got {getattr(self, name)!r}")
         for name in ("GRADIX_MIN_KP", "GRADIX_RANK_MAX_SEQ"):
