@@ -218,6 +218,21 @@ def test_rule_radix_short_fit():
     assert got == want
 
 
+def test_rule_rsort_8_bit_rows_of_4096():
+    """RSORT_MAX_L8: 8-bit keys take RSORT on rows up to 4096 (one digit pass; the radix select's short fit lost 1.3-3x
+    there), 16/32-bit keys up to RSORT_MAX_L (2048) as before (docs/tuning/top_k1.md, session 29)."""
+    from vkops.ops.top_k1 import DEFAULT
+
+    for n, L, k in ((4096, 4096, 1024), (4096, 4096, 300), (64, 2049, 2048), (8192, 3000, 1024)):
+        assert _choose(grid.H100, n, L, k, key_bits=8).path == "rsort", (n, L, k)
+        assert _choose(grid.H100, n, L, k, key_bits=8, tuning=DEFAULT.replace(RSORT_MAX_L8=2048)).path != "rsort"
+        assert _choose(grid.H100, n, L, k, key_bits=16).path != "rsort"
+    assert _choose(grid.H100, 4096, 4097, 1024, key_bits=8).path != "rsort"
+    assert _choose(grid.H100, 63, 4096, 1024, key_bits=8).path != "rsort"
+    assert _choose(grid.H100, 4096, 4096, 256, key_bits=8).path != "rsort"  # pow2(K) <= ROWS_MAX_KP
+    assert _choose(grid.LAVAPIPE, 4096, 4096, 1024, key_bits=8).path != "rsort"  # its counters do not fit 32 KiB
+
+
 def _pow2(x):
     return 1 << max(0, x - 1).bit_length()
 

@@ -87,10 +87,12 @@ bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_b
     return true;
 }
 
-bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, const TopK1Tuning &t, TopK1Path &out) {
+bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t,
+                       TopK1Path &out) {
     u64 Kp = top_k1_pow2(k);
     if (!top_k1_has_ops(lim, ROWS_SUBGROUP_OPS)) return false;
-    if (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= t.RSORT_MAX_L) || n_seq < t.RSORT_MIN_SEQ)
+    u64 max_l = key_bits == 8 ? t.RSORT_MAX_L8 : t.RSORT_MAX_L;  // 8-bit keys: one digit pass
+    if (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= max_l) || n_seq < t.RSORT_MIN_SEQ)
         return false;
     u64 wg = lim.workgroup(std::min<u64>(RSORT_MAX_WG, std::max<u64>(RSORT_MIN_WG, top_k1_pow2(length) / RSORT_MAX_E)));
     while (wg >= std::max<u64>(RSORT_MIN_WG, lim.max_subgroup_size) && ceil_div(length, wg) <= RSORT_MAX_E) {
@@ -359,7 +361,10 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
             c.plan.sort_wg = lim.workgroup(std::max<u64>(c.plan.sort_wg, c.plan.Kp / GRADIX_SORT_RE));
         return c;
     }
-    if (!f.short_fit_first() && top_k1_rsort_path(lim, n_seq, length, k, t, c.plan)) { c.path = "rsort"; return c; }
+    if (!f.short_fit_first() && top_k1_rsort_path(lim, n_seq, length, k, key_bits, t, c.plan)) {
+        c.path = "rsort";
+        return c;
+    }
     if (top_k1_rows_path(lim, n_seq, length, k, key_bits, t, c.plan)) { c.path = "rows"; return c; }
     if (f.P <= f.B() && !f.short_radix()) {
         c = {"seg", f.seg()};

@@ -230,7 +230,8 @@ class Facts:
 
     @cached_property
     def rsort(self) -> Optional[Path]:
-        return None if self.limits is None else rsort_path(self.limits, self.n_seq, self.length, self.k, t=self.t)
+        return None if self.limits is None else rsort_path(self.limits, self.n_seq, self.length, self.k, t=self.t,
+                                                           key_bits=self.key_bits)
 
     @cached_property
     def rows(self) -> Optional[Path]:
@@ -375,7 +376,8 @@ AUTO_RULE = (
      "GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of "
      "the K-th key over many workgroups a row, one compaction, one sort"),
     ("rsort", lambda f: f.chunks is None and f.rsort is not None and not f.short_fit_first,
-     "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L with pow2(K) > ROWS_MAX_KP and subgroup ballot + "
+     "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L (8-bit keys: RSORT_MAX_L8) with pow2(K) > ROWS_MAX_KP and "
+     "subgroup ballot + "
      "arithmetic + shuffle (not the short fit's rows up to RADIX_SHORT_FIT_RSORT_KP / _KP16): one workgroup "
      "radix-sorts a row"),
     ("rows", lambda f: f.chunks is None and f.rows is not None,
@@ -597,12 +599,13 @@ def rsort_shared_bytes(B: int, workgroup: int, rs_sh: int) -> int:
 
 
 def rsort_path(limits: Limits, n_seq: int, length: int, k: int, force: bool = False,
-               t: TopK1Tuning = DEFAULT) -> Optional[Path]:
-    """The RSORT lowering where it applies, else None."""
+               t: TopK1Tuning = DEFAULT, key_bits: int = 32) -> Optional[Path]:
+    """The RSORT lowering where it applies (rows of RSORT_MIN_L..RSORT_MAX_L, 8-bit keys ..RSORT_MAX_L8), else None."""
     Kp = _pow2(k)
     if not limits.has_subgroup(*ROWS_SUBGROUP_OPS):
         return None
-    if not force and (Kp <= t.ROWS_MAX_KP or not t.RSORT_MIN_L <= length <= t.RSORT_MAX_L or n_seq < t.RSORT_MIN_SEQ):
+    max_l = t.RSORT_MAX_L8 if key_bits == 8 else t.RSORT_MAX_L
+    if not force and (Kp <= t.ROWS_MAX_KP or not t.RSORT_MIN_L <= length <= max_l or n_seq < t.RSORT_MIN_SEQ):
         return None
     # The wanted workgroup, or a smaller one (more items a lane) where its counters do not fit: devices
     # with small subgroups need 128 words for each of many subgroups.
