@@ -372,14 +372,14 @@ class Choice:
 AUTO_RULE = (
     ("gradix", lambda f: f.gradix_auto,
      "GRADIX: pow2(K) >= GRADIX_MIN_KP on rows of >= GRADIX_MIN_L, either <= GRADIX_FEW_SEQ rows of >= "
-     "GRADIX_FEW_MIN_L or rows radix select cannot take (pow2(K) > B/2 past LARGE_K_ONE_CHUNK_MAX_L) or 8/16-bit keys from K = GRADIX_MIN_K or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= "
-     "GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of "
-     "the K-th key over many workgroups a row, one compaction, one sort"),
+     "GRADIX_FEW_MIN_L or rows radix select cannot take (pow2(K) > B/2 past LARGE_K_ONE_CHUNK_MAX_L) or 8/16-bit "
+     "keys from K = GRADIX_MIN_K or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / "
+     "GRADIX_LONG_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of the K-th key over many "
+     "workgroups a row, one compaction, one sort"),
     ("rsort", lambda f: f.chunks is None and f.rsort is not None and not f.short_fit_first,
-     "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L (8-bit keys: RSORT_MAX_L8) with pow2(K) > ROWS_MAX_KP and "
-     "subgroup ballot + "
-     "arithmetic + shuffle (not the short fit's rows up to RADIX_SHORT_FIT_RSORT_KP / _KP16): one workgroup "
-     "radix-sorts a row"),
+     "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L (8-bit keys: RSORT_MAX_L8) with pow2(K) > "
+     "ROWS_MAX_KP and subgroup ballot + arithmetic + shuffle (not the short fit's rows up to "
+     "RADIX_SHORT_FIT_RSORT_KP / _KP16): one workgroup radix-sorts a row"),
     ("rows", lambda f: f.chunks is None and f.rows is not None,
      "ROWS: >= ROWS_MIN_SEQ rows of <= ROWS_MAX_L with pow2(K) <= ROWS_MAX_KP and subgroup ballot + arithmetic + "
      "shuffle (not the many rows longer than ROWS_RADIX_MIN_L with wide keys): one subgroup a row"),
