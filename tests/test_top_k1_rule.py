@@ -233,6 +233,23 @@ def test_rule_rsort_8_bit_rows_of_4096():
     assert _choose(grid.LAVAPIPE, 4096, 4096, 1024, key_bits=8).path != "rsort"  # its counters do not fit 32 KiB
 
 
+def test_rule_rsort_for_the_global_sort():
+    """RSORT_FOR_SORT: rows only the global bitonic sort would take (pow2(K) > B/2 on rows of 2049-4096 that fit no
+    buffer) take RSORT wherever its rows fit, any row count (H100: 1.8-3.1x faster; docs/tuning/top_k1.md, session 29);
+    the knob off, longer rows and a device whose counters do not fit keep the sort."""
+    from vkops.ops.top_k1 import DEFAULT
+
+    off = DEFAULT.replace(RSORT_FOR_SORT=False)
+    for n, L, k, bits in ((4096, 4096, 3000, 32), (4096, 4096, 4096, 32), (1, 4096, 3000, 32), (64, 3000, 2500, 16),
+                          (1024, 2049, 3000, 32)):
+        c = _choose(grid.H100, n, L, k, key_bits=bits)
+        assert (c.path, c.plan.B) == ("rsort", c.plan.workgroup * -(-L // c.plan.workgroup)), (n, L, k, c.path)
+        assert _choose(grid.H100, n, L, k, key_bits=bits, tuning=off).path == "sort", (n, L, k)
+    assert _choose(grid.H100, 4096, 4097, 3000).path == "radix"  # one chunk a row in 4096 (past RSORT: 8 a lane of 512)
+    assert _choose(grid.LAVAPIPE, 64, 4096, 3000).path == "sort"  # its counters do not fit 32 KiB
+    assert _choose(grid.H100, 4096, 4096, 2048).path == "radix"  # another row of the rule takes it
+
+
 def _pow2(x):
     return 1 << max(0, x - 1).bit_length()
 
@@ -316,7 +333,10 @@ def test_rule_row_filter():
 def test_rule_row_sort():
     c = _choose(grid.H100, 2, 10000, 5000)
     assert (c.path, c.plan.path, c.plan.P, c.plan.B) == ("sort", "sort", 16384, 2048) and "pow2(K) > B/2" in c.why
-    assert _choose(grid.H100, 2, 4096, 3000).plan.B == 2048  # rows that fit 4096: the sort's buffer stays
+    from vkops.ops.top_k1 import DEFAULT
+
+    # rows that fit 4096: the sort's buffer stays (RSORT takes them by default: test_rule_rsort_for_the_global_sort)
+    assert _choose(grid.H100, 2, 4096, 3000, tuning=DEFAULT.replace(RSORT_FOR_SORT=False)).plan.B == 2048
     assert _choose(grid.LAVAPIPE, 2, 5000, 3000).path == "sort"  # pow2(K) > B = 2048
     assert _choose(grid.H100, 2, 5000, 3000, chunks=2).path == "sort"  # chunks asked for: no one chunk a row
 

@@ -88,11 +88,11 @@ bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_b
 }
 
 bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t,
-                       TopK1Path &out) {
+                       TopK1Path &out, bool force) {
     u64 Kp = top_k1_pow2(k);
     if (!top_k1_has_ops(lim, ROWS_SUBGROUP_OPS)) return false;
     u64 max_l = key_bits == 8 ? t.RSORT_MAX_L8 : t.RSORT_MAX_L;  // 8-bit keys: one digit pass
-    if (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= max_l) || n_seq < t.RSORT_MIN_SEQ)
+    if (!force && (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= max_l) || n_seq < t.RSORT_MIN_SEQ))
         return false;
     u64 wg = lim.workgroup(std::min<u64>(RSORT_MAX_WG, std::max<u64>(RSORT_MIN_WG, top_k1_pow2(length) / RSORT_MAX_E)));
     while (wg >= std::max<u64>(RSORT_MIN_WG, lim.max_subgroup_size) && ceil_div(length, wg) <= RSORT_MAX_E) {
@@ -196,6 +196,8 @@ struct Facts {
         return short_fit() && Kp <= kp;
     }
     bool fits_filter() { return Kp <= B() / 2; }
+    // Facts.global_sort: no later row of the rule takes the call (SEG, radix select, the filter)
+    bool global_sort() { return !(P <= B() && !short_radix()) && !fits_filter() && !fits_one_chunk(); }
     // paths.py Facts.fits_one_chunk / one_chunk: B/2 < pow2(K) <= B on rows longer than B, one radix chunk a row
     bool fits_one_chunk() { return B() / 2 < Kp && Kp <= B() && B() < P && length <= t.LARGE_K_ONE_CHUNK_MAX_L; }
     TopK1Path one_chunk() {
@@ -361,7 +363,10 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
             c.plan.sort_wg = lim.workgroup(std::max<u64>(c.plan.sort_wg, c.plan.Kp / GRADIX_SORT_RE));
         return c;
     }
-    if (!f.short_fit_first() && top_k1_rsort_path(lim, n_seq, length, k, key_bits, t, c.plan)) {
+    // Facts.rsort: with RSORT_FOR_SORT also, on any rows it fits, what the global sort would take
+    if (!f.short_fit_first() && (top_k1_rsort_path(lim, n_seq, length, k, key_bits, t, c.plan) ||
+                                 (t.RSORT_FOR_SORT && length <= RSORT_MAX_E * RSORT_MAX_WG && f.global_sort() &&
+                                  top_k1_rsort_path(lim, n_seq, length, k, key_bits, t, c.plan, true)))) {
         c.path = "rsort";
         return c;
     }

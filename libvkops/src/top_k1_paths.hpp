@@ -38,7 +38,7 @@ bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup,
 // paths.gradix_digit_bits: GRADIX's digit bits (8, or GRADIX_DIGIT_BITS on 32-bit keys where it fits).
 int top_k1_gradix_digit_bits(int key_bits, u64 shared, const TopK1Tuning &t);
 bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t,
-                       TopK1Path &out);
+                       TopK1Path &out, bool force = false);  // force: paths.rsort_path(force=True), only its sizing
 // paths.choose(limits, n_seq, length, k, key_bits=..., tuning=t) with no switches.
 TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t);
 

@@ -228,10 +228,21 @@ class Facts:
         kp = {32: t.RADIX_SHORT_FIT_RSORT_KP, 16: t.RADIX_SHORT_FIT_RSORT_KP16}.get(self.key_bits, 0)
         return self.short_fit and self.Kp <= kp
 
+    @property
+    def global_sort(self) -> bool:
+        """No later row of the rule takes the call (SEG, radix select, the filter): the global bitonic sort's."""
+        return not (self.P <= self.B and not self.short_radix) and not self.fits_filter and not self.fits_one_chunk
+
     @cached_property
     def rsort(self) -> Optional[Path]:
-        return None if self.limits is None else rsort_path(self.limits, self.n_seq, self.length, self.k, t=self.t,
-                                                           key_bits=self.key_bits)
+        """rsort_path; with RSORT_FOR_SORT also, on any rows it fits, what the global sort would take."""
+        if self.limits is None:
+            return None
+        p = rsort_path(self.limits, self.n_seq, self.length, self.k, t=self.t, key_bits=self.key_bits)
+        if (p is None and self.t.RSORT_FOR_SORT and self.chunks is None and self.length <= RSORT_MAX_E * RSORT_MAX_WG
+                and self.global_sort):  # (rows RSORT can hold at all: no device query past them)
+            p = rsort_path(self.limits, self.n_seq, self.length, self.k, force=True, t=self.t, key_bits=self.key_bits)
+        return p
 
     @cached_property
     def rows(self) -> Optional[Path]:
@@ -379,7 +390,8 @@ AUTO_RULE = (
     ("rsort", lambda f: f.chunks is None and f.rsort is not None and not f.short_fit_first,
      "RSORT: >= RSORT_MIN_SEQ rows of RSORT_MIN_L..RSORT_MAX_L (8-bit keys: RSORT_MAX_L8) with pow2(K) > "
      "ROWS_MAX_KP and subgroup ballot + arithmetic + shuffle (not the short fit's rows up to "
-     "RADIX_SHORT_FIT_RSORT_KP / _KP16): one workgroup radix-sorts a row"),
+     "RADIX_SHORT_FIT_RSORT_KP / _KP16), or (RSORT_FOR_SORT) any rows it fits that only the global sort would take: "
+     "one workgroup radix-sorts a row"),
     ("rows", lambda f: f.chunks is None and f.rows is not None,
      "ROWS: >= ROWS_MIN_SEQ rows of <= ROWS_MAX_L with pow2(K) <= ROWS_MAX_KP and subgroup ballot + arithmetic + "
      "shuffle (not the many rows longer than ROWS_RADIX_MIN_L with wide keys): one subgroup a row"),

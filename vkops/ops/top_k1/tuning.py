@@ -72,6 +72,7 @@ class TopK1Tuning(Tuning):
     RSORT_MIN_L: int = 513  # RSORT from here: 32768 x 1024 K=1024 0.84 ms against SEG's 1.55 (#rsort_min_l)
     RSORT_MAX_L: int = 2048  # rows of 4096 keep radix select: 0.66 against 0.355 ms (#rsort_min_l)
     RSORT_MAX_L8: int = 4096  # ... 8-bit keys (one digit pass) up to this: H100 4096x4096 uint8 K=1024 0.351 -> 0.200 ms, K=300 0.248 -> 0.195 (#rsort_min_l)
+    RSORT_FOR_SORT: bool = True  # ... and any rows it fits (<= 4096) the global sort would take: H100 4096x4096 K=3000 1.217 -> 0.673 ms, 64x4096 0.040 -> 0.022 (#rsort_min_l)
     RSORT_MIN_SEQ: int = 64  # one row 0.016 against SEG's 0.013 ms: from 64 rows (#rsort_min_l)
     # -- large K
     LARGE_K_MAX_B: int = 4096  # pow2(K) > MAX_B / 2 keeps radix select in buffers up to this: 64x131072 K=2048 1.864 -> 0.077 ms (#large_k_max_b)
@@ -105,9 +106,9 @@ class TopK1Tuning(Tuning):
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
         self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_RANK_MAX_SEQ",
-                                                                   "RADIX_MASK", "RADIX_SHORT_FIT")],
+                                                                   "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT")],
                           pow2=POW2)
-        for name in ("GRADIX_FILTER", "RADIX_MASK", "RADIX_SHORT_FIT"):
+        for name in ("GRADIX_FILTER", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"TopK1Tuning.{name} must be a bool; got {getattr(self, name)!r}")
         for name in ("GRADIX_MIN_KP", "GRADIX_RANK_MAX_SEQ"):
