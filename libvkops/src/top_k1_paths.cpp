@@ -1,6 +1,6 @@
 // TOP_K1's path rule (vkops/ops/top_k1/paths.py), the default choice: AUTO_RULE's rows in order, each path's
-// sizing (gradix_path, rsort_path, rows_path, Facts.seg/filter/sort), the shared-memory budgets, merge groups and
-// tune bits. The tuning comes from the generated TopK1Tuning, the kernels' fixed facts and the rule's own constants
+// sizing (sizing.py's gradix_path, rsort_path, rows_path; Facts.seg/filter/sort), the shared-memory budgets, merge
+// groups and tune bits. The tuning comes from the generated TopK1Tuning, the kernels' fixed facts and the rule's own constants
 // (MAX_B, ROWS_*, RSORT_*, GRADIX_*, the chunking's, COMPACT_CAP) from ops_top_k1_paths.
 #include "top_k1_paths.hpp"
 
