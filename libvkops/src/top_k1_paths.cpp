@@ -250,7 +250,7 @@ struct Facts {
         u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16 : t.GRADIX_LONG_MIN_K;
         bool few = (n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) ||
                    (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP) ||
-                   (!fits_filter() && !fits_one_chunk());  // else the global sort
+                   global_sort();
         u64 min_kp = few && key_bits == 16 ? std::min<u64>(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) : t.GRADIX_MIN_KP;
         return t.GRADIX_MIN_KP > 0 && Kp >= min_kp && length >= t.GRADIX_MIN_L &&
                (few || (key_bits <= 16 && k >= t.GRADIX_MIN_K) ||

@@ -85,7 +85,7 @@ class Facts:
         long_k = t.GRADIX_LONG_MIN_K16 if bits == 16 else t.GRADIX_LONG_MIN_K
         few = (self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L
                or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP
-               or not self.fits_filter and not self.fits_one_chunk)  # else the global sort
+               or self.global_sort)
         min_kp = min(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) if few and bits == 16 else t.GRADIX_MIN_KP
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= min_kp and self.length >= t.GRADIX_MIN_L
                 and (few or bits <= 16 and self.k >= t.GRADIX_MIN_K

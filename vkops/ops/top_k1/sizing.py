@@ -303,9 +303,9 @@ def radix_sort_wg(limits: Limits, p: Path, n_seq: int, length: int, k: int, key_
     workgroup grows to sort entries / RE, up to RADIX_SORT_WG and the device's (radix.comp's shared memory does not
     grow with it); its chunks stay, in whole steps of the new workgroup (docs/tuning/top_k1.md#radix_sort_wg)."""
     want = min(t.RADIX_SORT_WG, radix_sort_entries(p, n_seq, length, k, key_bits, t) // GRADIX_SORT_RE)
-    wg = limits.workgroup(want) if want > p.workgroup else p.workgroup
-    if wg <= p.workgroup:
+    if want <= p.workgroup or limits.workgroup(want) <= p.workgroup:
         return p
+    wg = limits.workgroup(want)
     step = wg * EPI
     chunk_len = -(-p.chunk_len // step) * step
     if -(-length // chunk_len) != p.chunks:
