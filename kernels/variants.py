@@ -110,6 +110,8 @@ RESEARCH_PREFIX = "research_"
 VARIANTS["research_coopmat_peak"] = ("research/coopmat_peak.comp", {})
 # The time of reading a buffer and nothing else (bench/research/read_floor.py).
 VARIANTS["research_read_floor"] = ("research/read_floor.comp", {})
+# The same, a K x N matrix read in column strips as the small-M GEMM kernels read B (read_floor.py --strips).
+VARIANTS["research_read_strips"] = ("research/read_strips.comp", {})
 # GRADIX's digit pass on float32 cut down (bench/research/gradix_probe.py): 1 the loads alone, 2 with the keys and
 # the prefix test, 3 with the shared histogram too; none merges its histogram into the row's.
 for _probe in (1, 2, 3):

@@ -5,6 +5,11 @@ lane) over a sweep of workgroups, invocations and U, one hand-built Plan a dispa
 after a warm-up (vkops.bench.timing), every output checked against NumPy's XOR of the input's words.
 
     bash bench/gpu.sh python3 bench/research/read_floor.py [--mib 0.001,16,45,64] [--groups 132,264,528,1056]
+
+--strips KxN reads a K x N byte matrix as a small-M GEMM's workgroups read B (kernels/research/read_strips.comp):
+each workgroup a strip of --width bytes of every row over 1/--splits of the rows.
+
+    bash bench/gpu.sh python3 bench/research/read_floor.py --strips 4096x4096 --width 32,64,128,256 --splits 1,2,4
 """
 import argparse
 import os
@@ -25,12 +30,51 @@ ap.add_argument("--mib", type=lambda s: [float(x) for x in s.split(",")], defaul
 ap.add_argument("--groups", type=ints, default=[132, 264, 528, 1056, 2112])
 ap.add_argument("--wg", type=ints, default=[256, 512, 1024], help="invocations a workgroup (powers of 2)")
 ap.add_argument("--u", type=ints, default=[4, 8, 16], help="16-byte loads in flight a lane")
+ap.add_argument("--strips", default=None, help="KxN: read a K x N byte matrix in column strips instead")
+ap.add_argument("--width", type=ints, default=[16, 32, 64, 128, 256], help="--strips: bytes a workgroup reads a row")
+ap.add_argument("--splits", type=ints, default=[1, 2, 4, 8], help="--strips: K ranges a strip is split into")
 args = ap.parse_args()
 
 dev = vkops.Device()
 METHOD = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 rng = np.random.default_rng(0)
 print(f"{dev.info.name}", flush=True)
+
+
+def strips(kn):
+    k, n = (int(x) for x in kn.split("x"))
+    data = rng.integers(0, 2**32, k * n // 4, dtype=np.uint32)
+    src = dev.tensor(data)
+    rows = data.reshape(k, n // 16, 4)
+    print(f"{'KxN':>12} {'width':>5} {'splits':>6} {'groups':>6} {'wg':>5} {'U':>3} {'GPU ms':>9} {'TB/s':>6}", flush=True)
+    for width in args.width:
+        w16 = width // 16
+        for splits in args.splits:
+            per = -(-k // splits)
+            want = [int(np.bitwise_xor.reduce(rows[s_ * per:(s_ + 1) * per, c * w16:(c + 1) * w16].ravel()))
+                    for s_ in range(splits) for c in range(n // width)]
+            groups = len(want)
+            for wg in args.wg:
+                for u in args.u:
+                    b = Builder("read_strips", dev.limits)
+                    i = b.input(vkops.TensorDesc("uint32", (k * n // 4,)), "in")
+                    o = b.output(vkops.TensorDesc("uint32", (groups,)), "out")
+                    b.dispatch("research_read_strips", [i, o], [1], (groups, 1, 1),
+                               np.array([k, n // 16, splits], np.uint32), (wg, u, w16))
+                    p = b.finish()
+                    got = [int(x) for x in run_plan(p, [data], device=dev)[0]]
+                    if got != want:
+                        sys.exit(f"read_strips: {kn} width {width} splits {splits} wg {wg} U {u}: wrong XORs")
+                    out = dev.empty(p.outputs[0].tensor)
+                    ms = timing.vk_gpu_ms(lambda _k: execute(p, dev._active_batch(), [src], [out]), device=dev,
+                                          method=METHOD)
+                    print(f"{kn:>12} {width:>5} {splits:>6} {groups:>6} {wg:>5} {u:>3} {ms:>9.4f} "
+                          f"{k * n / (ms * 1e-3) / 1e12:>6.2f}", flush=True)
+
+
+if args.strips:
+    strips(args.strips)
+    sys.exit(0)
 print(f"{'MiB':>8} {'groups':>6} {'wg':>5} {'U':>3} {'GPU ms':>9} {'TB/s':>6}", flush=True)
 for mib in args.mib:
     n16 = max(1, int(mib * 2**20) // 16)
