@@ -209,7 +209,8 @@ def test_tile_and_threshold_boundaries():
     # split-K and wave thresholds by tile count: N tiles of 32/64/128 around STREAM_WAVE, targets
     for lim in LIMITS.values():
         for N in around(32 * T.STREAM_WAVE, 64 * T.STREAM_TARGET_GROUPS, 128 * T.DOT_TARGET_GROUPS,
-                        256 * T.GEMV_TARGET_GROUPS // 2, 128 * T.AUTO_MIN_GROUPS // 2):
+                        256 * T.GEMV_TARGET_GROUPS // 2, 256 * T.GEMV_TARGET_GROUPS // 3 + 256,  # gemv: 2 / 3 splits
+                        128 * T.AUTO_MIN_GROUPS // 2):
             for M in (1, 4, 16, 100):
                 same(OP, make(M, 512, N), rec, lim)
     # the large tile's tail split (coopmat.tail_split): whole waves and a last one split, over half full, or with sums

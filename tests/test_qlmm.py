@@ -1,6 +1,8 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY against the NumPy oracle (int64 accumulation, float64 scaling,
 np.rint, clip): |difference| <= 1 everywhere and exact on >= 99% of outputs. The suite runs the
 portable kernel (lavapipe offers no cooperative matrices); the coopmat test runs where offered."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -525,8 +527,12 @@ def test_gemv_kernel_splits_sums_and_plan(dev, rng):
     (g,) = _gemms(p)
     tiles = -(-11008 // QG.COLS)
     assert g.kernel == "qlmm_gemv_sk" and g.groups == (tiles * p.note("split_k"), 1, 1)
-    # 264 workgroups over 43 tiles ask for 7 splits; ranges of whole 256-row steps (768 rows) cover K in 6
+    # 264 workgroups over 43 tiles hold 6 splits; ranges of whole 256-row steps (768 rows) cover K in 6
     assert TUNING.GEMV_TARGET_GROUPS == 264 and p.note("split_k") == QG.splits(tiles, 4096, 1) == 6
+    # 125 tiles (1 x 4096 x 32000): the splits that stay within the target's one wave (2: 250 workgroups), not 3
+    d = dataclasses.replace(d, b=TensorDesc(I8, (1, 1, 4096, 32000)), output=TensorDesc(I8, (1, 1, 1, 32000))).validate()
+    (g,) = _gemms(qmod.plan(d, h100))
+    assert g.kernel == "qlmm_gemv_sk" and g.groups == (250, 1, 1)
 
 
 def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):

@@ -56,12 +56,13 @@ def kernel(mr: int) -> str:
 
 
 def splits(tiles: int, K: int, mr: int, split_k=None, tuning: QlmmTuning = DEFAULT) -> int:
-    """Split-K factor: at least what keeps a workgroup's K range within slice_max(mr), then enough
-    workgroups for GEMV_TARGET_GROUPS while each range keeps a whole step (an int split_k instead of the
-    target); ranges are whole steps, so the factor is then the fewest that cover K."""
+    """Split-K factor: at least what keeps a workgroup's K range within slice_max(mr), then as many
+    workgroups as GEMV_TARGET_GROUPS holds (one wave: a split more spills into a second) while each range
+    keeps a whole step (an int split_k instead of the target); ranges are whole steps, so the factor is
+    then the fewest that cover K."""
     most = max(1, -(-K // STEP))
     least = -(-K // slice_max(mr))
-    want = -(-tuning.GEMV_TARGET_GROUPS // tiles) if split_k in (None, "auto") else int(split_k)
+    want = max(1, tuning.GEMV_TARGET_GROUPS // tiles) if split_k in (None, "auto") else int(split_k)
     s = max(least, min(most, want))
     # the kernel rounds each range up to whole steps: fewer splits may then cover K
     sl = -(-(-(-K // s)) // STEP) * STEP
