@@ -39,6 +39,7 @@ HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLM
 # Research modules (planned by no operator): the push block and buffers of the bench/research script that runs each
 RESEARCH = {"research_coopmat_peak": (np.dtype([("iters", "<u4")]), 2),  # bench/research/coopmat_peak.py
             "research_read_floor": (np.dtype([("n", "<u4")]), 2),  # bench/research/read_floor.py
+            "research_read_strips": (np.dtype([("rows", "<u4"), ("row16", "<u4"), ("splits", "<u4")]), 2),  # read_floor.py --strips
             **{f"research_gradix_probe{i}": (top_k1.PUSH["gradix_hist"], 3) for i in (1, 2, 3)},  # gradix_probe.py
             **{f"research_gcollect_probe{i}_{t}": (top_k1.PUSH["gradix_collect"], 3)  # gradix_collect_probe.py
                for i in range(1, 6) for t in ("f32", "f16")}}
