@@ -210,6 +210,7 @@ def test_tile_and_threshold_boundaries():
     for lim in LIMITS.values():
         for N in around(32 * T.STREAM_WAVE, 64 * T.STREAM_TARGET_GROUPS, 128 * T.DOT_TARGET_GROUPS,
                         256 * T.GEMV_TARGET_GROUPS // 2, 256 * T.GEMV_TARGET_GROUPS // 3 + 256,  # gemv: 2 / 3 splits
+                        32000, 50304,  # gemv: a wave 7/8 full (2 splits) or not (197 tiles: 2, not 1)
                         128 * T.AUTO_MIN_GROUPS // 2):
             for M in (1, 4, 16, 100):
                 same(OP, make(M, 512, N), rec, lim)

@@ -529,10 +529,14 @@ def test_gemv_kernel_splits_sums_and_plan(dev, rng):
     assert g.kernel == "qlmm_gemv_sk" and g.groups == (tiles * p.note("split_k"), 1, 1)
     # 264 workgroups over 43 tiles hold 6 splits; ranges of whole 256-row steps (768 rows) cover K in 6
     assert TUNING.GEMV_TARGET_GROUPS == 264 and p.note("split_k") == QG.splits(tiles, 4096, 1) == 6
-    # 125 tiles (1 x 4096 x 32000): the splits that stay within the target's one wave (2: 250 workgroups), not 3
-    d = dataclasses.replace(d, b=TensorDesc(I8, (1, 1, 4096, 32000)), output=TensorDesc(I8, (1, 1, 1, 32000))).validate()
-    (g,) = _gemms(qmod.plan(d, h100))
-    assert g.kernel == "qlmm_gemv_sk" and g.groups == (250, 1, 1)
+    # 125 tiles (1 x K x 32000): the splits that stay within the target's one wave where they fill 7/8 of it
+    # (2: 250 workgroups), not 3; 197 tiles (1 x K x 50304): one split would fill 197 of 264, so 2 (394). K = 2048
+    # keeps B within the device's storage buffer range (the rule reads the tiles only).
+    for n, groups in ((32000, 250), (50304, 394)):
+        dn = dataclasses.replace(d, a=TensorDesc(I8, (1, 1, 1, 2048)), b=TensorDesc(I8, (1, 1, 2048, n)),
+                                 output=TensorDesc(I8, (1, 1, 1, n))).validate()
+        (g,) = _gemms(qmod.plan(dn, h100))
+        assert g.kernel == "qlmm_gemv_sk" and g.groups == (groups, 1, 1), (n, g.groups)
 
 
 def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):

@@ -188,7 +188,9 @@ i64 gemv_splits(i64 tiles, i64 K, i64 mr, const QlmmTuning &t) {
     const i64 STEP = ops_qlmm_gemv::STEP;
     i64 most = std::max<i64>(1, ceil_div(K, STEP));
     i64 least = ceil_div(K, gemv_slice_max(mr));
-    i64 want = std::max<i64>(1, t.GEMV_TARGET_GROUPS / tiles);  // within one wave (gemv.py splits)
+    // within one wave where it is at least 7/8 full, else up to the target (gemv.py splits)
+    i64 T = t.GEMV_TARGET_GROUPS, fl = T / tiles;
+    i64 want = 8 * fl * tiles >= 7 * T ? fl : ceil_div(T, tiles);
     i64 s = std::max(least, std::min(most, want));
     // the kernel rounds each range up to whole steps: fewer splits may then cover K
     i64 sl = ceil_div(ceil_div(K, s), STEP) * STEP;

@@ -57,12 +57,16 @@ def kernel(mr: int) -> str:
 
 def splits(tiles: int, K: int, mr: int, split_k=None, tuning: QlmmTuning = DEFAULT) -> int:
     """Split-K factor: at least what keeps a workgroup's K range within slice_max(mr), then as many
-    workgroups as GEMV_TARGET_GROUPS holds (one wave: a split more spills into a second) while each range
-    keeps a whole step (an int split_k instead of the target); ranges are whole steps, so the factor is
-    then the fewest that cover K."""
+    workgroups as GEMV_TARGET_GROUPS holds where they fill at least 7/8 of it (one wave, nearly full: a
+    split more spills into a second), else enough to reach it, while each range keeps a whole step (an int
+    split_k instead of the target); ranges are whole steps, so the factor is then the fewest that cover K."""
     most = max(1, -(-K // STEP))
     least = -(-K // slice_max(mr))
-    want = max(1, tuning.GEMV_TARGET_GROUPS // tiles) if split_k in (None, "auto") else int(split_k)
+    if split_k in (None, "auto"):
+        t = tuning.GEMV_TARGET_GROUPS
+        want = t // tiles if 8 * (t // tiles) * tiles >= 7 * t else -(-t // tiles)
+    else:
+        want = int(split_k)
     s = max(least, min(most, want))
     # the kernel rounds each range up to whole steps: fewer splits may then cover K
     sl = -(-(-(-K // s)) // STEP) * STEP

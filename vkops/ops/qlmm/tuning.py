@@ -76,7 +76,7 @@ class QlmmTuning(Tuning):
     # -- gemv.py: one row of A as a matrix-vector product
     GEMV: bool = True  # 1x4096x11008 0.0205 ms against the stream kernel's 0.047 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
     GEMV_MAX_M: int = 1  # 2-4 rows lost to the stream kernel: 4x4096^2 0.019 against 0.015 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
-    GEMV_TARGET_GROUPS: int = 264  # splits stay within it (one wave of two an SM): 1x4096x32000 0.0518 ms at 250 groups, 0.0565 at 375 (#2026-11-26-session-30-the-read-rate-by-strip-width-the-matrix-vector-split-within-one-wave)
+    GEMV_TARGET_GROUPS: int = 264  # splits stay within it where they fill 7/8 (one wave of two an SM): 1x4096x32000 0.0518 ms at 250 groups, 0.0565 at 375 (#2026-11-26-session-30-the-read-rate-by-strip-width-the-matrix-vector-split-within-one-wave)
 
     OP = "QLinearMatMul"
 
