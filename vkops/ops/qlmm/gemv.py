@@ -64,7 +64,8 @@ def splits(tiles: int, K: int, mr: int, split_k=None, tuning: QlmmTuning = DEFAU
     least = -(-K // slice_max(mr))
     if split_k in (None, "auto"):
         t = tuning.GEMV_TARGET_GROUPS
-        want = t // tiles if 8 * (t // tiles) * tiles >= 7 * t else -(-t // tiles)
+        fl = t // tiles
+        want = fl if 8 * fl * tiles >= 7 * t else -(-t // tiles)
     else:
         want = int(split_k)
     s = max(least, min(most, want))
