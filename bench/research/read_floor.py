@@ -41,6 +41,18 @@ rng = np.random.default_rng(0)
 print(f"{dev.info.name}", flush=True)
 
 
+def run_one(kernel, data, src, groups, push, spec):
+    """A one-dispatch plan of `kernel` over `data` (its device copy `src`): (its output words, GPU ms)."""
+    b = Builder(kernel, dev.limits)
+    i = b.input(vkops.TensorDesc("uint32", (data.size,)), "in")
+    o = b.output(vkops.TensorDesc("uint32", (groups,)), "out")
+    b.dispatch(kernel, [i, o], [1], (groups, 1, 1), np.array(push, np.uint32), spec)
+    p = b.finish()
+    got = run_plan(p, [data], device=dev)[0]
+    out = dev.empty(p.outputs[0].tensor)
+    return got, timing.vk_gpu_ms(lambda _k: execute(p, dev._active_batch(), [src], [out]), device=dev, method=METHOD)
+
+
 def strips(kn):
     k, n = (int(x) for x in kn.split("x"))
     data = rng.integers(0, 2**32, k * n // 4, dtype=np.uint32)
@@ -56,18 +68,9 @@ def strips(kn):
             groups = len(want)
             for wg in args.wg:
                 for u in args.u:
-                    b = Builder("read_strips", dev.limits)
-                    i = b.input(vkops.TensorDesc("uint32", (k * n // 4,)), "in")
-                    o = b.output(vkops.TensorDesc("uint32", (groups,)), "out")
-                    b.dispatch("research_read_strips", [i, o], [1], (groups, 1, 1),
-                               np.array([k, n // 16, splits], np.uint32), (wg, u, w16))
-                    p = b.finish()
-                    got = [int(x) for x in run_plan(p, [data], device=dev)[0]]
-                    if got != want:
+                    got, ms = run_one("research_read_strips", data, src, groups, [k, n // 16, splits], (wg, u, w16))
+                    if [int(x) for x in got] != want:
                         sys.exit(f"read_strips: {kn} width {width} splits {splits} wg {wg} U {u}: wrong XORs")
-                    out = dev.empty(p.outputs[0].tensor)
-                    ms = timing.vk_gpu_ms(lambda _k: execute(p, dev._active_batch(), [src], [out]), device=dev,
-                                          method=METHOD)
                     print(f"{kn:>12} {width:>5} {splits:>6} {groups:>6} {wg:>5} {u:>3} {ms:>9.4f} "
                           f"{k * n / (ms * 1e-3) / 1e12:>6.2f}", flush=True)
 
@@ -85,16 +88,10 @@ for mib in args.mib:
     for groups in args.groups:
         for wg in args.wg:
             for u in args.u:
-                b = Builder("read_floor", dev.limits)
-                i = b.input(vkops.TensorDesc("uint32", (n16 * 4,)), "in")
-                o = b.output(vkops.TensorDesc("uint32", (groups,)), "out")
-                b.dispatch(KERNEL, [i, o], [1], (groups, 1, 1), np.array([n16], np.uint32), (wg, u))
-                p = b.finish()
-                got = int(np.bitwise_xor.reduce(run_plan(p, [data], device=dev)[0]))
+                words, ms = run_one(KERNEL, data, src, groups, [n16], (wg, u))
+                got = int(np.bitwise_xor.reduce(words))
                 if got != want:
                     sys.exit(f"read_floor: {mib} MiB, {groups} groups, wg {wg}, U {u}: XOR {got:#x}, want {want:#x}")
-                out = dev.empty(p.outputs[0].tensor)
-                ms = timing.vk_gpu_ms(lambda k: execute(p, dev._active_batch(), [src], [out]), device=dev, method=METHOD)
                 tbs = n16 * 16 / (ms * 1e-3) / 1e12
                 best = min(best or (ms, groups, wg, u), (ms, groups, wg, u))
                 print(f"{mib:>8} {groups:>6} {wg:>5} {u:>3} {ms:>9.4f} {tbs:>6.2f}", flush=True)
