@@ -3,8 +3,9 @@ matrix-vector product (1 x 4096 x vocab, int8) writes the logits and the top-k (
 timestamps (GPU us a dispatch, median of --reps batches; a dispatch's time runs from the previous op's end, its
 barrier included): the pair as the step runs it, the top-k alone, the top-k after a top-k (same outputs: serial),
 the product then a slice of the logits, and the pair under other top-k tunings (--configs, TopK1Tuning knobs or
-_top_k's switches, as research_topk_knobs.py; "swap": "research_rl1" swaps radix select's modules for the research
-builds of that prefix: RADIX_LOADS 1). The logits are the step's own (a token's hidden state through the
+_top_k's switches, as research_topk_knobs.py; "swap": "research_x" runs the plan with radix select's modules
+top_k1_radix<variant>_<type> swapped for research builds research_x<variant>_<type> of radix.comp, which
+kernels/variants.py must then declare, as session 31's did: docs/tuning/top_k1.md). The logits are the step's own (a token's hidden state through the
 first two products). Every top-k output checked against NumPy.
 
     bash bench/gpu.sh python3 bench/research/decode_chain.py [--vocab 32000] \
