@@ -21,6 +21,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--step", default="llama-32000,7b-151936")
 ap.add_argument("--tokens", type=int, default=50)
 ap.add_argument("--copies", type=int, default=6, help="copies of B the cold runs rotate over")
+ap.add_argument("--swap-gemv", default="", help="run the matrix-vector products on research builds NAME and NAME_sk "
+                "of qlmm_gemv.comp (kernels/variants.py) instead of qlmm_gemv and qlmm_gemv_sk")
 args = ap.parse_args()
 
 
@@ -30,6 +32,9 @@ def med_us(rows):
 
 for name in args.step.split(","):
     dev = vkops.Device()  # a fresh plan cache: its plans are this step's
+    if args.swap_gemv:
+        real, swap = dev._pipelines.dispatch_op, {"qlmm_gemv": args.swap_gemv, "qlmm_gemv_sk": args.swap_gemv + "_sk"}
+        dev._pipelines.dispatch_op = lambda kernel, *a, real=real, swap=swap, **kw: real(swap.get(kernel, kernel), *a, **kw)
     m = decode.Model(decode.STEPS[name])
     vk = decode.VkopsStep(m, dev)
     xs = m.tokens(args.tokens)
