@@ -55,7 +55,7 @@ def test_the_knob_plans_the_mask_modules():
         for k, sg in ((256, ""), (1024, "_sg")):
             off = plan_of(h, (64, 131072), dtype, k, tuning=TOFF)
             on = plan_of(h, (64, 131072), dtype, k)
-            m = "_m" if np.dtype(dtype).itemsize > 1 else ""  # 8-bit keys: 64 elements a block, the old modules
+            m = "_m" if np.dtype(dtype).itemsize > 1 else ""  # 8-bit keys: no _m builds, the old modules
             assert [d.kernel for d in off.dispatches] == [f"top_k1_radix{sg}_{s}"]
             assert [d.kernel for d in on.dispatches] == [f"top_k1_radix{m}{sg}_{s}"]
             # the same plan otherwise: push words, groups, specialization constants, buffers

@@ -19,7 +19,7 @@
 #define RADIX_MASK 0
 #endif
 #if RADIX_MASK && ELEM_BITS == 8
-#error "RADIX_MASK: a thread's RADIX_LOADS * EV elements must fit one 32-bit mask"
+#error "RADIX_MASK: built for 16/32-bit keys only (kernels/variants.py); 8-bit keys take the loops with break/continue"
 #endif
 
 layout(constant_id = 1) const uint B = 2048;  // shared buffer entries (power of two)
