@@ -57,6 +57,7 @@ TOPK_TYPES = (("f32", 32, 0), ("f16", 16, 0), ("i32", 32, 1), ("i16", 16, 1), ("
               ("u32", 32, 2), ("u16", 16, 2), ("u8", 8, 2))
 GFILTER_TYPES = tuple(t for t in TOPK_TYPES if t[1] > 8)
 GDIGIT_TYPES = tuple(t for t in TOPK_TYPES if t[1] == 32)
+L1_TYPES = tuple(t for t in TOPK_TYPES if t[1] == 16)
 TOPK = [
     ("top_k1_seg", "seg.comp", TOPK_TYPES, {}),                # SEG: whole short rows, G a workgroup
     ("top_k1_seg_sg", "seg.comp", TOPK_TYPES, {"SHUF": 1}),
@@ -69,6 +70,12 @@ TOPK = [
     # collect pass's survivors taken with one atomic a thread and block
     ("top_k1_radix_m", "radix.comp", GFILTER_TYPES, {"RADIX_MASK": 1}),
     ("top_k1_radix_m_sg", "radix.comp", GFILTER_TYPES, {"RADIX_MASK": 1, "SHUF": 1}),
+    # ... one 16-byte load a thread and pass (RADIX_ONE_LOAD; TopK1Tuning.RADIX_ONE_LOAD_MAX_SEQ): 16-bit keys on one
+    # row, whose one workgroup a chunk runs its code once (8-bit keys take one load in every radix build)
+    ("top_k1_radix_l1", "radix.comp", L1_TYPES, {"RADIX_ONE_LOAD": 1}),
+    ("top_k1_radix_l1_sg", "radix.comp", L1_TYPES, {"RADIX_ONE_LOAD": 1, "SHUF": 1}),
+    ("top_k1_radix_m_l1", "radix.comp", L1_TYPES, {"RADIX_MASK": 1, "RADIX_ONE_LOAD": 1}),
+    ("top_k1_radix_m_l1_sg", "radix.comp", L1_TYPES, {"RADIX_MASK": 1, "RADIX_ONE_LOAD": 1, "SHUF": 1}),
     ("top_k1_sort_tile", "sort_tile.comp", TOPK_TYPES, {}),    # global bitonic sort: tiles in shared memory
     ("top_k1_sort_global", "sort_global.comp", (None,), {}),   # ... and its global steps (keys only)
     ("top_k1_rows", "rows.comp", TOPK_TYPES, {}),              # ROWS: one subgroup a row

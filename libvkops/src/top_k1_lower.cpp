@@ -155,6 +155,7 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         // RADIX_MASK: the top_k1_radix_m[_sg] modules (16/32-bit keys: a thread's elements of a block fit one mask word)
         // on chunks of >= RADIX_MASK_MIN_L elements (a row's one chunk: the row's length)
         std::string var = p.radix && t.RADIX_MASK && bits > 8 && std::min<u64>(p.chunk_len, L) >= t.RADIX_MASK_MIN_L ? "_m" : "";
+        if (p.radix && bits == 16 && n_seq <= t.RADIX_ONE_LOAD_MAX_SEQ) var += "_l1";  // one load a thread and pass
         Fields fields = {{"chunk_len", p.chunk_len}, {"cap", p.cap ? p.cap : p.B}, {"tune", top_k1_tune_bits(p, n_seq, L, bits, t)}};
         Ref ctr = b.counters(1);  // bound but unused unless several chunks share a row
         if (p.chunks == 1) {

@@ -220,6 +220,8 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         # RADIX_MASK: the top_k1_radix_m[_sg] modules (16/32-bit keys: a thread's elements of a block fit one mask word)
         # on chunks of >= RADIX_MASK_MIN_L elements (a row's one chunk: the row's length)
         var = "_m" if p.radix and t.RADIX_MASK and bits > 8 and min(p.chunk_len, L) >= t.RADIX_MASK_MIN_L else ""
+        if p.radix and bits == 16 and n_seq <= t.RADIX_ONE_LOAD_MAX_SEQ:  # one load a thread and pass (RADIX_ONE_LOAD)
+            var += "_l1"
         fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
                       tune=tune_bits(p, n_seq, L, bits, t) if tune is None else tune)
         ctr = b.counters(1)  # bound but unused unless several chunks share a row

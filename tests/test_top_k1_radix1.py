@@ -1,7 +1,8 @@
-"""TOP_K1's radix select on 8-bit keys (modules top_k1_radix[_sg]_{i8,u8}; kernels/top_k1/radix.comp): one 16-byte load
-a thread and pass (RADIX_LOADS 1 for 8-bit keys, 4 for wider ones), so a chunk is read in blocks of 16 WG keys. Exact
-against reference.top_k1, bit for bit: int8 and uint8, both directions, rows around the workgroup, the load block and
-the chunk step (and +-1), strided rows (scalar loads), forced ties (the K-th key resolved, then the position select),
+"""TOP_K1's radix select with one 16-byte load a thread and pass (kernels/top_k1/radix.comp RADIX_LOADS 1): every build
+for 8-bit keys (top_k1_radix[_sg]_{i8,u8}), and the top_k1_radix[_m]_l1[_sg]_{f16,i16,u16} builds that 16-bit keys on
+at most TopK1Tuning.RADIX_ONE_LOAD_MAX_SEQ rows take; a chunk is read in blocks of 16 WG (8-bit) or 8 WG (16-bit)
+keys. Exact against reference.top_k1, bit for bit: both directions, rows around the workgroup, the load block and the
+chunk step (and +-1), strided rows (scalar loads), forced ties (the K-th key resolved, then the position select),
 saturated rows and the decode step's logits (a Gaussian spread of 16, one row of 32000), in one to three chunks."""
 import numpy as np
 import pytest
@@ -17,10 +18,14 @@ from test_top_k1 import big_k
 
 DIRS = ["decreasing", "increasing"]
 DTYPES = ["int8", "uint8"]
+DTYPES16 = ["float16", "int16", "uint16"]
 EV, EPI = 16, paths.EPI  # 8-bit keys a 16-byte load (one a thread and pass); a chunk is whole steps of WG * EPI
 
 
 def data(rng, dtype, shape, kind):
+    if np.dtype(dtype).kind == "f":
+        x = rng.standard_normal(shape) * (16 if kind == "logits" else 1)
+        return (np.round(x) if kind in ("2", "3", "5", "saturated") else x).astype(dtype)
     info = np.iinfo(dtype)
     if kind == "random":
         return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
@@ -33,8 +38,14 @@ def data(rng, dtype, shape, kind):
 
 
 def check(dev, x, k, axis=-1, direction="decreasing", **kw):
-    """Radix select on 8-bit keys against the oracle, bit for bit."""
+    """Radix select against the oracle, bit for bit; 16-bit keys on one row run the one-load (_l1) builds."""
     x = np.asarray(x)
+    if x.dtype.itemsize == 2:
+        d = tk.TopK1Desc(vkops.TensorDesc(x.dtype, x.shape), *tk.output_descs(vkops.TensorDesc(x.dtype, x.shape),
+                         axis % x.ndim, k), axis % x.ndim, k).validate()
+        kernels = [q.kernel for q in tk.python_plan(d, dev.limits, force="radix", **kw).dispatches]
+        rows = x.size // x.shape[axis]
+        assert all(("_l1" in n) == (rows <= TUN.RADIX_ONE_LOAD_MAX_SEQ) for n in kernels), kernels
     v, i = tk._top_k(x, k, axis, direction, force="radix", **kw)
     rv, ri = reference.top_k1(x, k, axis, direction)
     np.testing.assert_array_equal(i, ri)
@@ -54,6 +65,28 @@ def test_8_bit_keys_plan_the_radix_modules():
             p = tk.python_plan(d, grid.H100)
             assert p.note("path") == "radix" and [q.kernel for q in p.dispatches] == [f"top_k1_radix_{s}"], \
                 (dtype, n, L, k, [q.kernel for q in p.dispatches])
+
+
+@pytest.mark.host_only
+def test_16_bit_keys_on_one_row_plan_the_one_load_builds():
+    h = grid.H100
+    for dtype, s in (("float16", "f16"), ("int16", "i16"), ("uint16", "u16"), ("float32", "f32"), ("int8", "i8")):
+        for n, L, k in ((1, 32000, 50), (2, 32000, 50), (1, 4096, 50), (1, 151936, 256), (64, 131072, 256)):
+            x = vkops.TensorDesc(dtype, (n, L))
+            d = tk.TopK1Desc(x, *tk.output_descs(x, 1, k), 1, k).validate()
+            p = tk.python_plan(d, h)
+            if p.note("path") != "radix":
+                continue
+            one = n <= TUN.RADIX_ONE_LOAD_MAX_SEQ and np.dtype(dtype).itemsize == 2
+            assert all(("_l1" in q.kernel) == one for q in p.dispatches), (dtype, n, L, k, p.dispatches[0].kernel)
+            off = tk.python_plan(d, h, tuning=TUN.replace(RADIX_ONE_LOAD_MAX_SEQ=0))
+            assert not any("_l1" in q.kernel for q in off.dispatches)
+            assert [(q.push, q.groups, q.spec) for q in off.dispatches] == [(q.push, q.groups, q.spec) for q in p.dispatches]
+    x = vkops.TensorDesc("float16", (1, 32000))
+    d = tk.TopK1Desc(x, *tk.output_descs(x, 1, 50), 1, 50).validate()
+    assert [q.kernel for q in tk.python_plan(d, h).dispatches] == ["top_k1_radix_m_l1_f16"]
+    assert [q.kernel for q in tk.python_plan(d, h, tuning=TUN.replace(RADIX_MASK=False)).dispatches] == \
+        ["top_k1_radix_l1_f16"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -99,3 +132,22 @@ def test_the_decode_steps_row(dev, rng, kind):
     for chunks in (None, 2, 4):
         for direction in DIRS:
             check(dev, x, 50, direction=direction, chunks=chunks)
+
+
+@pytest.mark.parametrize("dtype", DTYPES16)
+def test_16_bit_keys_on_one_row(dev, rng, dtype):
+    W = wg(dev)
+    block, step = W * 8, W * EPI  # 8 16-bit keys a load
+    for L in (W - 1, W + 1, block - 1, block, block + 1, 2 * block + 1, step - 1, step + 1, 2 * step + 1):
+        x = data(rng, dtype, (1, L), "logits")
+        x[0, ::5] = x[0, 7]
+        for direction in DIRS:
+            check(dev, x, min(50, L), direction=direction)
+            check(dev, x, min(big_k(dev, 300), L), direction=direction, chunks=2 if L > step else None)
+    for kind in ("2", "3", "saturated"):
+        x = data(rng, dtype, (1, 3 * block + 7), kind)
+        for k in (1, 64, 129, big_k(dev)):
+            check(dev, x, k, direction="decreasing")
+            check(dev, x[:, :3 * block], k, direction="increasing", chunks=3)
+    check(dev, data(rng, dtype, (3001, 1), "logits"), 130, 0)  # one strided row: scalar loads
+    check(dev, data(rng, dtype, (2, 5000), "logits"), 50)  # two rows: the four-load builds
