@@ -41,8 +41,8 @@ def check(dev, x, k, axis=-1, direction="decreasing", **kw):
     """Radix select against the oracle, bit for bit; 16-bit keys on one row run the one-load (_l1) builds."""
     x = np.asarray(x)
     if x.dtype.itemsize == 2:
-        d = tk.TopK1Desc(vkops.TensorDesc(x.dtype, x.shape), *tk.output_descs(vkops.TensorDesc(x.dtype, x.shape),
-                         axis % x.ndim, k), axis % x.ndim, k).validate()
+        xd, a = vkops.TensorDesc(x.dtype, x.shape), axis % x.ndim
+        d = tk.TopK1Desc(xd, *tk.output_descs(xd, a, k), a, k).validate()
         kernels = [q.kernel for q in tk.python_plan(d, dev.limits, force="radix", **kw).dispatches]
         rows = x.size // x.shape[axis]
         assert all(("_l1" in n) == (rows <= TUN.RADIX_ONE_LOAD_MAX_SEQ) for n in kernels), kernels

@@ -76,11 +76,15 @@ class Model:
     def _requant(acc: np.ndarray, scale: float) -> np.ndarray:
         return np.clip(np.rint(acc * scale), -128, 127).astype(np.int8)
 
+    def hidden(self, x: np.ndarray, products: int = 3) -> np.ndarray:
+        """Token x through the step's first `products` products, requantized (3: the logits)."""
+        for w, s in zip(self._w64[:products], self.scales[:products]):
+            x = self._requant(x.astype(np.float64) @ w, s)
+        return x
+
     def oracle(self, x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """(values, indices) of the step for token x, by vkops.reference's rules (BLAS for the sums)."""
-        for w, s in zip(self._w64, self.scales):
-            x = self._requant(x.astype(np.float64) @ w, s)
-        return reference.top_k1(x, self.step.k, 1)
+        return reference.top_k1(self.hidden(x), self.step.k, 1)
 
 
 # -- vkops ------------------------------------------------------------------------------------------ #
