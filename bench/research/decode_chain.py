@@ -16,8 +16,8 @@ import dataclasses
 import json
 import os
 import statistics
-import time
 import sys
+import time
 
 import numpy as np
 
@@ -42,11 +42,9 @@ def main():
     m = decode.Model(decode.Step("chain", 4096, 11008, args.vocab))
     w, s = dev.tensor(m.w[2]), m.scales[2]
     rng = np.random.default_rng(1)
-    x = m.tokens(1)[0]
-    for w64, sc in zip(m._w64[:2], m.scales[:2]):  # the step's own hidden state: logits spread as the step's
-        x = m._requant(x.astype(np.float64) @ w64, sc)
-    h = dev.tensor(x)
-    logits_np = reference.quantized_linear_matmul(x, 1.0, None, m.w[2], 1.0, None, s, None)
+    token = m.tokens(1)[0]
+    h = dev.tensor(m.hidden(token, 2))  # the step's own hidden state: logits spread as the step's
+    logits_np = m.hidden(token)
     logits = dev.tensor(logits_np)
     if args.dtype != "int8":  # the same values as floats, spread a little so that they do not tie
         logits_np = logits_np.astype(args.dtype) + rng.standard_normal(logits_np.shape).astype(args.dtype) * 0.25
@@ -72,7 +70,7 @@ def main():
         return lambda: execute(p, dev._active_batch(), [src], [ov, oi])
 
     def product():
-        vkops.quantized_linear_matmul(h, 1.0, None, w, 1.0, None, s, None, out=logits)
+        vkops.quantized_linear_matmul(h, 1.0, None, w, 1.0, None, 1.0 / s, None, out=logits)  # acc * s, as the step
 
     def sl():
         vkops.slice(logits, [0, 0], [1, 64], [1, 1])
@@ -110,7 +108,7 @@ def main():
     timed("product, top-k (fresh outputs)", [product, fresh])
     small_w = dev.tensor(m.w[2][:, :min(8192, args.vocab)].copy())
     small_out = dev.empty(vkops.TensorDesc("int8", (1, min(8192, args.vocab))))
-    small = lambda: vkops.quantized_linear_matmul(h, 1.0, None, small_w, 1.0, None, s, None, out=small_out)  # noqa: E731
+    small = lambda: vkops.quantized_linear_matmul(h, 1.0, None, small_w, 1.0, None, 1.0 / s, None, out=small_out)  # noqa: E731
     timed("product 4096x8192, top-k", [small, f])
     timed("product 4096x8192 alone", [small])
 

@@ -151,7 +151,7 @@ uint select_front(uint c) {
 #define RADIX_ONE_LOAD 0  // 1: the top_k1_radix[_m]_l1 builds (16-bit keys on one row: TopK1Tuning.RADIX_ONE_LOAD_MAX_SEQ)
 #endif
 // Loads in flight a thread and pass (8 was no faster than 4); 8-bit keys 1, code 4 times shorter: 1 x 32000 int8 after a
-// large product 54.7 -> 32.4 µs (docs/tuning/top_k1.md#2026-11-27-session-31-radix-selects-8-bit-passes-one-load-a-thread).
+// large product 34.3 -> 21.3 µs (docs/tuning/top_k1.md#2026-11-27-session-31-radix-selects-8-bit-passes-one-load-a-thread).
 const uint RADIX_LOADS = ELEM_BITS == 8 || RADIX_ONE_LOAD != 0 ? 1u : 4u;
 const uint PASS_KEY_HIST = 0u, PASS_POS_HIST = 1u, PASS_COLLECT = 2u;
 

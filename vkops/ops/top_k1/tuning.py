@@ -58,7 +58,7 @@ class TopK1Tuning(Tuning):
     RADIX_SHORT_ROWS_MIN_L: int = 1601  # ROWS_RADIX_MIN_L + 1: the short-row buffer for rows ROWS no longer takes (#radix_short_rows_wg)
     RADIX_MASK: bool = True  # radix select's passes by bit masks (top_k1_radix_m[_sg]_*, 16/32-bit keys): H200 64x131072 K=1024 0.0463 -> 0.0405 ms, 4096x32768 K=256 0.271 -> 0.237 (#radix_mask)
     RADIX_MASK_MIN_L: int = 4097  # ... on chunks of at least this many elements (4096x4096 K=1024 lost 0.3715 -> 0.3967) (#radix_mask)
-    RADIX_ONE_LOAD_MAX_SEQ: int = 1  # 16-bit keys on at most this many rows: radix select's one-load builds (top_k1_radix[_m]_l1*); 1x32000 fp16 K=50 0.0181 -> 0.0158 ms, after a large product 33.1 -> 22.4 µs (#radix_one_load_max_seq)
+    RADIX_ONE_LOAD_MAX_SEQ: int = 1  # 16-bit keys on at most this many rows: radix select's one-load builds (top_k1_radix[_m]_l1*); 1x32000 fp16 K=50 0.0181 -> 0.0158 ms, after a large product 30.2 -> 20.6 µs (#radix_one_load_max_seq)
     # -- the radix push word `tune` (TUNE_GUESS, TUNE_SELECT, TUNE_FIT)
     TUNE_SELECT_MIN_KP: int = 256  # 32-bit keys: both bits from here; K=256 0.314 -> 0.296 ms (#tune_guess-tune_select)
     TUNE_SELECT_MIN_KP_NARROW: int = 1024  # 16/8-bit keys: TUNE_SELECT from here; lost at K=256 (#tune_guess-tune_select)
