@@ -4,7 +4,9 @@ under a memory-bound kernel such as a decoding-sized int8 GEMM, which reads B on
 lane) over a sweep of workgroups, invocations and U, one hand-built Plan a dispatch; GPU ms from Vulkan timestamps
 after a warm-up (vkops.bench.timing), every output checked against NumPy's XOR of the input's words.
 
-    bash bench/gpu.sh python3 bench/research/read_floor.py [--mib 0.001,16,45,64] [--groups 132,264,528,1056]
+    bash bench/gpu.sh python3 bench/research/read_floor.py [--mib 0.001,16,45,64] [--groups 132,264,528,1056] [--cold 300]
+
+--cold MiB: the calls rotate over copies of the data that together exceed it (from memory, not L2: 50 MB on the H100).
 
 --strips KxN reads a K x N byte matrix as a small-M GEMM's workgroups read B (kernels/research/read_strips.comp):
 each workgroup a strip of --width bytes of every row over 1/--splits of the rows.
@@ -33,6 +35,8 @@ ap.add_argument("--u", type=ints, default=[4, 8, 16], help="16-byte loads in fli
 ap.add_argument("--strips", default=None, help="KxN: read a K x N byte matrix in column strips instead")
 ap.add_argument("--width", type=ints, default=[16, 32, 64, 128, 256], help="--strips: bytes a workgroup reads a row")
 ap.add_argument("--splits", type=ints, default=[1, 2, 4, 8], help="--strips: K ranges a strip is split into")
+ap.add_argument("--cold", type=float, default=0, help="MiB the calls rotate over (copies of the data; 0: one copy, "
+                "which stays in L2 where it fits, 50 MB on the H100): e.g. 200 reads every call from memory")
 args = ap.parse_args()
 
 dev = vkops.Device()
@@ -42,7 +46,8 @@ print(f"{dev.info.name}", flush=True)
 
 
 def run_one(kernel, data, src, groups, push, spec):
-    """A one-dispatch plan of `kernel` over `data` (its device copy `src`): (its output words, GPU ms)."""
+    """A one-dispatch plan of `kernel` over `data` (its device copies `src`, call i reading copy i): (its output
+    words, GPU ms)."""
     b = Builder(kernel, dev.limits)
     i = b.input(vkops.TensorDesc("uint32", (data.size,)), "in")
     o = b.output(vkops.TensorDesc("uint32", (groups,)), "out")
@@ -50,13 +55,20 @@ def run_one(kernel, data, src, groups, push, spec):
     p = b.finish()
     got = run_plan(p, [data], device=dev)[0]
     out = dev.empty(p.outputs[0].tensor)
-    return got, timing.vk_gpu_ms(lambda _k: execute(p, dev._active_batch(), [src], [out]), device=dev, method=METHOD)
+    return got, timing.vk_gpu_ms(lambda k: execute(p, dev._active_batch(), [src[k % len(src)]], [out]), device=dev,
+                                 method=METHOD)
+
+
+def copies(data):
+    """The data's device copies: one, or enough to exceed --cold MiB (each call then reads from memory)."""
+    n = max(1, -(-int(args.cold * 2**20) // data.nbytes)) if args.cold else 1
+    return [dev.tensor(data) for _ in range(n)]
 
 
 def strips(kn):
     k, n = (int(x) for x in kn.split("x"))
     data = rng.integers(0, 2**32, k * n // 4, dtype=np.uint32)
-    src = dev.tensor(data)
+    src = copies(data)
     rows = data.reshape(k, n // 16, 4)
     print(f"{'KxN':>12} {'width':>5} {'splits':>6} {'groups':>6} {'wg':>5} {'U':>3} {'GPU ms':>9} {'TB/s':>6}", flush=True)
     for width in args.width:
@@ -82,7 +94,7 @@ print(f"{'MiB':>8} {'groups':>6} {'wg':>5} {'U':>3} {'GPU ms':>9} {'TB/s':>6}", 
 for mib in args.mib:
     n16 = max(1, int(mib * 2**20) // 16)
     data = rng.integers(0, 2**32, n16 * 4, dtype=np.uint32)
-    src = dev.tensor(data)
+    src = copies(data)
     want = int(np.bitwise_xor.reduce(data))
     best = None
     for groups in args.groups:

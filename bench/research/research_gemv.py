@@ -1,12 +1,16 @@
 """Research (not a benchmark of record): the matrix-vector QLinearMatMul kernel (kernels/qlmm/qlmm_gemv.comp) for
 1-4 rows against row-major B, beside the kernels auto picked before it (stream, dot) and torch._int_mm, in one
 process, GPU ms (Vulkan timestamps / CUDA events) and B's read rate, every output checked exactly against the
-oracle. docs/tuning/qlmm.md, 2026-11-25.
+oracle. docs/tuning/qlmm.md, 2026-11-25. --cold rotates the calls over copies of B that together exceed L2 (each
+call reads B from memory, as a decoder's chain of products does); --swap NAME runs the same plans on research builds
+of the kernel too (a second device, interleaved).
 
     bash bench/gpu.sh python3 bench/research/research_gemv.py [--target 528,1056,2112] [--shapes 1x4096x11008,...]
+        [--cold 300] [--swap research_gemv_x --rounds 3 --no-before]
 """
 import argparse
 import dataclasses
+import itertools
 import json
 import os
 import sys
@@ -21,9 +25,20 @@ from vkops.ops.qlmm.tuning import DEFAULT  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--shapes", default="1x4096x4096,1x4096x11008,1x11008x4096,1x4096x32000,1x4096x151936")
 ap.add_argument("--target", default=str(DEFAULT.GEMV_TARGET_GROUPS), help="GEMV_TARGET_GROUPS values to sweep")
+ap.add_argument("--swap", default="", help="also run the gemv plans on research builds NAME and NAME_sk of "
+                "qlmm_gemv.comp (kernels/variants.py), interleaved with the shipped ones")
+ap.add_argument("--rounds", type=int, default=1)
+ap.add_argument("--cold", type=float, default=0, help="MiB the calls rotate over (copies of B; 0: one B, which stays "
+                "in L2 where it fits, 50 MB on the H100): e.g. 300 reads B from memory every call")
+ap.add_argument("--no-before", action="store_true", help="skip the kernels auto picked before gemv")
 args = ap.parse_args()
 M_ = timing.Method(reps=30, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device()
+devs = {"": dev}
+if args.swap:  # a second device whose gemv dispatches run the research builds (its own plan and recording caches)
+    devs[args.swap] = vkops.Device()
+    _real, _swap = devs[args.swap]._pipelines.dispatch_op, {"qlmm_gemv": args.swap, "qlmm_gemv_sk": args.swap + "_sk"}
+    devs[args.swap]._pipelines.dispatch_op = lambda kernel, *a, **kw: _real(_swap.get(kernel, kernel), *a, **kw)
 rng = np.random.default_rng(0)
 torch = timing.cuda_torch()
 OUT = os.environ.get("OUT", "/tmp")
@@ -41,27 +56,33 @@ for shape in args.shapes.split(","):
     b = rng.integers(-128, 128, (K, N), dtype=np.int8)
     so = float(2.0 ** round(np.log2(np.sqrt(K) * 74 * 74 / 16)))  # power of two: exact in float32 too
     want = reference.quantized_linear_matmul(a, 1.0, None, b, 1.0, None, so, None)
-    da, db = dev.tensor(a), dev.tensor(b)
-    outs = [dev.empty(vkops.TensorDesc("int8", (M, N))) for _ in range(M_.reps)]
+    nb = max(1, -(-int(args.cold * 2**20) // b.nbytes)) if args.cold else 1
+    on = {k: (d.tensor(a), [d.tensor(b) for _ in range(nb)], [d.empty(vkops.TensorDesc("int8", (M, N))) for _ in range(M_.reps)])
+          for k, d in devs.items()}
     if torch is not None:
         ta = torch.zeros((32, K), dtype=torch.int8, device="cuda")
         ta[:M] = torch.from_numpy(a).cuda()
-        tb = torch.from_numpy(np.ascontiguousarray(b.T)).cuda()
-        tg, _ = timing.torch_ms(lambda: torch._int_mm(ta, tb.t()), method=M_)
-        emit({"shape": shape, "variant": "torch _int_mm (B col-major, A padded to 32 rows)", "gpu_ms": tg,
+        tbs = itertools.cycle([torch.from_numpy(np.ascontiguousarray(b.T)).cuda() for _ in range(nb)])
+        tg, _ = timing.torch_ms(lambda: torch._int_mm(ta, next(tbs).t()), method=M_)
+        emit({"shape": shape, "variant": "torch _int_mm (B col-major, A padded to 32 rows)" + (f" (B cold: {nb} copies)" if nb > 1 else ""), "gpu_ms": tg,
               "TBps": K * N / tg / 1e9})
-    variants = [("before (auto without gemv)", "auto", {"GEMV": False})]
-    variants += [(f"gemv target {t}", "gemv", {"GEMV_TARGET_GROUPS": int(t)}) for t in args.target.split(",")]
-    for name, kern, kw in variants:
-        tun = dataclasses.replace(DEFAULT, **kw)
+    variants = [] if args.no_before else [("before (auto without gemv)", "auto", {"GEMV": False}, "")]
+    variants += [(f"gemv target {t}" + (f" on {sw}" if sw else ""), "gemv", {"GEMV_TARGET_GROUPS": int(t)}, sw)
+                 for _ in range(args.rounds) for t in args.target.split(",") for sw in devs]
+    for name, kern, kw, sw in variants:
+        d = devs[sw]
+        da, db, outs = on[sw]
+        # plans are kept process-wide by key: the research builds' plans get a key of their own through a knob
+        # the matrix-vector kernel does not read
+        tun = dataclasses.replace(DEFAULT, **kw, **({"DOT_TARGET_GROUPS": DEFAULT.DOT_TARGET_GROUPS + 1} if sw else {}))
         try:
-            f = lambda i: vkops.quantized_linear_matmul(da, 1.0, None, db, 1.0, None, so, None, out=outs[i], kernel=kern,  # noqa: E731
-                                                        tuning=tun)
+            f = lambda i: vkops.quantized_linear_matmul(da, 1.0, None, db[i % nb], 1.0, None, so, None, out=outs[i],  # noqa: E731
+                                                        kernel=kern, tuning=tun)
             got = f(0).numpy()
-            p = next(reversed(dev._plans._entries.values()))
+            p = next(reversed(d._plans._entries.values()))
             ok = bool(np.array_equal(got, want))
-            g = timing.vk_gpu_ms(f, device=dev, method=M_)
-            emit({"shape": shape, "variant": name, "gpu_ms": g, "TBps": K * N / g / 1e9, "exact": ok,
+            g = timing.vk_gpu_ms(f, device=d, method=M_)
+            emit({"shape": shape, "variant": name + (f" (B cold: {nb} copies)" if nb > 1 else ""), "gpu_ms": g, "TBps": K * N / g / 1e9, "exact": ok,
                   "kernel": p.dispatches[-1].kernel, "groups": list(p.dispatches[-1].groups),
                   "notes": {k: v for k, v in p.notes if k in ("rows", "split_k", "kernel")}})
         except Exception as e:  # noqa: BLE001
