@@ -41,7 +41,7 @@ MAY_IMPORT = {
     "native": {"pure"},
     "platform": {"pure", "platform"},
     "vendor": set(),
-    "runtime": {"pure", "platform", "vendor", "runtime"},
+    "runtime": {"pure", "native", "platform", "vendor", "runtime"},
     "ops": {"pure", "reference", "native", "runtime", "ops"},
     "face": {"pure", "runtime", "ops", "face"},
     "users": {"pure", "runtime", "ops", "face"},

@@ -1,6 +1,6 @@
 """Device memory the host maps (resizable BAR: kp `device_host` tensors, runtime/memory.py): uploads are written in
-place with no submission, reads up to MAPPED_READ_BYTES are made in place, larger ones through staging; which
-devices get it. lavapipe offers such memory (its one memory type is device-local and host-visible), so the
+place with no submission, reads up to mapped_read_bytes() are made in place (by libvkops' streaming loads where it
+offers them: MAPPED_STREAM_READ_BYTES; else MAPPED_READ_BYTES), larger ones through staging; which devices get it. lavapipe offers such memory (its one memory type is device-local and host-visible), so the
 allocator of a GPU with resizable BAR runs here as it would there."""
 import types
 
@@ -9,13 +9,25 @@ import pytest
 
 import vkops
 from vkops.bench import decode
+import capi
 from vkops.runtime import device as device_mod
-from vkops.runtime import memory
+from vkops.runtime import hostcopy, memory
 from conftest import device_memory
 
 
 @pytest.fixture
-def bar(dev):
+def reads(monkeypatch):
+    """The bytes of each read libvkops' vkops_read_mapped (the source tree's build, as tests/capi.py loads it) makes
+    for the runtime."""
+    real, seen = capi.lib().vkops_read_mapped, []
+    monkeypatch.setattr(hostcopy, "_reader", lambda dst, src, n: (seen.append(n), real(dst, src, n))[1])
+    return seen
+
+
+@pytest.fixture(params=["streaming", "numpy"])
+def bar(request, dev, reads, monkeypatch):
+    """Device memory as under resizable BAR, read in place by libvkops' streaming loads or by NumPy's copy."""
+    monkeypatch.setattr(hostcopy, "STREAM_READS", request.param == "streaming")
     with device_memory(dev, "mapped"):
         yield dev
 
@@ -54,12 +66,55 @@ def test_upload_in_place(bar, rng):
     np.testing.assert_array_equal(x.numpy(), b)
 
 
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 52, 63, 64, 65, 200, 1000, 4096])
+@pytest.mark.parametrize("offset", [0, 16, 3])
+def test_vkops_read_mapped(rng, n, offset):
+    """libvkops' copy out of mapped memory (streaming loads where the source is 16-byte aligned, memcpy where not) is
+    exact at every length around its 16- and 64-byte steps; nothing written past `n`."""
+    lib = capi.lib()
+    src = np.zeros(n + 64 + 16, np.uint8)
+    start = (-src.ctypes.data) % 16 + offset
+    src[start:start + n] = rng.integers(0, 256, n, dtype=np.uint8)
+    dst = np.full(n + 32, 0xA5, np.uint8)
+    lib.vkops_read_mapped(dst.ctypes.data, src.ctypes.data + start, n)
+    np.testing.assert_array_equal(dst[:n], src[start:start + n])
+    assert (dst[n:] == 0xA5).all()
+    assert lib.vkops_read_mapped_streams() in (0, 1)
+
+
+@pytest.mark.parametrize("dtype, shape", [("int8", (1, 50)), ("uint32", (1, 50)), ("float16", (3, 77)),
+                                          ("float32", (2, 512))])
+def test_reads_by_streaming_loads(dev, reads, monkeypatch, rng, dtype, shape):
+    """With libvkops' reader, a read of mapped device memory up to MAPPED_STREAM_READ_BYTES goes through it once,
+    exact, for packed tensors and strided views; a graph's in-place fetch too."""
+    monkeypatch.setattr(hostcopy, "STREAM_READS", True)
+    with device_memory(dev, "mapped"):
+        a = (rng.standard_normal(shape) * 100).astype(dtype)
+        x = dev.tensor(a)
+        y = vkops.slice(x, (0, 0), shape, (1, -1))
+        np.testing.assert_array_equal(y.numpy(), a[:, ::-1])
+        assert reads == [a.nbytes]
+        view = x.as_strided((shape[0], -(-shape[1] // 2)), (shape[1], 2))  # every other element: not packed
+        np.testing.assert_array_equal(view.numpy(), a[:, ::2])
+        assert len(reads) == 2
+        with dev.graph() as g:
+            z = vkops.slice(x, (0, 0), shape, (1, -1))
+        for _ in range(2):
+            b = (rng.standard_normal(shape) * 100).astype(dtype)
+            np.testing.assert_array_equal(g.run(feed={x: b}, fetch=z), b[:, ::-1])
+        assert len(reads) == 4 and not g._fetch_stages
+        g.close()
+        del x, y, z
+
+
 @pytest.mark.parametrize("extra", [-4, 0, 4])
 def test_read_in_place_up_to_the_limit(bar, rng, extra):
-    """A read of MAPPED_READ_BYTES or less is made in place (no submission); 4 bytes more go through staging (one
+    """A read of mapped_read_bytes() or less is made in place (no submission); 4 bytes more go through staging (one
     submission); exact either way, after a call writes the tensor."""
     dev = bar
-    n = (memory.MAPPED_READ_BYTES + extra) // 4
+    limit = memory.MAPPED_STREAM_READ_BYTES if hostcopy.STREAM_READS else memory.MAPPED_READ_BYTES
+    assert memory.mapped_read_bytes() == limit
+    n = (limit + extra) // 4
     a = rng.standard_normal((1, n)).astype(np.float32)
     x = dev.tensor(a)
     y = vkops.slice(x, (0, 0), (1, n), (1, -1))  # in flight: the read waits for it
@@ -100,7 +155,7 @@ def test_decode_step(bar, mode):
 
 def test_graph_fetch_beyond_the_limit_is_staged(bar, rng):
     dev = bar
-    n = memory.MAPPED_READ_BYTES // 4 + 256
+    n = memory.mapped_read_bytes() // 4 + 256
     x = dev.tensor(rng.standard_normal((1, n)).astype(np.float32))
     with dev.graph() as g:
         y = vkops.slice(x, (0, 0), (1, n), (1, -1))

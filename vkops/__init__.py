@@ -12,9 +12,9 @@ in tests/test_layers.py is exact, and checks every import; docs/architecture.md#
 
     pure       errors, dtypes, tensor, limits, plan, inputs
     reference  the NumPy oracles (imports only the pure modules)
-    native     vkops.native: libvkops' planner through ctypes (imports only the pure modules)
+    native     vkops.native: libvkops' planner and host reads through ctypes (imports only the pure modules)
     platform   drivers, vkinfo (the Vulkan loader and device facts; no kp)
-    runtime    vkops.runtime (the only code that imports kp, or the wheel's vkops._vendor)
+    runtime    vkops.runtime (the only code that imports kp, or the wheel's vkops._vendor; native for its reads)
     ops        vkops.ops (native for default plans; runtime at call time)
     face       vkops (this module)
     users      vkops.onnx, vkops.demo; bench: vkops.bench

@@ -1,5 +1,6 @@
 """libvkops through ctypes: the C library's planner (libvkops/include/vkops.h), the one every runtime that
-links libvkops uses, as the operators' default planner in Python too.
+links libvkops uses, as the operators' default planner in Python too; and its host reads of mapped device memory
+(`mapped_reader`, which the runtime's reads use).
 
 `plan(op, desc, limits)` is vkops_plan_json of a Python descriptor, read back as the `Plan` Python's own
 lowering makes (the caller's `Limits` put back in; notes, buffers, dispatches equal: tests/test_capi_*.py).
@@ -124,6 +125,10 @@ def load(path: Path):
     lib.vkops_plan_json.argtypes = [C.POINTER(OperatorDescC), C.POINTER(LimitsC), C.POINTER(C.c_void_p)]
     lib.vkops_validate.argtypes = [C.POINTER(OperatorDescC)]
     lib.vkops_free.argtypes = [C.c_void_p]
+    if hasattr(lib, "vkops_read_mapped"):  # a library built before it: reads stay NumPy's
+        lib.vkops_read_mapped.argtypes = [C.c_void_p, C.c_void_p, C.c_size_t]
+        lib.vkops_read_mapped.restype = None
+        lib.vkops_read_mapped_streams.restype = C.c_int
     return lib
 
 
@@ -161,6 +166,15 @@ def enabled() -> bool:
     and the library loaded."""
     return os.environ.get("VKOPS_NATIVE_PLANNER", "1") != "0" and lib() is not None
 
+
+
+def mapped_reader():
+    """vkops_read_mapped (dst, src, bytes: reads of device memory the host maps uncached, by streaming loads) where
+    the library loaded, has it and streams on this CPU; else None. Independent of VKOPS_NATIVE_PLANNER."""
+    lv = lib()
+    if lv is None or not hasattr(lv, "vkops_read_mapped") or not lv.vkops_read_mapped_streams():
+        return None
+    return lv.vkops_read_mapped
 
 
 def describe() -> str:

@@ -195,6 +195,16 @@ VKOPS_API vkops_status vkops_plan_json_tuned(const vkops_operator_desc *desc, co
                                              const char *knobs, char **json);
 VKOPS_API void vkops_free(void *p);
 
+/* ---------------------------------------------------------------- host reads */
+/* Copy `bytes` from `src` in memory the host maps from a device (vkMapMemory) to `dst`. Where that memory is
+ * uncached (HOST_VISIBLE without HOST_CACHED: a discrete GPU's resizable BAR, write-combining), a plain copy pays
+ * one PCIe round trip per load; this one, on x86-64 with SSE4.1 and `src` 16-byte aligned, reads whole 64-byte
+ * lines with streaming loads (it may read up to 15 bytes past `bytes` inside the same aligned 16 bytes); else
+ * memcpy. Call it after the wait that makes the device's writes visible (it fences first). */
+VKOPS_API void vkops_read_mapped(void *dst, const void *src, size_t bytes);
+/* 1 where vkops_read_mapped uses streaming loads on this CPU, else 0. */
+VKOPS_API int vkops_read_mapped_streams(void);
+
 /* ---------------------------------------------------------------- device requirements */
 #define VKOPS_MAX_REQUIRED_EXTENSIONS 16
 

@@ -12,7 +12,8 @@
 - `_kp`       the kp import (patched build only) and Vulkan flag values
 
 May import: the pure modules (errors, dtypes, tensor, limits, plan, inputs), `vkops.drivers` and
-`vkops.vkinfo` (the loader, device facts), kp (here alone, through `_kp`). Never `vkops.ops` (an
+`vkops.vkinfo` (the loader, device facts), `vkops.native` (libvkops' reads of mapped device memory), kp
+(here alone, through `_kp`). Never `vkops.ops` (an
 operator reaches the runtime through `Call` and a Plan, never the reverse), `vkops.bench`,
 `vkops.reference` or the package face `vkops`. (tests/test_layers.py checks it.)
 """

@@ -206,7 +206,7 @@ class Graph(Batch):
             self.runs += 1
             if fetch is None:
                 return None
-            res = tuple(t.from_words(host.host()[:words]) for t, host, words in out)
+            res = tuple(t.from_buffer(host, words) for t, host, words in out)
             return res if many else res[0]
 
     def _copies(self, fed) -> List:

@@ -1,5 +1,6 @@
-"""Large host copies (into and out of mapped staging memory) split over a few threads: NumPy releases the
-GIL while it copies, and one core's copy runs well under a host's memory bandwidth."""
+"""Host copies: large ones (into and out of mapped staging memory) split over a few threads (NumPy releases the
+GIL while it copies, and one core's copy runs well under a host's memory bandwidth); small reads of device memory
+the host maps uncached by libvkops' streaming loads (`mapped_reader`)."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from .. import native
 
 # Copies of at least this many bytes are split (docs/tuning/runtime.md, session 21: host copies).
 SPLIT_BYTES = 4 << 20
@@ -17,8 +20,14 @@ SPLIT_OUT_BYTES = 2 << 20
 THREADS = max(1, min(2, os.cpu_count() or 1))
 _ALIGN = 4096  # parts start on page boundaries
 
+# Reads of device memory the host maps uncached (resizable BAR) by libvkops' vkops_read_mapped (streaming loads: a
+# 64-byte line a PCIe round trip, not one a load; H100 host 4 KiB 16-17 us against NumPy's 76-80): docs/tuning/runtime.md,
+# session 32. False: NumPy's copy (research A/B).
+STREAM_READS = True
+
 _pool = None
 _pool_lock = threading.Lock()
+_reader = None  # vkops_read_mapped, or False: resolved once
 
 
 def _forget_pool() -> None:  # a forked child has none of the parent's threads: it makes its own pool
@@ -66,3 +75,12 @@ def copy_out(src: np.ndarray, dtype: np.dtype, shape) -> np.ndarray:
     flat = out.reshape(-1).view(np.uint8)
     copy(flat, src[:flat.size], SPLIT_OUT_BYTES)
     return out
+
+
+def mapped_reader():
+    """libvkops' vkops_read_mapped(dst, src, bytes) where the library loaded and reads with streaming loads on this
+    CPU (and STREAM_READS holds), else None."""
+    global _reader
+    if _reader is None:
+        _reader = native.mapped_reader() or False
+    return _reader if _reader and STREAM_READS else None

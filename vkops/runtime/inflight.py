@@ -76,7 +76,7 @@ class HostAccess:
         if buf.reads_mapped(words):
             if busy:
                 self.synchronize()
-            return tensor.from_words(buf.host()[:words])
+            return tensor.from_buffer(buf, words)
         if words * 4 <= READ_KEPT_BYTES:
             out = self._read_kept(buf, words, tensor.from_words)
         else:

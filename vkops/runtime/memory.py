@@ -36,10 +36,19 @@ BUDGET_CHECK_BYTES = 64 << 20
 # through a staging copy: uncached reads cross PCIe at ~30 MB/s (H200: 256 B 9 µs, 1 KiB 33, a staged read 22;
 # docs/tuning/runtime.md#2026-11-26-session-23-mapped-device-memory).
 MAPPED_READ_BYTES = 512
+# ... up to this many where libvkops reads them by streaming loads (hostcopy.mapped_reader): H100 host, 8 KiB in place
+# 23-25 us against 32-35 staged, 16 KiB even (docs/tuning/runtime.md, session 32).
+MAPPED_STREAM_READ_BYTES = 8192
 
 # Requests up to this many words share one class; above it, four classes per power of two
 # (under 25% unused).
 MIN_CLASS_WORDS = 256
+
+
+def mapped_read_bytes() -> int:
+    """The largest read of uncached mapped device memory made in place: MAPPED_STREAM_READ_BYTES where libvkops
+    reads it by streaming loads, else MAPPED_READ_BYTES."""
+    return MAPPED_STREAM_READ_BYTES if hostcopy.mapped_reader() else MAPPED_READ_BYTES
 
 
 def size_class(words: int, limit_words: int) -> int:
@@ -54,10 +63,11 @@ def size_class(words: int, limit_words: int) -> int:
 class _Block:
     """One kp tensor: what the allocator keeps while nobody uses it."""
 
-    __slots__ = ("kp", "words", "serial")
+    __slots__ = ("kp", "words", "serial", "addr")
 
     def __init__(self, kp_tensor, words: int):
         self.kp, self.words, self.serial = kp_tensor, words, next(_serials)
+        self.addr = None  # where the host maps it (host-visible ones), once asked
 
     @property
     def nbytes(self) -> int:
@@ -97,10 +107,17 @@ class _Buffer:
         """The mapped memory as uint32 words (host-visible buffers only)."""
         return self.kp.data()
 
+    def host_address(self) -> int:
+        """The address the host maps this buffer at (host-visible buffers only; fixed while the block lives)."""
+        b = self._block
+        if b.addr is None:
+            b.addr = self.kp.data().ctypes.data
+        return b.addr
+
     def reads_mapped(self, words: int) -> bool:
         """The host reads `words` of this buffer in place (host memory, or few words of mapped device
         memory) rather than through a staging copy."""
-        return self.host_visible and (self.host_cached or words * 4 <= MAPPED_READ_BYTES)
+        return self.host_visible and (self.host_cached or words * 4 <= mapped_read_bytes())
 
 
 class Allocator:
@@ -309,6 +326,20 @@ class DeviceTensor:
     def numpy(self) -> np.ndarray:
         """Download and return a NumPy array (honours the view's strides)."""
         return self.device._read(self)
+
+    def from_buffer(self, buf, words: int) -> np.ndarray:
+        """This tensor's elements from the first `words` of host-visible `buf` (a copy); uncached mapped memory
+        through libvkops' streaming loads where it offers them."""
+        read = None if buf.host_cached else hostcopy.mapped_reader()
+        if read is None:
+            return self.from_words(buf.host()[:words])
+        if self.desc.is_packed:  # straight into the result: its bytes lead the buffer, as from_words reads them
+            out = np.empty(self.shape, self.data_type.np)
+            read(out.ctypes.data, buf.host_address(), out.nbytes)
+            return out
+        w = np.empty(words, np.uint32)
+        read(w.ctypes.data, buf.host_address(), words * 4)
+        return self.from_words(w)
 
     def from_words(self, words: np.ndarray) -> np.ndarray:
         """This tensor's elements from the words of its buffer (a copy)."""
