@@ -34,9 +34,11 @@ QLMM = [
 ]
 for _name, _src, _defines in QLMM:
     VARIANTS[_name] = (f"qlmm/{_src}", _defines)
-# QLinearMatMul for one row against a row-major B: a matrix-vector product (ops/qlmm_gemv.py).
-for _name, _defines in (("qlmm_gemv", {"MR": "1u"}), ("qlmm_gemv_sk", {"MR": "1u", "SPLIT_K": 1})):
-    VARIANTS[_name] = ("qlmm/qlmm_gemv.comp", _defines, {"optimize": True})
+# QLinearMatMul for one or two rows against a row-major B: a matrix-vector product (ops/qlmm/gemv.py; MR rows).
+for _mr in (1, 2):
+    for _sk in (0, 1):
+        _name = ("qlmm_gemv" if _mr == 1 else f"qlmm_gemv_m{_mr}") + ("_sk" if _sk else "")
+        VARIANTS[_name] = ("qlmm/qlmm_gemv.comp", {"MR": f"{_mr}u", **({"SPLIT_K": 1} if _sk else {})}, {"optimize": True})
 # QLinearMatMul for decoding-sized M, B streamed into cooperative matrices (ops/qlmm_stream.py): one module
 # per tile shape (16 rows; columns NR with PF steps in flight), so spirv-opt (run twice) keeps the steps in
 # registers.

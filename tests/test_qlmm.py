@@ -473,7 +473,7 @@ def _gemv_or_skip(dev):
 
 
 def _gemv_call(dev, args, odt, **kw):
-    """One row through kernel="gemv" against the oracle; the plan it ran."""
+    """One or two rows through kernel="gemv" against the oracle; the plan it ran."""
     got = vkops.quantized_linear_matmul(*args, output_dtype=odt, kernel="gemv", **kw)
     close(got.numpy() if isinstance(got, vkops.DeviceTensor) else got, reference.quantized_linear_matmul(*args, output_dtype=odt))
     p = next(reversed(dev._plans._entries.values()))
@@ -481,24 +481,28 @@ def _gemv_call(dev, args, odt, **kw):
     return p
 
 
+@pytest.mark.parametrize("M", [1, 2])
 @pytest.mark.parametrize("zps", ["none", "tensor", "axis"])
 @pytest.mark.parametrize("adt,bdt", [(I8, I8), (U8, I8), (U8, U8), (I8, U8)], ids=lambda d: d.name)
-def test_gemv_kernel_dtypes_zero_points(dev, rng, adt, bdt, zps):
+def test_gemv_kernel_dtypes_zero_points(dev, rng, adt, bdt, zps, M):
     """Every signedness pair, zero points none / per tensor / per column of B (taken off as zb * sum(a - za)),
-    per-row and per-column scales; N = 272 is one 16-column step past the 256-column workgroup."""
+    per-row and per-column scales; N = 272 is one 16-column step past the 256-column workgroup; one row and two
+    (the MR = 2 build: each row its own zero point and row sum)."""
     _gemv_or_skip(dev)
-    _gemv_call(dev, problem(rng, adt, bdt, adt, 1, 272, 272, "axis", zps), adt)
+    p = _gemv_call(dev, problem(rng, adt, bdt, adt, M, 272, 272, "axis", zps), adt)
+    assert p.dispatches[-1].kernel in (QG.kernel(M), QG.kernel(M) + "_sk")
 
 
+@pytest.mark.parametrize("M", [1, 2])
 @pytest.mark.parametrize("N", [16, 240, 256, 272])
 @pytest.mark.parametrize("K", [QG.STEP - 1, QG.STEP, QG.STEP + 1])
-def test_gemv_kernel_workgroup_boundaries(dev, rng, K, N):
+def test_gemv_kernel_workgroup_boundaries(dev, rng, K, N, M):
     """Around the 256-column workgroup (a step less, exact, a step more) and the K step of a workgroup
-    (16 lane groups x U rows): one split and forced splits (the last one partial)."""
+    (16 lane groups x U rows): one split and forced splits (the last one partial); one row and two."""
     _gemv_or_skip(dev)
     for target in (1, 10**6):
         tun = TUNING.replace(GEMV_TARGET_GROUPS=target)
-        p = _gemv_call(dev, problem(rng, U8, I8, I8, 1, K, N, "axis", "axis"), I8, tuning=tun)
+        p = _gemv_call(dev, problem(rng, U8, I8, I8, M, K, N, "axis", "axis"), I8, tuning=tun)
         assert p.note("split_k") == (1 if target == 1 else -(-K // QG.STEP))
 
 
@@ -507,10 +511,11 @@ def test_gemv_kernel_splits_sums_and_plan(dev, rng):
     one workgroup; split sums go through the device's counters, which the kernel leaves zero; several
     products in one batch share them (ordered); the plan of an H100-sized decode GEMM."""
     lim = _gemv_or_skip(dev)
-    K = QG.slice_max(1) + 1
-    p = _gemv_call(dev, problem(rng, I8, U8, I8, 1, K, 32, "tensor", "tensor"), I8,
-                   tuning=TUNING.replace(GEMV_TARGET_GROUPS=1))
-    assert p.note("split_k") == 2 and p.dispatches[-1].kernel == "qlmm_gemv_sk"
+    for M in (1, 2):  # two rows stage half as many K rows (slice_max(2)): the same split from half the K
+        K = QG.slice_max(M) + 1
+        p = _gemv_call(dev, problem(rng, I8, U8, I8, M, K, 32, "tensor", "tensor"), I8,
+                       tuning=TUNING.replace(GEMV_TARGET_GROUPS=1))
+        assert p.note("split_k") == 2 and p.dispatches[-1].kernel == QG.kernel(M) + "_sk"
     args = [problem(rng, I8, I8, I8, 1, 1024, 512, "tensor", "axis") for _ in range(3)]
     with dev.batch():
         outs = [vkops.quantized_linear_matmul(*[dev.tensor(x) if isinstance(x, np.ndarray) and x.shape[-1] > 1 and x.shape[-2] > 1
@@ -529,6 +534,10 @@ def test_gemv_kernel_splits_sums_and_plan(dev, rng):
     assert g.kernel == "qlmm_gemv_sk" and g.groups == (tiles * p.note("split_k"), 1, 1)
     # 264 workgroups over 43 tiles hold 6 splits; ranges of whole 256-row steps (768 rows) cover K in 6
     assert TUNING.GEMV_TARGET_GROUPS == 264 and p.note("split_k") == QG.splits(tiles, 4096, 1) == 6
+    # two rows of it (B's 45 MB over GEMV_MULTI_MIN_B): the MR = 2 build, the same split
+    d2 = dataclasses.replace(d, a=TensorDesc(I8, (1, 1, 2, 4096)), output=TensorDesc(I8, (1, 1, 2, 11008))).validate()
+    (g2,) = _gemms(qmod.plan(d2, h100))
+    assert g2.kernel == "qlmm_gemv_m2_sk" and g2.groups == g.groups
     # 125 tiles (1 x K x 32000): the splits that stay within the target's one wave where they fill 7/8 of it
     # (2: 250 workgroups), not 3; 197 tiles (1 x K x 50304): one split would fill 197 of 264, so 2 (394). K = 2048
     # keeps B within the device's storage buffer range (the rule reads the tiles only).
@@ -541,7 +550,7 @@ def test_gemv_kernel_splits_sums_and_plan(dev, rng):
 
 def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
     """B per batch (the z dimension: not folded), a strided row of A, and what the kernel refuses, each
-    naming the reason: more than one row, column-major B, N not in whole 16-column steps."""
+    naming the reason: more than two rows, column-major B, N not in whole 16-column steps."""
     _gemv_or_skip(dev)
     a = rand_q(rng, (2, 3, 1, 160), I8)
     b = rand_q(rng, (2, 3, 160, 48), I8)
@@ -554,8 +563,8 @@ def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
     got = vkops.quantized_linear_matmul(*args2, kernel="gemv").numpy()
     want = reference.quantized_linear_matmul(wide.numpy()[..., ::2], 0.03, None, b[:1, :1], 0.02, None, 3.0, None)
     close(got, want)
-    with pytest.raises(vkops.DeviceLimitError, match="M = 2 is above 1 row"):
-        vkops.quantized_linear_matmul(rand_q(rng, (2, 64), I8), 1.0, None, rand_q(rng, (64, 32), I8), 1.0, None, 1.0, None,
+    with pytest.raises(vkops.DeviceLimitError, match="M = 3 is above 2 row"):
+        vkops.quantized_linear_matmul(rand_q(rng, (3, 64), I8), 1.0, None, rand_q(rng, (64, 32), I8), 1.0, None, 1.0, None,
                                       kernel="gemv")
     bt = rand_q(rng, (32, 64), I8)
     bcols = dev.tensor(bt).as_strided((1, 1, 64, 32), (0, 0, 1, 64))
@@ -593,7 +602,10 @@ def test_auto_kernel_rule_for_small_m():
 
     # one row against row-major B: the matrix-vector kernel (any signedness, zero points or not); N not in
     # whole 16-column steps, or column-major B, go on to the rules below
-    assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk" and kernel(h100, 2) != "qlmm_gemv_sk"
+    assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk" and kernel(h100, 2) != "qlmm_gemv_m2_sk"
+    # two rows where B has GEMV_MULTI_MIN_B bytes (4096 x 11008: 45 MB; 4096^2 is 16 MiB: the stream kernel above)
+    assert kernel(h100, 2, N=11008) == kernel(h100, 2, U8, U8, zp=True, N=11008) == "qlmm_gemv_m2_sk"
+    assert kernel(h100, 3, N=11008).startswith("qlmm_stream")
     assert kernel(h100, 1, cols=True).startswith("qlmm_stream") and kernel(h100, 1, N=4100).startswith("qlmm_dot")
     assert kernel(h100.replace(max_workgroup_invocations=128), 1).startswith("qlmm_stream")
     tun = TUNING.replace(GEMV=False)

@@ -53,7 +53,16 @@ def test_rule_row_gemv():
     from vkops.ops.qlmm.tuning import DEFAULT
 
     assert _choose(grid.LAVAPIPE, 1).kernel == _choose(grid.PAPER_GEMV, 1).kernel == "gemv"  # any device
-    assert _choose(grid.H100, 2).kernel != "gemv" and _choose(grid.H100, 1, N=4100).kernel != "gemv"
+    assert _choose(grid.H100, 3, N=11008).kernel != "gemv" and _choose(grid.H100, 1, N=4100).kernel != "gemv"
+    # two rows where B has GEMV_MULTI_MIN_B bytes or more (all batches), one row at any size
+    least = DEFAULT.GEMV_MULTI_MIN_B
+    assert least % 4096 == 0 and least // 4096 % 16 == 0
+    c = _choose(grid.H100, 2, N=least // 4096)
+    assert (c.kernel, c.gemv) == ("gemv", 2)
+    assert _choose(grid.H100, 2, N=least // 4096 - 16).kernel == "stream"
+    assert _choose(grid.H100, 2, N=least // 4096 - 16, tuning=DEFAULT.replace(GEMV_MULTI_MIN_B=least - 16 * 4096)).kernel == "gemv"
+    assert _choose(grid.H100, 1, K=16, N=16).kernel == "gemv"
+    assert _choose(grid.H100, 2, N=11008, tuning=DEFAULT.replace(GEMV_MAX_M=1)).kernel == "stream"
     assert _choose(grid.H100, 1, tuning=DEFAULT.replace(GEMV=False)).kernel == "stream"
 
 
@@ -107,7 +116,7 @@ def test_forced_kernels_and_their_refusals():
             ("stream", grid.H100, 16, {"N": 20}, ValidationError, "kernel='stream' needs K and N multiples of 16"),
             ("stream", grid.H100, 17, {}, DeviceLimitError, "kernel='stream' cannot run this product: M = 17 is above 16"),
             ("dot", grid.LIMITS["minimum"], 1, {}, DeviceLimitError, "kernel='dot' cannot run this product: Vulkan 1.1"),
-            ("gemv", grid.H100, 2, {}, DeviceLimitError, "kernel='gemv' cannot run this product: M = 2 is above 1"),
+            ("gemv", grid.H100, 3, {}, DeviceLimitError, "kernel='gemv' cannot run this product: M = 3 is above 2"),
             ("fast", grid.H100, 2, {}, ValidationError, "kernel must be 'auto', 'portable'")):
         with pytest.raises(err, match=why):
             _choose(lim, M, kernel=kernel, **kw)

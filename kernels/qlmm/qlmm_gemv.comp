@@ -8,14 +8,14 @@
 // per lane. The 16 lane groups' sums meet in shared memory (atomics), the zero point of B comes off as
 // sum (a - za)(b - zb) = sum (a - za) b - zb sum (a - za), and the tile is requantized (or, split across
 // K, stored as a partial tile: the last split of a tile to arrive adds them and requantizes).
-// Host requirements (ops/qlmm_gemv.py): M <= MR, N % 16 == 0, B's row and batch strides multiples of 16.
+// Host requirements (ops/qlmm/gemv.py): M <= MR, N % 16 == 0, B's row and batch strides multiples of 16.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #ifndef SPLIT_K
 #define SPLIT_K 0
 #endif
 #ifndef MR
-#define MR 1u       // rows of A (variants.py ships 1: 4 rows lost to qlmm_stream.comp on the H100)
+#define MR 1u       // rows of A (variants.py ships 1 and 2: 4 rows lost to qlmm_stream.comp on the H100)
 #endif
 #ifndef U
 #define U 16u       // B rows in flight per lane (ops/qlmm_gemv.py U)

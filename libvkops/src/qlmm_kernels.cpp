@@ -182,6 +182,8 @@ i64 gemv_why_not(const Limits &lim, i64 M, i64 N, const St4 &b_st, bool b_cols, 
     return mr;
 }
 
+bool gemv_preferred(i64 M, i64 b_bytes, const QlmmTuning &t) { return M == 1 || b_bytes >= (i64)t.GEMV_MULTI_MIN_B; }
+
 std::string gemv_kernel(i64 mr) { return mr == 1 ? "qlmm_gemv" : "qlmm_gemv_m" + std::to_string(mr); }
 
 i64 gemv_splits(i64 tiles, i64 K, i64 mr, const QlmmTuning &t) {

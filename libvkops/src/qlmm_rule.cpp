@@ -108,7 +108,7 @@ QChoice qlmm_choose(const Limits &lim, const QProduct &p, const QlmmTuning &t) {
     Facts f{lim, p, t};
     QChoice c;
     // AUTO_RULE, in order: gemv, stream, dot, coopmat, portable.
-    if (f.gemv()) {
+    if (f.gemv() && gemv_preferred(p.M, p.batches * p.K * p.N, t)) {
         c.kernel = "gemv";
         c.gemv = f.gemv();
     } else if (f.coopmat() && t.STREAM && f.stream() && stream_preferred(p.M, t)) {

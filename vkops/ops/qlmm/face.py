@@ -47,11 +47,11 @@ def quantized_linear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, 
         the dtype of a, b and the output (Python ints take that dtype, range-checked).
     output_dtype: INT8 or UINT8 when output_zero_point does not fix it; default: a's dtype.
     out: optional packed DeviceTensor of the output's dtype and element count to write into.
-    kernel: "auto" (where the device's cooperative matrices passed their self-check: up to 16 rows
-        B streamed through them, "stream"; more rows the tiled cooperative-matrix kernel; else packed
-        integer dot products for up to 32 rows where the device has them; else the portable kernel),
-        "portable", "coopmat", "stream", "dot" or "gemv" (up to 4 rows against a row-major B: a
-        matrix-vector product, bound by reading B).
+    kernel: "auto" (one row against a row-major B, or two against one of 20 MiB or more: the
+        matrix-vector kernel, bound by reading B, "gemv"; where the device's cooperative matrices passed
+        their self-check: up to 16 rows B streamed through them, "stream"; more rows the tiled
+        cooperative-matrix kernel; else packed integer dot products for up to 32 rows where the device has
+        them; else the portable kernel), "portable", "coopmat", "stream", "dot" or "gemv" (up to 2 rows).
     tuning: the planning knobs (vkops.ops.qlmm.QlmmTuning; None: its DEFAULT), part of the plan key.
 
     Returns the int8/uint8 result {..., M, N} with the larger operand's rank: a NumPy array for NumPy

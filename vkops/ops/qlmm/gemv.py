@@ -1,5 +1,5 @@
-"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for a few rows of A against a row-major B (kernels/qlmm/qlmm_gemv.comp): a
-matrix-vector product bound by reading B once (decoding). The knobs, shape rules and split-K the lowering in
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for one or two rows of A against a row-major B (kernels/qlmm/qlmm_gemv.comp): a
+matrix-vector product bound by reading B once (decoding, or two sequences at once). The knobs, shape rules and split-K the lowering in
 rule.py and lowering.py read; its knobs are a QlmmTuning's GEMV* fields (tuning.py), part of every plan key."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ...limits import Limits
 from .tuning import DEFAULT, QlmmTuning
 
 # The knobs (GEMV, GEMV_MAX_M, GEMV_TARGET_GROUPS) are QlmmTuning's fields (tuning.py).
-ROWS = (1,)              # MR variants shipped (kernels/variants.py)
+ROWS = (1, 2)            # MR variants shipped (kernels/variants.py)
 WG = 256                 # the kernel's lane layout: 16 lanes across 256 columns x 16 along K
 COLS = 256               # output columns per workgroup
 U = 16                   # B rows in flight per lane (the kernel's U): 16 beat 8 by 0-13% on the H100
@@ -48,6 +48,12 @@ def why_not(lim: Limits, M: int, N: int, b_st, b_cols: bool,
     if shared_bytes(mr, True) > lim.shared_memory_bytes:
         return None, f"{shared_bytes(mr, True)} bytes of shared memory; {lim.name} has {lim.shared_memory_bytes}"
     return mr, ""
+
+
+def preferred(M: int, b_bytes: int, tuning: QlmmTuning = DEFAULT) -> bool:
+    """Whether auto takes this kernel where why_not() allows it: one row always; more where B has at least
+    GEMV_MULTI_MIN_B bytes (over all batches): below it the stream kernel's tensor cores win."""
+    return M == 1 or b_bytes >= tuning.GEMV_MULTI_MIN_B
 
 
 def kernel(mr: int) -> str:

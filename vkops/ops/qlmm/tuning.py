@@ -73,9 +73,10 @@ class QlmmTuning(Tuning):
     STREAM_WG: int = 256  # 8 subgroups take a K range's steps in turn; 128 slower (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_TARGET_GROUPS: int = 120  # split-K below about one workgroup an H100 SM (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
     STREAM_SPLIT_MAX: int = 16  # at most this many splits (#2026-11-24-session-9-b-streamed-into-the-tensor-cores)
-    # -- gemv.py: one row of A as a matrix-vector product
+    # -- gemv.py: one or two rows of A as a matrix-vector product
     GEMV: bool = True  # 1x4096x11008 0.0205 ms against the stream kernel's 0.047 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
-    GEMV_MAX_M: int = 1  # 2-4 rows lost to the stream kernel: 4x4096^2 0.019 against 0.015 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
+    GEMV_MAX_M: int = 2  # 2x4096x11008 0.0243 ms against the stream kernel's 0.0440; 4 rows tie or lose, 8 lose 2x (#2026-11-27-session-32-two-rows-by-the-matrix-vector-kernel)
+    GEMV_MULTI_MIN_B: int = 20 << 20  # bytes of B from which 2 rows take it: 2x4096x6144 0.0179 against 0.0220, 2x4096^2 0.0146 against 0.0135 (#2026-11-27-session-32-two-rows-by-the-matrix-vector-kernel)
     GEMV_TARGET_GROUPS: int = 264  # splits stay within it where they fill 7/8 (one wave of two an SM): 1x4096x32000 0.0518 ms at 250 groups, 0.0565 at 375 (#2026-11-26-session-30-the-read-rate-by-strip-width-the-matrix-vector-split-within-one-wave)
 
     OP = "QLinearMatMul"
