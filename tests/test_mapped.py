@@ -1,6 +1,7 @@
 """Device memory the host maps (resizable BAR: kp `device_host` tensors, runtime/memory.py): uploads are written in
-place with no submission, reads up to mapped_read_bytes() are made in place (by libvkops' streaming loads where it
-offers them: MAPPED_STREAM_READ_BYTES; else MAPPED_READ_BYTES), larger ones through staging; which devices get it. lavapipe offers such memory (its one memory type is device-local and host-visible), so the
+place with no submission; an eager read is made in place up to MAPPED_STREAM_READ_BYTES where libvkops' streaming loads
+are there (else MAPPED_READ_BYTES), a batch's download or a graph's fetch up to MAPPED_READ_BYTES (their staging copy
+rides in a submission made anyway), larger ones through staging; which devices get it. lavapipe offers such memory (its one memory type is device-local and host-visible), so the
 allocator of a GPU with resizable BAR runs here as it would there."""
 import types
 
@@ -85,8 +86,9 @@ def test_vkops_read_mapped(rng, n, offset):
 @pytest.mark.parametrize("dtype, shape", [("int8", (1, 50)), ("uint32", (1, 50)), ("float16", (3, 77)),
                                           ("float32", (2, 512))])
 def test_reads_by_streaming_loads(dev, reads, monkeypatch, rng, dtype, shape):
-    """With libvkops' reader, a read of mapped device memory up to MAPPED_STREAM_READ_BYTES goes through it once,
-    exact, for packed tensors and strided views; a graph's in-place fetch too."""
+    """With libvkops' reader, an eager read of mapped device memory up to MAPPED_STREAM_READ_BYTES goes through it
+    once, exact, for packed tensors and strided views; a graph's fetch up to MAPPED_READ_BYTES too, a larger one is
+    staged in the graph's submission."""
     monkeypatch.setattr(hostcopy, "STREAM_READS", True)
     with device_memory(dev, "mapped"):
         a = (rng.standard_normal(shape) * 100).astype(dtype)
@@ -102,18 +104,19 @@ def test_reads_by_streaming_loads(dev, reads, monkeypatch, rng, dtype, shape):
         for _ in range(2):
             b = (rng.standard_normal(shape) * 100).astype(dtype)
             np.testing.assert_array_equal(g.run(feed={x: b}, fetch=z), b[:, ::-1])
-        assert len(reads) == 4 and not g._fetch_stages
+        in_place = a.nbytes <= memory.MAPPED_READ_BYTES
+        assert len(reads) == (4 if in_place else 2) and bool(g._fetch_stages) != in_place
         g.close()
         del x, y, z
 
 
 @pytest.mark.parametrize("extra", [-4, 0, 4])
 def test_read_in_place_up_to_the_limit(bar, rng, extra):
-    """A read of mapped_read_bytes() or less is made in place (no submission); 4 bytes more go through staging (one
-    submission); exact either way, after a call writes the tensor."""
+    """An eager read of mapped_read_bytes(alone=True) or less is made in place (no submission); 4 bytes more go
+    through staging (one submission); exact either way, after a call writes the tensor."""
     dev = bar
     limit = memory.MAPPED_STREAM_READ_BYTES if hostcopy.STREAM_READS else memory.MAPPED_READ_BYTES
-    assert memory.mapped_read_bytes() == limit
+    assert memory.mapped_read_bytes(alone=True) == limit and memory.mapped_read_bytes() == memory.MAPPED_READ_BYTES
     n = (limit + extra) // 4
     a = rng.standard_normal((1, n)).astype(np.float32)
     x = dev.tensor(a)
@@ -153,9 +156,26 @@ def test_decode_step(bar, mode):
         vk.graph.close()
 
 
+@pytest.mark.parametrize("extra", [0, 4])
+def test_batch_download_in_place_up_to_the_limit(bar, rng, extra):
+    """A batch's download of mapped memory is read in place up to MAPPED_READ_BYTES (streaming loads or not);
+    beyond it the copy into staging rides in the batch's own submission."""
+    dev = bar
+    n = (memory.MAPPED_READ_BYTES + extra) // 4
+    a = rng.standard_normal((1, n)).astype(np.float32)
+    x = dev.tensor(a)
+    b = dev.batch()
+    with b:
+        y = vkops.slice(x, (0, 0), (1, n), (1, -1))
+        b.download(y)
+    host = [h for buf, h, _ in b._downloads if buf is y._buffer][0]
+    assert (host is y._buffer) == (extra == 0)
+    np.testing.assert_array_equal(b.host_words(y).view(np.float32).reshape(1, n), a[:, ::-1])
+
+
 def test_graph_fetch_beyond_the_limit_is_staged(bar, rng):
     dev = bar
-    n = memory.mapped_read_bytes() // 4 + 256
+    n = memory.MAPPED_READ_BYTES // 4 + 256
     x = dev.tensor(rng.standard_normal((1, n)).astype(np.float32))
     with dev.graph() as g:
         y = vkops.slice(x, (0, 0), (1, n), (1, -1))

@@ -73,7 +73,7 @@ class HostAccess:
         self._check_not_pending(buf)
         busy = buf.serial in self._async_written
         words = words_for(tensor.desc.span, tensor.data_type)
-        if buf.reads_mapped(words):
+        if buf.reads_mapped(words, alone=True):
             if busy:
                 self.synchronize()
             return tensor.from_buffer(buf, words)

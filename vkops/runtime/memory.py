@@ -36,8 +36,10 @@ BUDGET_CHECK_BYTES = 64 << 20
 # through a staging copy: uncached reads cross PCIe at ~30 MB/s (H200: 256 B 9 µs, 1 KiB 33, a staged read 22;
 # docs/tuning/runtime.md#2026-11-26-session-23-mapped-device-memory).
 MAPPED_READ_BYTES = 512
-# ... up to this many where libvkops reads them by streaming loads (hostcopy.mapped_reader): H100 host, 8 KiB in place
-# 23-25 us against 32-35 staged, 16 KiB even (docs/tuning/runtime.md, session 32).
+# ... up to this many where libvkops reads them by streaming loads (hostcopy.mapped_reader) and the staged read would take
+# a submission of its own (an eager read): H100 host, 8 KiB in place 23-25 us against 32-35 staged, 16 KiB even. A
+# batch's download or a graph's fetch, whose staging copy rides in a submission made anyway, keeps MAPPED_READ_BYTES:
+# top_k 8x151936 NumPy calls 0.44 -> 0.51-0.54 ms read in place (docs/tuning/runtime.md, session 32).
 MAPPED_STREAM_READ_BYTES = 8192
 
 # Requests up to this many words share one class; above it, four classes per power of two
@@ -45,10 +47,11 @@ MAPPED_STREAM_READ_BYTES = 8192
 MIN_CLASS_WORDS = 256
 
 
-def mapped_read_bytes() -> int:
-    """The largest read of uncached mapped device memory made in place: MAPPED_STREAM_READ_BYTES where libvkops
-    reads it by streaming loads, else MAPPED_READ_BYTES."""
-    return MAPPED_STREAM_READ_BYTES if hostcopy.mapped_reader() else MAPPED_READ_BYTES
+def mapped_read_bytes(alone: bool = False) -> int:
+    """The largest read of uncached mapped device memory made in place: MAPPED_READ_BYTES, or where the read would
+    otherwise take a submission of its own (`alone`: an eager read) and libvkops reads it by streaming loads,
+    MAPPED_STREAM_READ_BYTES."""
+    return MAPPED_STREAM_READ_BYTES if alone and hostcopy.mapped_reader() else MAPPED_READ_BYTES
 
 
 def size_class(words: int, limit_words: int) -> int:
@@ -114,10 +117,10 @@ class _Buffer:
             b.addr = self.kp.data().ctypes.data
         return b.addr
 
-    def reads_mapped(self, words: int) -> bool:
+    def reads_mapped(self, words: int, alone: bool = False) -> bool:
         """The host reads `words` of this buffer in place (host memory, or few words of mapped device
-        memory) rather than through a staging copy."""
-        return self.host_visible and (self.host_cached or words * 4 <= mapped_read_bytes())
+        memory) rather than through a staging copy; `alone`: that copy would be a submission of its own."""
+        return self.host_visible and (self.host_cached or words * 4 <= mapped_read_bytes(alone))
 
 
 class Allocator:
