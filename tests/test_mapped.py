@@ -110,6 +110,21 @@ def test_reads_by_streaming_loads(dev, reads, monkeypatch, rng, dtype, shape):
         del x, y, z
 
 
+def test_numpy_calls_read_by_streaming_loads(dev, reads, monkeypatch, rng):
+    """A small NumPy call on mapped memory reads its outputs in place through libvkops' reader: the first call
+    (its batch's downloads) and its repeats (a recipe) alike, one read an output, exact."""
+    monkeypatch.setattr(hostcopy, "STREAM_READS", True)
+    with device_memory(dev, "mapped"):
+        r0 = dev.stats()["recipe_runs"]
+        for _ in range(3):
+            a = rng.standard_normal((2, 300)).astype(np.float32)
+            v, i = vkops.top_k(a, 7)
+            want = np.argsort(-a, axis=1, kind="stable")[:, :7]
+            np.testing.assert_array_equal(i, want)
+            np.testing.assert_array_equal(v, np.take_along_axis(a, want, 1))
+        assert dev.stats()["recipe_runs"] - r0 == 2 and reads == [2 * 7 * 4] * 6
+
+
 @pytest.mark.parametrize("extra", [-4, 0, 4])
 def test_read_in_place_up_to_the_limit(bar, rng, extra):
     """An eager read of mapped_read_bytes(alone=True) or less is made in place (no submission); 4 bytes more go

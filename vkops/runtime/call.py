@@ -321,7 +321,7 @@ class Call:
                 b.download(t)
             refs = list(b._refs) if self._key is not None and self._prep is not None else None  # run() lets go
             b.run()
-            self._host = [t.from_words(b.host_words(t)) for t in self._outputs]
+            self._host = [b.read(t) for t in self._outputs]
             if refs is not None:
                 rec = capture(self, self._prep, refs)
                 if rec is not None:

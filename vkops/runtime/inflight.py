@@ -83,7 +83,7 @@ class HostAccess:
             b = Batch(self)
             b.download(tensor)
             b.run()
-            out = tensor.from_words(b.host_words(tensor))
+            out = b.read(tensor)
         if self._async:
             self.synchronize()  # a host read is a sync point, as torch's .cpu(): lets go of what is done
         return out

@@ -16,6 +16,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from . import hostcopy
 from .memory import host_layout
 
 # Recipes kept per device, least recently used dropped first: each holds its buffers.
@@ -27,7 +28,8 @@ RECIPE_BYTES = 1 << 20
 class Recipe:
     """What a repeat of one call does: `ins` (input index, its typed mapped destination or None where the
     input is not one C-order run of bytes, mapped buffer, words, whether a parameter), `zeros` (mapped
-    bytes zeroed every call), `outs` (typed mapped outputs); `refs` holds every buffer the ops bind."""
+    bytes zeroed every call), `outs` (typed views of the mapped outputs, each with its buffer where that is
+    uncached device memory, else None); `refs` holds every buffer the ops bind."""
 
     __slots__ = ("plan", "prep", "refs", "ops", "reuse", "ins", "zeros", "outs")
 
@@ -60,7 +62,8 @@ def capture(call, prep, refs: list) -> Optional[Recipe]:
         host = next((h for b, h, _ in batch._downloads if b is t._buffer), None)
         if host is None or not t.desc.is_packed:
             return None
-        outs.append(host.host().view(np.uint8)[:n].view(t.dtype).reshape(t.shape))  # copied out every call
+        # copied out every call; uncached mapped memory (read in place) by libvkops' streaming loads where offered
+        outs.append((host.host().view(np.uint8)[:n].view(t.dtype).reshape(t.shape), None if host.host_cached else host))
     r = Recipe()
     r.plan, r.prep, r.refs, r.ops, r.reuse = call.plan, prep, refs, list(batch._sent.ops), batch._sent
     r.ins, r.zeros, r.outs = ins, zeros, outs
@@ -119,4 +122,13 @@ def replay(dev, rec: Recipe, arrays) -> Optional[List[np.ndarray]]:
     seqs = dev._sequences
     seqs.wait(seqs.submit(rec.ops, False, rec.reuse))
     dev._recipe_runs += 1
-    return [o.copy() for o in rec.outs]
+    read = hostcopy.mapped_reader()
+    res = []
+    for o, mapped in rec.outs:
+        if mapped is None or read is None:
+            res.append(o.copy())
+        else:
+            out = np.empty(o.shape, o.dtype)
+            read(out.ctypes.data, mapped.host_address(), out.nbytes)
+            res.append(out)
+    return res

@@ -114,7 +114,7 @@ class Transfers:
         return buf
 
     def download(self, tensor: DeviceTensor):
-        """Bring `tensor`'s words to host memory as the batch's last step; `host_words(tensor)` reads
+        """Bring `tensor`'s words to host memory as the batch's last step; `read(tensor)` (or `host_words`) reads
         them after the run."""
         words = words_for(tensor.desc.span, tensor.data_type)
         buf = tensor._buffer
@@ -124,9 +124,19 @@ class Transfers:
 
     def host_words(self, tensor: DeviceTensor) -> np.ndarray:
         """After run(): the uint32 words download(tensor) brought to the host (KeyError if it was not)."""
+        host, words = self._downloaded(tensor)
+        return host.host()[:words]
+
+    def read(self, tensor: DeviceTensor) -> np.ndarray:
+        """After run(): `tensor`'s elements as download(tensor) brought them (a copy; in-place reads of uncached
+        mapped memory by libvkops' streaming loads where it offers them). KeyError if it was not downloaded."""
+        host, words = self._downloaded(tensor)
+        return tensor.from_buffer(host, words)
+
+    def _downloaded(self, tensor: DeviceTensor):
         for buf, host, words in self._downloads:
             if buf is tensor._buffer:
-                return host.host()[:words]
+                return host, words
         raise KeyError("tensor was not downloaded by this batch")
 
     def _download_ops(self) -> List:
