@@ -77,6 +77,14 @@ def copy_out(src: np.ndarray, dtype: np.dtype, shape) -> np.ndarray:
     return out
 
 
+def read_mapped(read, buf, shape, dtype) -> np.ndarray:
+    """A new array of `shape` and `dtype` from the leading bytes of host-visible `buf`, copied by `read`
+    (mapped_reader())."""
+    out = np.empty(shape, dtype)
+    read(out.ctypes.data, buf.host_address(), out.nbytes)
+    return out
+
+
 def mapped_reader():
     """libvkops' vkops_read_mapped(dst, src, bytes) where the library loaded and reads with streaming loads on this
     CPU (and STREAM_READS holds), else None."""

@@ -337,12 +337,8 @@ class DeviceTensor:
         if read is None:
             return self.from_words(buf.host()[:words])
         if self.desc.is_packed:  # straight into the result: its bytes lead the buffer, as from_words reads them
-            out = np.empty(self.shape, self.data_type.np)
-            read(out.ctypes.data, buf.host_address(), out.nbytes)
-            return out
-        w = np.empty(words, np.uint32)
-        read(w.ctypes.data, buf.host_address(), words * 4)
-        return self.from_words(w)
+            return hostcopy.read_mapped(read, buf, self.shape, self.data_type.np)
+        return self.from_words(hostcopy.read_mapped(read, buf, (words,), np.uint32))
 
     def from_words(self, words: np.ndarray) -> np.ndarray:
         """This tensor's elements from the words of its buffer (a copy)."""

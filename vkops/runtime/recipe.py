@@ -123,12 +123,5 @@ def replay(dev, rec: Recipe, arrays) -> Optional[List[np.ndarray]]:
     seqs.wait(seqs.submit(rec.ops, False, rec.reuse))
     dev._recipe_runs += 1
     read = hostcopy.mapped_reader()
-    res = []
-    for o, mapped in rec.outs:
-        if mapped is None or read is None:
-            res.append(o.copy())
-        else:
-            out = np.empty(o.shape, o.dtype)
-            read(out.ctypes.data, mapped.host_address(), out.nbytes)
-            res.append(out)
-    return res
+    return [o.copy() if mapped is None or read is None else hostcopy.read_mapped(read, mapped, o.shape, o.dtype)
+            for o, mapped in rec.outs]
