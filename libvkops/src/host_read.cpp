@@ -33,12 +33,16 @@ __attribute__((target("sse4.1"))) static void stream_copy(void *dst, const void 
         std::memcpy(d + 16 * n16, &t, bytes % 16);
     }
 }
+
+static bool streams() {  // asked once
+    static const bool sse41 = __builtin_cpu_supports("sse4.1");
+    return sse41;
+}
 #endif
 
 extern "C" VKOPS_API void vkops_read_mapped(void *dst, const void *src, size_t bytes) {
 #ifdef VKOPS_STREAM_LOADS
-    static const bool sse41 = __builtin_cpu_supports("sse4.1");
-    if (sse41 && ((uintptr_t)src % 16) == 0) {
+    if (streams() && ((uintptr_t)src % 16) == 0) {
         stream_copy(dst, src, bytes);
         return;
     }
@@ -48,7 +52,7 @@ extern "C" VKOPS_API void vkops_read_mapped(void *dst, const void *src, size_t b
 
 extern "C" VKOPS_API int vkops_read_mapped_streams(void) {
 #ifdef VKOPS_STREAM_LOADS
-    return __builtin_cpu_supports("sse4.1") ? 1 : 0;
+    return streams() ? 1 : 0;
 #else
     return 0;
 #endif

@@ -1,6 +1,7 @@
-"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for one or two rows of A against a row-major B (kernels/qlmm/qlmm_gemv.comp): a
-matrix-vector product bound by reading B once (decoding, or two sequences at once). The knobs, shape rules and split-K the lowering in
-rule.py and lowering.py read; its knobs are a QlmmTuning's GEMV* fields (tuning.py), part of every plan key."""
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for one or two rows of A against a row-major B (kernels/qlmm/qlmm_gemv.comp):
+a matrix-vector product bound by reading B once (decoding, or two sequences at once). The knobs, shape rules and
+split-K the lowering in rule.py and lowering.py read; its knobs are a QlmmTuning's GEMV* fields (tuning.py), part
+of every plan key."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -8,7 +9,7 @@ from typing import Optional, Tuple
 from ...limits import Limits
 from .tuning import DEFAULT, QlmmTuning
 
-# The knobs (GEMV, GEMV_MAX_M, GEMV_TARGET_GROUPS) are QlmmTuning's fields (tuning.py).
+# The knobs (GEMV, GEMV_MAX_M, GEMV_MULTI_MIN_B, GEMV_TARGET_GROUPS) are QlmmTuning's fields (tuning.py).
 ROWS = (1, 2)            # MR variants shipped (kernels/variants.py)
 WG = 256                 # the kernel's lane layout: 16 lanes across 256 columns x 16 along K
 COLS = 256               # output columns per workgroup
