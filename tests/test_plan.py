@@ -244,18 +244,20 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m():
 @pytest.mark.host_only
 def test_qlmm_reads_column_major_b_in_place():
     """b viewed column-major (k stride 1: PyTorch's N x K Linear weight, transposed) goes straight to the
-    direct-B kernel (flag F_B_COLS, b_sk = the n stride, no copy) with the B-streaming kernel off;
-    wherever another kernel runs it is packed by a SLICE1 first, as before."""
+    direct-B kernel (flag F_B_COLS, b_sk = the n stride, no copy) with the B-streaming kernel off, and to the
+    staged tiles' BC builds (B's columns staged as they lie) for more rows, with zero points too; where the n
+    stride is not of 16 elements, or with COOPMAT_BC off, it is packed by a SLICE1 first, as before."""
     tun = TUNING.replace(STREAM=False)
     lim = PAPER.replace(device_type="discrete", shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True)
 
-    def desc(M, K, N, n_stride=None, batch=1):
+    def desc(M, K, N, n_stride=None, batch=1, zp=False):
         one = (1, 1, 1, 1)
         b = TensorDesc("int8", (1, 1, K, N), (0, 0, 1, n_stride or K))
+        a = "uint8" if zp else "int8"
         return qlmm.QuantizedLinearMatMulDesc(
-            TensorDesc("int8", (batch, 1, M, K)), TensorDesc("float32", one), None, b, TensorDesc("float32", one),
-            None, TensorDesc("float32", one), None, TensorDesc("int8", (batch, 1, M, N))).validate()
+            TensorDesc(a, (batch, 1, M, K)), TensorDesc("float32", one), TensorDesc(a, one) if zp else None, b,
+            TensorDesc("float32", one), None, TensorDesc("float32", one), None, TensorDesc("int8", (batch, 1, M, N))).validate()
 
     p = qlmm.plan(desc(16, 4096, 4096), lim, tuning=tun)
     (d,) = p.dispatches
@@ -263,11 +265,21 @@ def test_qlmm_reads_column_major_b_in_place():
     assert d.push[3] & qlmm.F_B_COLS and d.push[10] == 4096  # flags; b_sk = the n stride
     padded = qlmm.plan(desc(8, 512, 144, n_stride=528), lim, tuning=tun)  # rows of a wider matrix: n stride 528
     assert padded.dispatches[0].push[10] == 528 and len(padded.dispatches) == 1
-    for other, first in ((desc(17, 4096, 4096), "slice1_b8"),          # two row tiles: staged kernel
-                         (desc(16, 4000, 4096), "slice1_b8"),          # K not whole chunks
-                         (desc(8, 512, 144, n_stride=520), "slice1_b8")):  # n stride not of 16
-        ks = [x.kernel for x in qlmm.plan(other, lim, tuning=tun).dispatches]
-        assert ks[0] == first and ks[-1].startswith("qlmm_coopmat") and not qlmm.plan(other, lim, tuning=tun).note("b_layout")
+    for other, last, config in (
+            (desc(17, 4096, 4096), "qlmm_coopmat_bc_sk", tun.SMALL_CONFIG),  # two row tiles: staged kernel, B as it lies
+            (desc(16, 4000, 4096), "qlmm_coopmat_bc_sk", tun.SMALL_CONFIG),  # K not whole chunks
+            (desc(512, 4096, 4096), "qlmm_coopmat_bc", tun.BC_LARGE_CONFIG),  # the large tile, its BC subgroups
+            (desc(256, 4096, 4096), "qlmm_coopmat_bc", tun.MID_CONFIG),  # 65-256 rows: not the large tile split
+            (desc(100, 4096, 96, zp=True), "qlmm_coopmat_zp_bc_sk", tun.MID_CONFIG)):  # with zero-point sums
+        p = qlmm.plan(other, lim, tuning=tun)
+        assert [x.kernel for x in p.dispatches] == [last] and p.note("b_layout") == "column-major"
+        assert p.note("config") == config, (p.note("config"), config)
+        assert p.dispatches[0].push[3] & qlmm.F_B_COLS and p.dispatches[0].push[10] == other.k  # flags; b_sk = the n stride
+        packed = qlmm.plan(other, lim, tuning=tun.replace(COOPMAT_BC=False))  # the knob off: packed, staged row-major
+        ks = [x.kernel for x in packed.dispatches]
+        assert ks[0] == "slice1_b8" and "_bc" not in ks[-1] and not packed.note("b_layout")
+    ks = [x.kernel for x in qlmm.plan(desc(8, 512, 144, n_stride=520), lim, tuning=tun).dispatches]  # n stride not of 16
+    assert ks[0] == "slice1_b8" and ks[-1].startswith("qlmm_coopmat")
     assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, kernel="portable", tuning=tun).dispatches] == ["slice1_b8", "qlmm"]
     packs = tun.replace(COOPMAT_COLS=False)  # the knob: pack as before
     assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, tuning=packs).dispatches] == ["slice1_b8", "qlmm_coopmat_direct_sk"]

@@ -695,6 +695,7 @@ def test_no_planning_knob_is_left_in_a_module():
     ("BT_CONFIGS", ("nope",), "a cooperative-matrix tile"), ("DOT", 1, "True or False"), ("DOT_WG", 0, "an int >= 1"),
     ("STREAM_MIN_M", -1, "an int >= 0"), ("SPLIT_MAX", 2.0, "an int >= 1"), ("SPLIT_MAX", 256, "at most 255"),
     ("COOPMAT_SPLIT_K", 256, "'auto' or an int from 1 to 255"), ("COOPMAT_SPLIT_K", 0, "'auto' or an int"),
+    ("BC_LARGE_CONFIG", "64x64x64_2x2", "a tile of LARGE_CONFIG's rows and columns"),
 ])
 def test_tuning_validates_its_fields(knob, value, rule):
     """A bad knob is a ValidationError naming the field, the rule and the value."""

@@ -42,6 +42,16 @@
 #if BT && (DIRECT_B || HAS_SUMS)
 #error BT stages B for the kernel without zero-point sums only
 #endif
+// BC: B column-major in the buffer (F_B_COLS: a transposed view of an N x K weight, PyTorch Linear's order),
+// staged n-major as BT stages it but without the byte transposes: its columns are loaded and stored as A's rows
+// are, and its cooperative-matrix loads are column-major (HAS_SUMS: its column sums as A's row sums). Instead of a
+// copy of B packed row-major first.
+#ifndef BC
+#define BC 0
+#endif
+#if BC && (BT || DIRECT_B)
+#error BC stages column-major B in place of BT's or DIRECT_B's B
+#endif
 // DB: two shared buffers a tile; a step stores tile c into one while the subgroups multiply tile c - 1 from the
 // other, one barrier a step instead of two. It doubles the tiles' shared memory, and on the H100 a 128-invocation
 // workgroup past 24 KiB runs one an SM, not two: a research variant (QlmmTuning.DB_CONFIGS, empty by default;
@@ -86,7 +96,7 @@ shared uvec4 Ash[2u * ASZ];
 #else
 shared uvec4 Ash[ASZ];
 #endif
-#if BT
+#if BT || BC
 const uint STRIDE_BT = TILE_K + 16u;  // bytes per shared column of B, skewed like A's rows
 // uvec4, though stored a word at a time: the loads below need 16-byte alignment, which a uint array need not
 // get (as one, the split-K build, whose shared uint last_flag is declared first, summed wrongly on an H100).
@@ -104,14 +114,32 @@ shared uvec4 Bsh[2u * BSZ];
 shared uvec4 Bsh[BSZ];
 #endif
 #endif
+#if DB || BC
+// DB, BC: the epilogue's 16x16 slices (256 ints a subgroup) live in Ash, dead after the K loop (DB's last step ends
+// with a barrier, BC's epilogue starts with one): BC's n-major B tile and the zero-point sums, or DB's two buffers,
+// stay within the 24 KiB that keeps two 128-invocation workgroups an SM on the H100 (docs/tuning/qlmm.md, session 28).
+#define CSH Ash
+#define CSH_BASE (sg * 64u)  // uvec4s
+#define CSH_STRIDE 4u
+#define CSH_AT(i) int(Ash[CSH_BASE + ((i) >> 2)][(i) & 3u])
+#else
 shared int Csh[NSG * 256u];
+#define CSH Csh
+#define CSH_BASE (sg * 256u)
+#define CSH_STRIDE 16u
+#define CSH_AT(i) Csh[CSH_BASE + (i)]
+#endif
 #if HAS_SUMS
 shared int rowS[TILE_M];
 shared int colS[TILE_N];
 #endif
 
 const uint IPR_A = TILE_K / 16u, RA = INV / IPR_A, A_PASSES = TILE_M / RA;
+#if BC
+const uint IPR_B = TILE_K / 16u, RB = INV / IPR_B, B_PASSES = TILE_N / RB;  // B's columns as A's rows
+#else
 const uint IPR_B = TILE_N / 16u, RB = INV / IPR_B, B_PASSES = TILE_K / RB;
+#endif
 #if BT
 // BT: slot = (k group of 4 rows, 16-column block), k groups fastest; BT_PASSES slots a thread.
 const uint KG = TILE_K / 4u, SLOTS_B = KG * IPR_B;
@@ -140,6 +168,12 @@ const uint BT_PASSES = SLOTS_B >= INV ? SLOTS_B / INV : 1u;
 // This thread's loads of the A and B tiles from k row kb on (B staged: row-major, or transposed by BT_FETCH).
 #if BT
 #define FETCH_B(kb) BT_FETCH(kb)
+#elif BC
+#define FETCH_B(kb) \
+    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) { \
+        uint n = n0 + bk + p * RB, k = (kb) + bn; \
+        GET_B(tB[p], p, n < N && k < K, bbase + n * pc.b_sk + k) \
+    }
 #elif !DIRECT_B
 #define FETCH_B(kb) \
     [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) { \
@@ -200,7 +234,7 @@ void main() {
     uint b_flip = has(F_B_SIGNED) ? 0u : 0x80808080u;
 
     uint ak = 16u * (lid % IPR_A), ar = lid / IPR_A;
-    uint bn = 16u * (lid % IPR_B), bk = lid / IPR_B;
+    uint bn = 16u * (lid % IPR_B), bk = lid / IPR_B;  // BC: bn the k offset, bk the column
 
     coopmat<int32_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> result[C_ROWS][C_COLS];
     [[unroll]] for (uint i = 0u; i < C_ROWS; ++i)
@@ -212,6 +246,10 @@ void main() {
     for (uint i = lid; i < TILE_N; i += INV) colS[i] = 0;
     uint rowacc[A_PASSES];
     [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] = 0u;
+#if BC
+    uint colacc[B_PASSES];
+    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) colacc[p] = 0u;
+#endif
     uvec4 colE = uvec4(0u), colO = uvec4(0u);
     const uint FLUSH = max(1u, 256u / B_PASSES);  // 16-bit lanes: at most 256 adds of 255
     uint since_flush = 0u;
@@ -278,6 +316,11 @@ void main() {
                 }
             }
         }
+#elif BC
+        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
+            tB[p] = PUT_B(tB[p], p);
+            BshT[bb + (((bk + p * RB) * STRIDE_BT + bn) >> 4)] = tB[p];
+        }
 #elif !DIRECT_B
         [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
             tB[p] = PUT_B(tB[p], p);
@@ -287,6 +330,9 @@ void main() {
 #if HAS_SUMS
         // Offset-binary bytes (x' ^ 0x80 = x' + 128): plain unsigned byte sums.
         [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] += bsum(tA[p] ^ 0x80808080u);
+#if BC
+        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) colacc[p] += bsum(tB[p] ^ 0x80808080u);
+#else
         [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
             uvec4 v = tB[p] ^ 0x80808080u;
             colE += v & 0x00FF00FFu;
@@ -303,6 +349,7 @@ void main() {
             colE = uvec4(0u);
             colO = uvec4(0u);
         }
+#endif  // BC
 #endif
         }  // do_store
 #if !DB
@@ -332,7 +379,7 @@ void main() {
                 else
                     coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
                                 gl_CooperativeMatrixLayoutRowMajor);
-#elif BT
+#elif BT || BC
                 coopMatLoad(matB, BshT, cbb + ((sj * STRIDE_BT + 32u * kk) >> 4), STRIDE_BT >> 4,
                             gl_CooperativeMatrixLayoutColumnMajor);
 #else

@@ -2,10 +2,16 @@
 // slots (the last split of a tile to arrive adds the others) and the requantizing epilogue. A fragment of main(),
 // not a function: it reads main()'s accumulators, tile coordinates and sums, and the SPIR-V is the one the single
 // file gave.
+#if BC && !DB
+    barrier();  // the last tile's multiplies are done: Ash holds the epilogue's slices (CSH)
+#endif
     int kpad128 = int(nchunks * TILE_K * 128u);
     int oa = has(F_A_SIGNED) ? 0 : 128, ob = has(F_B_SIGNED) ? 0 : 128;
 #if HAS_SUMS
     [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) atomicAdd(rowS[ar + p * RA], int(rowacc[p]));
+#if BC
+    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) atomicAdd(colS[bk + p * RB], int(colacc[p]));
+#endif
     barrier();
 #endif
 
@@ -52,7 +58,7 @@
 #endif
     }
 #endif
-    // Epilogue: each accumulator goes through this subgroup's 16x16 slice of Csh; lane l requantizes
+    // Epilogue: each accumulator goes through this subgroup's 16x16 slice of Csh (DB: of Ash); lane l requantizes
     // row l/2, columns 8*(l%2) .. +7 and stores two output words (8 bytes at a multiple of 8: N % 16 == 0).
     // Where all three scales are per tensor the tile takes one scale, not a division an output.
     uint r = lane >> 1, c8 = (lane & 1u) * 8u;
@@ -71,14 +77,14 @@
 #endif
         }
         [[unroll]] for (uint j = 0u; j < C_COLS; ++j) {
-            coopMatStore(result[i][j], Csh, sg * 256u, 16u, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(result[i][j], CSH, CSH_BASE, CSH_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             uint nl = 16u * (C_COLS * wx + j) + c8, n = n0 + nl;
             if (row_ok && n < N) {
                 int acc[8];
                 [[unroll]] for (uint t = 0u; t < 8u; ++t) {
-                    acc[t] = Csh[sg * 256u + r * 16u + c8 + t];
+                    acc[t] = CSH_AT(r * 16u + c8 + t);
 #if HAS_SUMS
                     int zbp = zb_at(n + t) - ob;
                     acc[t] += -zbp * sum_a - zap * (colS[nl + t] - kpad128) + int(K) * zap * zbp;

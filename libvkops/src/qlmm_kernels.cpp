@@ -26,7 +26,7 @@ std::vector<i64> cm_check_config(const std::string &name) {
 }
 
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
-    if (config == t.LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (cm_auto_config's 65-MID_MAX_M rows)
+    if (config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (65-256 rows)
         if (tiles >= (i64)t.LARGE_MIN_TILES) return 1;
         i64 s = std::min({(i64)t.SPLIT_MAX, (i64)t.SPLIT_TARGET_GROUPS / tiles, nchunks / (i64)t.LARGE_SPLIT_MIN_CHUNKS});
         return s >= 2 ? s : 1;
@@ -39,28 +39,32 @@ i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmT
 
 std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &config, bool sums, const QlmmTuning &t) {
     i64 wave = t.AUTO_MIN_GROUPS, tail = tiles % wave;
-    if (!t.TAIL_SPLIT || sums || config != t.LARGE_CONFIG || tiles < wave || tail == 0 || 2 * tail > wave) return {0, 1};
+    bool large = config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG;
+    if (!t.TAIL_SPLIT || sums || !large || tiles < wave || tail == 0 || 2 * tail > wave) return {0, 1};
     i64 s = std::min({(i64)t.SPLIT_MAX, wave / tail, nchunks / (i64)t.TAIL_MIN_CHUNKS});
     return s >= 2 ? std::pair<i64, i64>{tiles - tail, s} : std::pair<i64, i64>{0, 1};
 }
 
-std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums) {
+std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums, bool bc) {
     if (M <= (i64)ops_qlmm_coopmat::SMALL_MAX_M) return t.SMALL_CONFIG;
     std::vector<i64> large = cm_config(t.LARGE_CONFIG);
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
     if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) ||
-        (!sums && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES))
-        return t.LARGE_CONFIG;
+        (!sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES))
+        return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
     if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
     return M <= (i64)t.MID_MAX_M ? t.MID_CONFIG : t.FEW_TILES_CONFIG;
 }
 
 std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64 M, i64 N, i64 K, i64 batches, bool free,
-                                               bool b_signed, const QlmmTuning &t) {
+                                               bool b_signed, const QlmmTuning &t, bool b_cols) {
     std::string config = config_in;
     bool direct_ok = t.COOPMAT_DIRECT && M <= (i64)t.DIRECT_MAX_M && free && b_signed;
+    bool bc = b_cols && t.COOPMAT_BC;
     if (config == "auto") {
-        config = cm_auto_config(M, N, batches, t, !free);
+        bool bc_db = false;
+        for (auto &c : t.DB_CONFIGS) bc_db |= c == t.BC_LARGE_CONFIG;
+        config = cm_auto_config(M, N, batches, t, !free, bc && !bc_db);
         if (direct_ok && K % cm_config(t.DIRECT_CONFIG)[2] == 0) config = t.DIRECT_CONFIG;
     }
     i64 tk = cm_check_config(config)[2];
@@ -68,6 +72,7 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
     std::string db;
     for (auto &c : t.DB_CONFIGS)
         if (c == config) db = "_db";
+    if (bc && db.empty()) return {config, free ? "qlmm_coopmat_bc" : "qlmm_coopmat_zp_bc"};
     if (!free) return {config, "qlmm_coopmat_zp" + db};
     for (auto &c : t.BT_CONFIGS)
         if (c == config) return {config, "qlmm_coopmat_bt" + db};

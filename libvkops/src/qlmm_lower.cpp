@@ -40,7 +40,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
     if (which == "coopmat") { config = choice.config; kname = choice.kname; }
     bool direct = which == "coopmat" && kname == "qlmm_coopmat_direct";
 
-    // Column-major B is read as it is where the direct-B, dot or stream kernel runs; else packed (below).
+    // Column-major B is read as it is where the direct-B, dot, stream or BC kernel runs; else packed (below).
     Ref a = packed_inner(bld, in[Q_A]);
     Ref b = b_cols ? in[Q_B] : packed_inner(bld, in[Q_B]);
     Ref a_scale = in[Q_SA], a_zp = in[Q_ZA], o_scale = in[Q_SO], o_zp = in[Q_ZO];
@@ -93,7 +93,8 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
         bm = tm;
         bn = tn;
     }
-    if (b_cols && !(which == "dot" || which == "stream" || direct)) {
+    bool bc = kname.size() > 3 && kname.compare(kname.size() - 3, 3, "_bc") == 0;  // B staged as it lies
+    if (b_cols && !(which == "dot" || which == "stream" || direct || bc)) {
         b_cols = false;
         b = packed_inner(bld, b);
         St4 st = batch_strides(b.desc);

@@ -97,7 +97,7 @@ struct Facts {
     }
     const std::pair<std::string, std::string> &resolved() {
         if (!have_resolved++)
-            resolved_ = cm_resolve(t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free && p.b_free, p.b_signed, t);
+            resolved_ = cm_resolve(t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free && p.b_free, p.b_signed, t, p.b_cols);
         return resolved_;
     }
     bool direct() { return coopmat() && resolved().second == "qlmm_coopmat_direct"; }

@@ -33,12 +33,14 @@ const Case NONSPLIT[] = {
     {2, 72, 144, 96, DT::INT8, DT::INT8, false, false},     {2, 72, 144, 96, DT::UINT8, DT::UINT8, true, false},
     {1, 300, 144, 96, DT::UINT8, DT::INT8, true, false},    {1, 2304, 64, 2048, DT::INT8, DT::INT8, false, false},
     {1, 2304, 64, 2048, DT::UINT8, DT::UINT8, true, false}, {1, 13, 1040, 144, DT::INT8, DT::INT8, false, false},
-    {1, 15, 1040, 144, DT::UINT8, DT::UINT8, true, true},
+    {1, 15, 1040, 144, DT::UINT8, DT::UINT8, true, true},   {2, 72, 144, 96, DT::INT8, DT::INT8, false, true},
+    {1, 300, 144, 96, DT::UINT8, DT::INT8, true, true},     {1, 2304, 64, 2048, DT::INT8, DT::INT8, false, true},
 };
 const Case SPLIT[] = {
     {1, 40, 2048, 96, DT::UINT8, DT::INT8, true, false}, {1, 30, 2048, 96, DT::INT8, DT::INT8, false, false},
     {1, 100, 4096, 96, DT::INT8, DT::UINT8, true, false}, {1, 13, 4096, 144, DT::INT8, DT::INT8, false, false},
-    {1, 15, 4096, 144, DT::UINT8, DT::UINT8, true, true},
+    {1, 15, 4096, 144, DT::UINT8, DT::UINT8, true, true}, {1, 100, 4096, 96, DT::INT8, DT::INT8, false, true},
+    {1, 40, 2048, 96, DT::UINT8, DT::INT8, true, true},
 };
 // The large tile's tail split (QlmmTuning.TAIL_SPLIT), cooperative matrices only (through the portable kernel it
 // would take lavapipe half a minute): 272 tiles, 264 whole, the last 8 (in the raster: rows 2048-2175, columns
@@ -245,11 +247,13 @@ extern "C" vkops_status vkops_context_self_check(vkops_context *c, VkQueue queue
         lim.coopmat_verified = true;
         lim.coopmat_split_verified = false;
         bool ok = check(c, queue, cmd, lim, NONSPLIT, sizeof NONSPLIT / sizeof *NONSPLIT,
-                        {"qlmm_coopmat", "qlmm_coopmat_bt", "qlmm_coopmat_zp", "qlmm_stream"});
+                        {"qlmm_coopmat", "qlmm_coopmat_bt", "qlmm_coopmat_zp", "qlmm_stream", "qlmm_coopmat_bc",
+                         "qlmm_coopmat_zp_bc"});
         bool split = false;
         if (ok) {
             lim.coopmat_split_verified = true;
-            split = check(c, queue, cmd, lim, SPLIT, sizeof SPLIT / sizeof *SPLIT, {"qlmm_coopmat", "qlmm_stream", "_sk"}) &&
+            split = check(c, queue, cmd, lim, SPLIT, sizeof SPLIT / sizeof *SPLIT,
+                          {"qlmm_coopmat", "qlmm_stream", "_sk", "_bc_sk"}) &&
                     check(c, queue, cmd, lim, TAIL, 1, {"qlmm_coopmat_sk"});
         }
         std::lock_guard<std::mutex> lock(c->mutex);

@@ -61,7 +61,7 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit)."""
     t = tuning
-    if config == t.LARGE_CONFIG:  # split only below LARGE_MIN_TILES (auto_config's 65-MID_MAX_M rows)
+    if config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG):  # split only below LARGE_MIN_TILES (65-MID_MAX_M rows)
         if tiles >= t.LARGE_MIN_TILES:
             return 1
         s = min(t.SPLIT_MAX, t.SPLIT_TARGET_GROUPS // tiles, nchunks // t.LARGE_SPLIT_MIN_CHUNKS)
@@ -81,24 +81,26 @@ def tail_split(tiles: int, nchunks: int, config: str, sums: bool, tuning: QlmmTu
     t = tuning
     wave = t.AUTO_MIN_GROUPS
     tail = tiles % wave
-    if not t.TAIL_SPLIT or sums or config != t.LARGE_CONFIG or tiles < wave or tail == 0 or 2 * tail > wave:
+    large = config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG)
+    if not t.TAIL_SPLIT or sums or not large or tiles < wave or tail == 0 or 2 * tail > wave:
         return 0, 1
     s = min(t.SPLIT_MAX, wave // tail, nchunks // t.TAIL_MIN_CHUNKS)
     return (tiles - tail, s) if s >= 2 else (0, 1)
 
 
-def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False) -> str:
+def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False, bc: bool = False) -> str:
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
-    workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums) LARGE_SPLIT_MIN_TILES
-    in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG above."""
+    workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums, B row-major) LARGE_SPLIT_MIN_TILES
+    in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG
+    above. With B staged as it lies (bc) the large tile is BC_LARGE_CONFIG (the same tile, other subgroups)."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
     tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
     tiles = -(-M // tm) * -(-N // tn) * batch
     if (tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES)
-            or (not sums and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES)):
-        return t.LARGE_CONFIG
+            or (not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES)):
+        return t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
     return t.MID_CONFIG if M <= t.MID_MAX_M else t.FEW_TILES_CONFIG
@@ -106,24 +108,29 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
 
 def auto_configs(tuning: QlmmTuning = DEFAULT) -> Tuple[str, ...]:
     """Every tile auto_config() may pick under `tuning` (the self-check covers each)."""
-    return tuning.LARGE_CONFIG, tuning.FEW_TILES_CONFIG, tuning.SMALL_CONFIG, tuning.LOW_CONFIG, tuning.MID_CONFIG
+    t = tuning
+    return t.LARGE_CONFIG, t.BC_LARGE_CONFIG, t.FEW_TILES_CONFIG, t.SMALL_CONFIG, t.LOW_CONFIG, t.MID_CONFIG
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool,
-            tuning: QlmmTuning = DEFAULT) -> Tuple[str, str]:
+            tuning: QlmmTuning = DEFAULT, b_cols: bool = False) -> Tuple[str, str]:
     """The tile config and kernel for a product ("auto" picks by shape). B is read straight into
     cooperative matrices (DIRECT_B, no shared staging) for one 16-row tile with signed B (no offset
-    flip), no zero-point sums and whole K chunks."""
+    flip), no zero-point sums and whole K chunks; column-major B (b_cols) is staged as it lies (BC,
+    COOPMAT_BC) by a tile outside DB_CONFIGS, and the other kernels read B packed row-major."""
     t = tuning
     direct_ok = t.COOPMAT_DIRECT and M <= t.DIRECT_MAX_M and free and b_signed
+    bc = b_cols and t.COOPMAT_BC
     if config == "auto":
-        config = auto_config(M, N, batches, t, sums=not free)
+        config = auto_config(M, N, batches, t, sums=not free, bc=bc and t.BC_LARGE_CONFIG not in t.DB_CONFIGS)
         if direct_ok and K % COOPMAT_CONFIGS[t.DIRECT_CONFIG][2] == 0:
             config = t.DIRECT_CONFIG
     tm, _, tk, _, _ = check_config(config)
     if direct_ok and COOPMAT_CONFIGS[config][4] == 1 and K % tk == 0:
         return config, "qlmm_coopmat_direct"
     db = "_db" if config in t.DB_CONFIGS else ""
+    if bc and not db:
+        return config, "qlmm_coopmat" + ("_bc" if free else "_zp_bc")
     if not free:
         return config, "qlmm_coopmat_zp" + db
     return config, ("qlmm_coopmat_bt" if config in t.BT_CONFIGS else "qlmm_coopmat") + db
@@ -151,7 +158,8 @@ def coopmat_supported(dev) -> bool:
 
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
-                    "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk",
+                    "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk", "qlmm_coopmat_bc", "qlmm_coopmat_bc_sk",
+                    "qlmm_coopmat_zp_bc", "qlmm_coopmat_zp_bc_sk",
                     "qlmm_coopmat_db", "qlmm_coopmat_zp_db", "qlmm_coopmat_bt_db",
                     "qlmm_coopmat_db_sk", "qlmm_coopmat_zp_db_sk", "qlmm_coopmat_bt_db_sk",
                     "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk") + tuple(
@@ -233,12 +241,16 @@ def self_check(dev, split: bool = False) -> bool:
     # of ones)
     stream = [(a, b, zp, f"nr{nr}", 3 if split else 1, cols) for nr in qlmm_stream.TILES
               for a, b, zp, cols in ((np.int8, np.int8, False, False), (np.uint8, np.uint8, True, True))]
-    cases = [c + (1, False) for c in cases] + direct + stream
+    # B column-major staged as it lies (BC), with and without zero-point sums
+    bc = [(np.int8, np.int8, False, c, 3 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.MID_CONFIG)]
+    bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG)]
+    bc = bc if T.COOPMAT_BC else []
+    cases = [c + (1, False) for c in cases] + direct + stream + bc
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128 (7 of 64), the last one partial
         cases = [(np.uint8, np.int8, True, T.SMALL_CONFIG, 2, False), (np.int8, np.int8, False, T.SMALL_CONFIG, 3, False),
                  (np.uint8, np.uint8, True, T.FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, T.MID_CONFIG, 2, False),
                  (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False), (np.uint8, np.int8, True, T.LARGE_CONFIG, 2, False),
-                 (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream
+                 (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream + bc
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.DB_CONFIGS]  # two shared buffers
         cases.append((np.int8, np.int8, False, "tail", None, False))  # a tail split (tail_split), below
@@ -279,6 +291,9 @@ def self_check(dev, split: bool = False) -> bool:
                                                       "qlmm_stream_m16n" + config[2:])
             assert cols == (p.note("b_layout") == "column-major") and len(p.dispatches) == 1
             assert kind == "coopmat" or p.note("split_k") == sk, (p.note("split_k"), sk)
+        elif cols:  # BC: B read as it lies, by the split build where the case splits
+            assert p.dispatches[-1].kernel == "qlmm_coopmat" + ("_bc" if not zps else "_zp_bc") + ("_sk" if sk > 1 else "")
+            assert p.note("b_layout") == "column-major", p.notes
         execute(p, batch, [t for t in ts if t is not None], [out])
         batch.run()
         got = out.numpy()

@@ -104,8 +104,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
             return r
         return lower_packed(batch, r)
 
-    # Column-major B (k stride 1: a transposed N x K weight) is read as it is where the direct-B kernel
-    # runs; anywhere else it is packed first (below, once the kernel is known).
+    # Column-major B (k stride 1: a transposed N x K weight) is read as it is where the direct-B, dot, stream
+    # or BC kernel runs; anywhere else it is packed first (below, once the kernel is known).
     a = packed_inner(a)
     b = b if b_cols else packed_inner(b)
     if rows > 1:
@@ -139,7 +139,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = t.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (cm.LANES * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-    if b_cols and not (which in ("dot", "stream") or direct):
+    if b_cols and not (which in ("dot", "stream") or direct or kname.endswith("_bc")):
         b_cols = False
         b = packed_inner(b)
         b_st = batch_strides(b.desc)[:3] + (1,)

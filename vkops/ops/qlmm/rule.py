@@ -102,7 +102,7 @@ class Facts:
         """(tile config, kernel variant) of the cooperative-matrix kernel."""
         p = self.p
         return cm.resolve(self.config or self.t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free and p.b_free,
-                          p.b_signed, self.t)
+                          p.b_signed, self.t, p.b_cols)
 
     @property
     def direct(self) -> bool:

@@ -38,6 +38,7 @@ class QlmmTuning(Tuning):
     LARGE_SPLIT_MIN_CHUNKS: int = 32  # LARGE_CONFIG's splits keep this many 64-deep K chunks: 192 x 4096^2 split 2 0.0425 ms, 4: 0.0459 (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     BT_CONFIGS: Tuple[str, ...] = ("128x64x128_4x2",)  # MID_CONFIG stages B transposed: 0.146 -> 0.131 ms (#2026-11-25-session-15-b-staged-transposed)
     DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research)
+    BC_LARGE_CONFIG: str = "128x128x64_2x2"  # LARGE_CONFIG's tile where B is staged as it lies (BC): 4096^3 0.302 -> 0.282 ms, with zero points 0.403 -> 0.376 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     TAIL_SPLIT: bool = True  # LARGE_CONFIG without zero-point sums: a last wave under half full split-K, the rest whole: 1536 x 4096^2 0.209 -> 0.166 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
     TAIL_MIN_CHUNKS: int = 8  # a tail split's 64-deep K chunks a split, at least: 1280 x 4096^2 0.158 (32) -> 0.140 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
     SMALL_CONFIG: str = "32x64x128_4x1"  # up to 32 rows: 32 x 4096^2 0.0253 -> 0.0225 ms (#2026-11-24-session-10-tiles-by-row-count)
@@ -52,6 +53,7 @@ class QlmmTuning(Tuning):
     DIRECT_CONFIG: str = "16x64x256_4x1"  # 16 x 8192^2 0.054 ms, the staged tile 0.080 (#2026-11-23-decoding-sized-m-b-read-straight-into-cooperative-matrices)
     DIRECT_MAX_M: int = 16  # more rows a B load lost 1.4-25x (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     COOPMAT_COLS: bool = True  # column-major B read in place, not copied first (#2026-11-23-column-major-b-read-in-place)
+    COOPMAT_BC: bool = True  # column-major B staged as it lies (qlmm_coopmat[_zp]_bc), not packed first: 4096^3 0.526 -> 0.288 ms (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     # -- dot.py: packed integer dot products
     DOT: bool = True  # decoding-sized M without cooperative matrices (#2026-11-23-session-5-integer-dot-products)
     DOT_MAX_M: int = 32  # lavapipe 32x1024^2 76 ms against the portable 255 (#2026-11-23-session-5-integer-dot-products)
@@ -108,6 +110,9 @@ class QlmmTuning(Tuning):
                 fail(f.name, "an int >= " + ("0" if f.name.endswith("_M") else "1"), v)
             if f.name.endswith("_CONFIG") and not (f.name == "COOPMAT_CONFIG" and v == "auto"):
                 config(f.name, v)
+        if COOPMAT_CONFIGS[self.BC_LARGE_CONFIG][:2] != COOPMAT_CONFIGS[self.LARGE_CONFIG][:2]:
+            fail("BC_LARGE_CONFIG", f"a tile of LARGE_CONFIG's rows and columns ({self.LARGE_CONFIG}: the rules count its "
+                 "tiles)", self.BC_LARGE_CONFIG)
         if not isinstance(self.BT_CONFIGS, tuple):
             fail("BT_CONFIGS", "a tuple of tile names", self.BT_CONFIGS)
         for c in self.BT_CONFIGS:
