@@ -68,6 +68,7 @@ def test_info_lists_devices_kp_spirv_and_baselines(capsys):
     ("top_k", ["--shape", "4x300", "--shape", "2x3x40", "--k", "1,5", "--dtype", "float32,uint8"], 8),
     ("slice", ["--shape", "6x40", "--dtype", "float32", "--dtype", "int8"], 10),
     ("qlmm", ["--shape", "8x32x16", "--shape", "2x4x16x8", "--dtype", "int8xint8,uint8xuint8"], 4),
+    ("qlmm", ["--shape", "20x64x48", "--dtype", "uint8xint8", "--b-layout", "row-major,column-major"], 2),
 ])
 def test_bench_each_op_against_numpy_and_onnxruntime(tmp_path, capsys, op, args, n_cases):
     rc, doc, out, err = bench(tmp_path, capsys, "--op", op, "--against", "torch,numpy,onnxruntime", *args)
@@ -270,6 +271,9 @@ def test_report_without_matplotlib_writes_markdown(tmp_path, capsys, monkeypatch
     (["bench", "--op", "qlmm", "--shape", "4x8"], "--shape"),
     (["bench", "--op", "qlmm", "--shape", "4x8x8", "--dtype", "int16xint8"], "--dtype"),
     (["bench", "--op", "slice", "--shape", "4x8", "--window", "diagonal"], "--window"),
+    (["bench", "--op", "qlmm", "--shape", "4x8x8", "--b-layout", "transposed"], "--b-layout"),
+    (["bench", "--op", "top_k", "--shape", "4x8", "--b-layout", "column-major"], "--b-layout"),
+    (["bench", "--preset", "small", "--b-layout", "column-major"], "--b-layout"),
     (["bench", "--shape", "4xa", "--op", "slice"], "--shape"),
     (["bench", "--against", "tensorflow"], "--against"),
     (["bench", "--device", "99"], "--device"),

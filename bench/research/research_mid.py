@@ -26,6 +26,8 @@ dev = vkops.Device(); rng = np.random.default_rng(0)
 BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x64_2x2", "LARGE_CONFIG": "128x128x64_2x2"}
 args = sys.argv[1:]
 opts, ALSO = {}, []
+B_COLS = "--b-cols" in args  # B a transposed view of an N x K matrix (column-major), as PyTorch's Linear weight
+args = [a for a in args if a != "--b-cols"]
 while args and args[0] in ("--now", "--before", "--also"):
     if args[0] == "--also":
         ALSO.append(json.loads(args[1]))
@@ -50,7 +52,8 @@ for (M, K, N) in SHAPES:
         b = rng.integers(-128, 128, (K, N), dtype=np.int8)
         za = np.uint8(120) if zp else None; zb = np.int8(3) if zp else None
         so = np.float32(0.02 * 0.02 * np.sqrt(K) * 74 * 74 / 40)
-        da, db = dev.tensor(a), dev.tensor(b)
+        da = dev.tensor(a)
+        db = dev.tensor(np.ascontiguousarray(b.T)).as_strided((K, N), (1, K)) if B_COLS else dev.tensor(b)
         rows = max(4, min(M, 16))
         want = reference.quantized_linear_matmul(a[:rows], np.float32(0.02), za, b, np.float32(0.02), zb, so, None)
         res = {}

@@ -127,8 +127,9 @@ def case_from_row(row: dict) -> Case:
     return Case(row["op"], tuple(row["shape"]), row["dtype"], dict(row.get("params") or {}))
 
 
-def cases_for(op: str, shapes: List[Tuple[int, ...]], dtypes: List[str], ks: List[int], windows: List[str]):
-    """The cross product of the CLI's --shape, --dtype, --k (top_k) and --window (slice)."""
+def cases_for(op: str, shapes: List[Tuple[int, ...]], dtypes: List[str], ks: List[int], windows: List[str],
+              b_layouts: Tuple[str, ...] = ("row-major",)):
+    """The cross product of the CLI's --shape, --dtype, --k (top_k), --window (slice) and --b-layout (qlmm)."""
     out = []
     for shape in shapes:
         for dt in dtypes:
@@ -137,5 +138,5 @@ def cases_for(op: str, shapes: List[Tuple[int, ...]], dtypes: List[str], ks: Lis
             elif op == "slice":
                 out += [slice_case(shape, dt, w) for w in windows]
             else:
-                out.append(qlmm_case(shape, dt))
+                out += [qlmm_case(shape, dt, lay) for lay in b_layouts]
     return out

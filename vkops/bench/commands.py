@@ -63,6 +63,9 @@ def add_bench(sub) -> argparse.ArgumentParser:
     p.add_argument("--k", type=_ints, action="append", help="top_k K values (default 8; with a preset: only these)")
     p.add_argument("--window", type=_list, action="append",
                    help=f"slice windows with --shape: {', '.join(f'{k} ({v})' for k, v in WINDOWS.items())} (default all)")
+    p.add_argument("--b-layout", type=_list, action="append", help="qlmm with --shape: b row-major (DML's packed K x N, "
+                   "the default), column-major (a transposed view of an N x K matrix: PyTorch's Linear weight), or both, "
+                   "comma-separated")
     p.add_argument("--against", type=_list, default=list(AGAINST),
                    help="baselines, comma-separated: torch (CUDA), numpy, onnxruntime (CPU), or none "
                         "(default all three; one not installed is reported and left out)")
@@ -81,6 +84,7 @@ def bench_cases(args, ap):
     dtypes = [d for group in args.dtype or [] for d in group]
     ks = [k for group in args.k or [] for k in group]
     windows = [w for group in args.window or [] for w in group]
+    layouts = list(dict.fromkeys(x for group in args.b_layout or [] for x in group))
     if args.shape:
         if args.preset:
             ap.error("argument --shape: not with --preset (a preset brings its own shapes)")
@@ -90,11 +94,16 @@ def bench_cases(args, ap):
             ap.error("argument --window: applies to --op slice")
         if ks and args.op != "top_k":
             ap.error("argument --k: applies to --op top_k")
+        if layouts and args.op != "qlmm":
+            ap.error("argument --b-layout: applies to --op qlmm")
+        bad = [x for x in layouts if x not in ("row-major", "column-major")]
+        if bad:
+            ap.error(f"argument --b-layout: row-major or column-major, not {bad[0]!r}")
         cases = cases_for(args.op, args.shape, dtypes or ["int8xint8" if args.op == "qlmm" else "float32"],
-                          ks or [8], windows or list(WINDOWS))
+                          ks or [8], windows or list(WINDOWS), tuple(layouts) or ("row-major",))
     else:
-        if windows:
-            ap.error("argument --window: applies to --shape (presets bring their own windows)")
+        if windows or layouts:
+            ap.error(f"argument {'--window' if windows else '--b-layout'}: applies to --shape (presets bring their own)")
         cases = preset_cases(args.preset or "small", ops)
         if not cases:
             ap.error(f"argument --op: preset {args.preset} has no {args.op} cases")
