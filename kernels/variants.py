@@ -33,6 +33,7 @@ QLMM = [
     ("qlmm_coopmat_bt_db_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "BT": 1, "DB": 1}),
     ("qlmm_coopmat_direct", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "DIRECT_B": 1}),
     ("qlmm_coopmat_direct_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "DIRECT_B": 1}),
+    ("qlmm_transpose", "qlmm_transpose.comp", {}),
     ("qlmm_dot", "qlmm_dot.comp", {}),
     ("qlmm_dot_sk", "qlmm_dot.comp", {"SPLIT_K": 1}),
 ]

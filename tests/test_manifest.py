@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from vkops.ops.qlmm import QLMM_PUSH
+from vkops.ops.qlmm.lowering import TRANSPOSE_PUSH
 from vkops.ops.slice1 import SLICE_PUSH
 from vkops.ops import top_k1
 from vkops.ops.top_k1 import paths as top_k1_paths
@@ -35,7 +36,8 @@ pytestmark = pytest.mark.host_only
 sys.path.pop(0)
 
 # module-name prefix -> (host mirror of its push block, buffers the operator binds)
-HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm": (QLMM_PUSH, 9)}
+HOST = {"slice1_": (SLICE_PUSH, 2), "qlmm_coopmat": (QLMM_PUSH, 9), "qlmm_transpose": (TRANSPOSE_PUSH, 2),
+        "qlmm": (QLMM_PUSH, 9)}
 # Research modules (planned by no operator): the push block and buffers of the bench/research script that runs each
 RESEARCH = {"research_coopmat_peak": (np.dtype([("iters", "<u4")]), 2),  # bench/research/coopmat_peak.py
             "research_read_floor": (np.dtype([("n", "<u4")]), 2),  # bench/research/read_floor.py

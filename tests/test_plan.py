@@ -347,7 +347,8 @@ def test_qlmm_tiles_by_rows():
     invocations), 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward MID_TARGET_GROUPS), or without
     zero-point sums 128 x 128 from LARGE_SPLIT_MIN_TILES of them, split toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split; more rows 128 x 128 where that makes LARGE_MIN_TILES tiles (unsplit),
-    else 64 x 64 x 64; large products 128 x 128. Each is in the self-check."""
+    else 64 x 64 x 64; large products 128 x 128. Each is in the self-check. (Row-major B as it lies: the
+    transposed copy from BC_TRANSPOSE_MIN_M rows, off here, is test_qlmm_transposes_b_for_large_products.)"""
     lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
 
@@ -356,7 +357,7 @@ def test_qlmm_tiles_by_rows():
         desc = qlmm_desc(M, K, N, zp=False) if sums else qlmm.QuantizedLinearMatMulDesc(  # int8 x int8: no sums
             TensorDesc("int8", (1, 1, M, K)), one, None, TensorDesc("int8", (1, 1, K, N)), one, None, one, None,
             TensorDesc("int8", (1, 1, M, N))).validate()
-        p = qlmm.plan(desc, lim)
+        p = qlmm.plan(desc, lim, tuning=TUNING.replace(BC_TRANSPOSE_MIN_M=0))
         d = p.dispatches[-1]
         return d.kernel, p.note("config"), p.note("split_k"), d.groups
 
@@ -385,3 +386,41 @@ def test_qlmm_tiles_by_rows():
     for c, rows in ((TUNING.SMALL_CONFIG, 32), (TUNING.LOW_CONFIG, 64), (TUNING.MID_CONFIG, 128)):
         tm, tn, tk, sw, sh = QC.check_config(c)
         assert (tm, tn, tn // sw) == (rows, 64, 16) and c in QC.auto_configs(TUNING)
+
+
+@pytest.mark.host_only
+def test_qlmm_transposes_b_for_large_products():
+    """Row-major B (DML's packed order) from BC_TRANSPOSE_MIN_M rows: copied column-major into a scratch
+    (qlmm_transpose, 64 x 64-byte tiles) and multiplied by the BC builds (BC_LARGE_CONFIG's tile for the large
+    tile), with and without zero-point sums, B's k row stride in its push words; not below that many rows, not for several
+    matrices of B, not with the knob at 0 or COOPMAT_BC off, and not where workgroups of 256 are too many."""
+    lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
+                        coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
+    m0 = TUNING.BC_TRANSPOSE_MIN_M
+    assert m0 > TUNING.MID_MAX_M
+
+    def desc(M, K, N, zp=False, b_batch=1, b_stride=None):
+        one = TensorDesc("float32", (1, 1, 1, 1))
+        a = "uint8" if zp else "int8"
+        b = TensorDesc("int8", (b_batch, 1, K, N), (K * (b_stride or N), 0, b_stride or N, 1))
+        return qlmm.QuantizedLinearMatMulDesc(
+            TensorDesc(a, (b_batch, 1, M, K)), one, TensorDesc(a, (1, 1, 1, 1)) if zp else None, b, one, None, one,
+            None, TensorDesc("int8", (b_batch, 1, M, N))).validate()
+
+    for d, last, config in ((desc(m0, 4096, 4096), "qlmm_coopmat_bc", TUNING.BC_LARGE_CONFIG),
+                            (desc(4096, 1024, 2048, zp=True), "qlmm_coopmat_zp_bc", TUNING.BC_LARGE_CONFIG),
+                            (desc(m0, 512, 1024, b_stride=1040), "qlmm_coopmat_bc", TUNING.BC_LARGE_CONFIG)):
+        p = qlmm.plan(d, lim)
+        t, g = p.dispatches
+        assert (t.kernel, g.kernel.removesuffix("_sk")) == ("qlmm_transpose", last)  # split where few tiles
+        assert p.note("b_transposed") and not p.note("b_layout")
+        tile = TUNING.BC_TRANSPOSE_TILE
+        assert t.groups == (-(-d.n // tile), -(-d.k // tile), 1) and list(t.push) == [d.k, d.n, d.b.element_strides[2]]
+        assert t.spec == (256, tile) and g.push[3] & qlmm.F_B_COLS and list(g.push[8:11]) == [0, 0, d.k]
+        assert p.note("config") == config
+    for d, tun, l2 in ((desc(m0 - 1, 4096, 4096), TUNING, lim), (desc(m0, 4096, 4096, b_batch=2), TUNING, lim),
+                       (desc(4096, 4096, 4096), TUNING.replace(BC_TRANSPOSE_MIN_M=0), lim),
+                       (desc(4096, 4096, 4096), TUNING.replace(COOPMAT_BC=False), lim),
+                       (desc(4096, 4096, 4096), TUNING, lim.replace(max_workgroup_invocations=128))):
+        ks = [x.kernel for x in qlmm.plan(d, l2, tuning=tun).dispatches]
+        assert "qlmm_transpose" not in ks and not ks[-1].endswith(("_bc", "_bc_sk")), ks

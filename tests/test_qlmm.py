@@ -696,6 +696,7 @@ def test_no_planning_knob_is_left_in_a_module():
     ("STREAM_MIN_M", -1, "an int >= 0"), ("SPLIT_MAX", 2.0, "an int >= 1"), ("SPLIT_MAX", 256, "at most 255"),
     ("COOPMAT_SPLIT_K", 256, "'auto' or an int from 1 to 255"), ("COOPMAT_SPLIT_K", 0, "'auto' or an int"),
     ("BC_LARGE_CONFIG", "64x64x64_2x2", "a tile of LARGE_CONFIG's rows and columns"),
+    ("BC_TRANSPOSE_TILE", 32, "64 or 128"),
 ])
 def test_tuning_validates_its_fields(knob, value, rule):
     """A bad knob is a ValidationError naming the field, the rule and the value."""
@@ -742,3 +743,33 @@ def test_tail_split_plan(M, K, whole, S):
         assert g.kernel == "qlmm_coopmat" and g.groups == (N // 128, -(-M // 128), 1) and p.note("whole_tiles") is None
     off = qmod.python_plan(d, h100, tuning=TUNING.replace(GEMV=False, TAIL_SPLIT=False)).dispatches[-1]
     assert off.kernel == "qlmm_coopmat" and off.groups == (N // 128, -(-M // 128), 1) and off.push[11] == 0
+
+
+@pytest.mark.parametrize("tile", [64, 128])
+@pytest.mark.parametrize("K, N, sk", [(16, 16, 16), (64, 64, 64), (48, 80, 96), (80, 48, 48), (128, 192, 208),
+                                      (144, 112, 112), (1040, 144, 144)])
+def test_b_is_transposed_exactly_for_the_bc_builds(dev, rng, K, N, sk, tile):
+    """qlmm_transpose (the large products' row-major B, copied column-major for the BC builds): every byte in
+    place, around its tiles of 64 and 128 (K, N of 16 to a tile + 16; k rows wider than N), nothing written past
+    N x K."""
+    from vkops.ops.qlmm.lowering import lower_transpose
+    from vkops.plan import Builder
+    from vkops.runtime import Batch
+    from vkops.runtime.execute import execute
+    from vkops.tensor import TensorDesc as T
+
+    b = Builder("qlmm", dev.limits)
+    x = b.input(T("int8", (K, N), (sk, 1)), "b")
+    out = b.output(T("int8", (N * K + 16,)), "t")
+    lower_transpose(b, x, K, N, sk, out=out, tile=tile)
+    plan = b.finish()
+    assert [d.kernel for d in plan.dispatches] == ["qlmm_transpose"]
+    full = rng.integers(-128, 128, (K, sk), dtype=np.int8)
+    dx = dev.tensor(full).as_strided((K, N), (sk, 1))
+    dout = dev.tensor(np.full(N * K + 16, 77, np.int8))
+    batch = Batch(dev)
+    execute(plan, batch, [dx], [dout])
+    batch.run()
+    got = dout.numpy()
+    np.testing.assert_array_equal(got[:N * K].reshape(N, K), full[:, :N].T)
+    assert (got[N * K:] == 77).all()

@@ -21,6 +21,19 @@ static Ref tile_rows(Builder &b, const Ref &t, i64 rows) {
     return slice1_lower_packed(b, v);
 }
 
+// Row-major B (K x N, k rows sk elements apart) copied column-major into a packed N x K scratch (lowering.py's
+// lower_transpose): the scratch viewed as the K x N matrix it holds.
+static Ref transpose_b(Builder &b, const Ref &x, i64 K, i64 N, i64 sk, u32 tile) {
+    Ref out = b.scratch(Tensor(x.desc.dt, {1, 1, (u32)N, (u32)K}));
+    b.dispatch("qlmm_transpose", {x, out}, {1}, {(u32)ceil_div(N, tile), (u32)ceil_div(K, tile), 1},
+               {(u32)K, (u32)N, (u32)sk}, {ops_qlmm_coopmat::TRANSPOSE_WG, tile});
+    Ref v;
+    v.id = out.id;
+    v.desc = Tensor(x.desc.dt, {1, 1, (u32)K, (u32)N}, {0, 0, 1, (u32)K});
+    v.has_desc = true;
+    return v;
+}
+
 static Ref packed_inner(Builder &b, const Ref &r) {
     if (r.desc.el_strides()[3] == 1 || r.desc.sizes[3] == 1) return r;
     return slice1_lower_packed(b, r);
@@ -94,7 +107,13 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
         bn = tn;
     }
     bool bc = kname.size() > 3 && kname.compare(kname.size() - 3, 3, "_bc") == 0;  // B staged as it lies
-    if (b_cols && !(which == "dot" || which == "stream" || direct || bc)) {
+    bool transposed = which == "coopmat" && bc && !b_cols;  // row-major B transposed first (Facts::b_transpose)
+    if (transposed) {
+        b = transpose_b(bld, b, K, N, b_st[2], t.BC_TRANSPOSE_TILE);
+        b_cols = true;
+        b_st = {0, 0, K, 1};
+        bld.note("b_transposed", "true");
+    } else if (b_cols && !(which == "dot" || which == "stream" || direct || bc)) {
         b_cols = false;
         b = packed_inner(bld, b);
         St4 st = batch_strides(b.desc);
@@ -117,7 +136,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
     if (which == "dot" || which == "stream")  // zero-point sums only where a shifted zero point may be non-zero
         flags |= (prod.b_free ? 0 : ops_qlmm_dot::F_NEED_SA) | (prod.a_free ? 0 : ops_qlmm_dot::F_NEED_SB);
     pc.set(3, flags);
-    if (b_cols) bld.note("b_layout", json_str("column-major"));
+    if (b_cols && !transposed) bld.note("b_layout", json_str("column-major"));
     i64 groups[3] = {ceil_div(N, bn), ceil_div(M, bm), Bo * Co};
     std::vector<Ref> extra;
     std::vector<int> extra_writes;

@@ -83,6 +83,12 @@ struct Facts {
     std::pair<std::string, std::string> resolved_;
 
     bool coopmat() const { return lim.cooperative_matrix && lim.coopmat_verified && p.aligned(); }
+    // Row-major B transposed first (qlmm_lower.cpp's transpose) for the BC builds.
+    bool b_transpose() const {
+        return !p.b_cols && t.COOPMAT_BC && t.BC_TRANSPOSE_MIN_M > 0 && p.M >= (i64)t.BC_TRANSPOSE_MIN_M &&
+               (p.batches == 1 || (p.b_st[0] == 0 && p.b_st[1] == 0)) &&
+               lim.max_workgroup_invocations >= ops_qlmm_coopmat::TRANSPOSE_WG;
+    }
     i64 gemv() {
         if (!have_gemv++) gemv_ = gemv_why_not(lim, p.M, p.N, p.b_st, p.b_cols, t);
         return gemv_;
@@ -97,7 +103,8 @@ struct Facts {
     }
     const std::pair<std::string, std::string> &resolved() {
         if (!have_resolved++)
-            resolved_ = cm_resolve(t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free && p.b_free, p.b_signed, t, p.b_cols);
+            resolved_ = cm_resolve(t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free && p.b_free, p.b_signed, t,
+                                   p.b_cols || b_transpose());
         return resolved_;
     }
     bool direct() { return coopmat() && resolved().second == "qlmm_coopmat_direct"; }

@@ -44,7 +44,7 @@ const Case SPLIT[] = {
 };
 // The large tile's tail split (QlmmTuning.TAIL_SPLIT), cooperative matrices only (through the portable kernel it
 // would take lavapipe half a minute): 272 tiles, 264 whole, the last 8 (in the raster: rows 2048-2175, columns
-// 1024-2047) split 8 ways; every 8th row of that tile row compared.
+// 1024-2047) split 8 ways; every 8th row of that tile row compared. B is transposed first (BC_TRANSPOSE_MIN_M).
 const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8}};
 
 struct Rng {
@@ -248,13 +248,13 @@ extern "C" vkops_status vkops_context_self_check(vkops_context *c, VkQueue queue
         lim.coopmat_split_verified = false;
         bool ok = check(c, queue, cmd, lim, NONSPLIT, sizeof NONSPLIT / sizeof *NONSPLIT,
                         {"qlmm_coopmat", "qlmm_coopmat_bt", "qlmm_coopmat_zp", "qlmm_stream", "qlmm_coopmat_bc",
-                         "qlmm_coopmat_zp_bc"});
+                         "qlmm_coopmat_zp_bc", "qlmm_transpose"});
         bool split = false;
         if (ok) {
             lim.coopmat_split_verified = true;
             split = check(c, queue, cmd, lim, SPLIT, sizeof SPLIT / sizeof *SPLIT,
                           {"qlmm_coopmat", "qlmm_stream", "_sk", "_bc_sk"}) &&
-                    check(c, queue, cmd, lim, TAIL, 1, {"qlmm_coopmat_sk"});
+                    check(c, queue, cmd, lim, TAIL, 1, {"qlmm_transpose", "qlmm_coopmat_bc_sk"});
         }
         std::lock_guard<std::mutex> lock(c->mutex);
         c->limits.coopmat_verified = ok;

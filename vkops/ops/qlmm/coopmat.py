@@ -47,6 +47,7 @@ COOPMAT_CONFIGS = {
     "128x64x128_4x2": (128, 64, 128, 4, 2),
 }
 LANES = 32  # lanes a subgroup: qlmm_coopmat.comp (and qlmm_stream.comp) run 32-lane subgroups, 32 * SG_W * SG_H a workgroup
+TRANSPOSE_WG = 256  # qlmm_transpose.comp's invocations a workgroup
 SMALL_MAX_M, LOW_MAX_M = 32, 64  # auto_config: SMALL_CONFIG up to 32 rows, LOW_CONFIG up to 64 (their tiles' rows)
 # The knobs (COOPMAT_CONFIG, LARGE_CONFIG, AUTO_MIN_GROUPS, LARGE_MIN_TILES, LARGE_SPLIT_MIN_TILES,
 # LARGE_SPLIT_MIN_CHUNKS, TAIL_SPLIT, TAIL_MIN_CHUNKS, MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS, BT_CONFIGS,
@@ -244,7 +245,9 @@ def self_check(dev, split: bool = False) -> bool:
     # B column-major staged as it lies (BC), with and without zero-point sums
     bc = [(np.int8, np.int8, False, c, 3 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.MID_CONFIG)]
     bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG)]
-    bc = bc if T.COOPMAT_BC else []
+    # row-major B transposed first (BC_TRANSPOSE_MIN_M rows), with zero-point sums; split without
+    tr = (np.int8, np.int8, False, "transposed", 2, False) if split else (np.uint8, np.int8, True, "transposed", 1, False)
+    bc = (bc + ([tr] if T.BC_TRANSPOSE_MIN_M else [])) if T.COOPMAT_BC else []
     cases = [c + (1, False) for c in cases] + direct + stream + bc
     if split:  # with and without the row/column sums; K = 400: 4 chunks of 128 (7 of 64), the last one partial
         cases = [(np.uint8, np.int8, True, T.SMALL_CONFIG, 2, False), (np.int8, np.int8, False, T.SMALL_CONFIG, 3, False),
@@ -263,6 +266,8 @@ def self_check(dev, split: bool = False) -> bool:
         if config == T.DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
             # TILE_K; N a multiple of 16, not of TILE_N
             M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[T.DIRECT_CONFIG][2], 1
+        if config == "transposed":  # 4 x 2 large tiles, N not a multiple of 128, K not of 64
+            config, M, N, K, batches = T.BC_LARGE_CONFIG, max(T.BC_TRANSPOSE_MIN_M, 385), 144, 400, 1
         if config.startswith("nr"):  # N not a multiple of NR, K not of the steps
             M, N, K, batches = 15 if zps else 13, 144, 1040, 1
         a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (batches, 1, M, K)).astype(a_dt)
@@ -291,6 +296,9 @@ def self_check(dev, split: bool = False) -> bool:
                                                       "qlmm_stream_m16n" + config[2:])
             assert cols == (p.note("b_layout") == "column-major") and len(p.dispatches) == 1
             assert kind == "coopmat" or p.note("split_k") == sk, (p.note("split_k"), sk)
+        elif M >= T.BC_TRANSPOSE_MIN_M > 0 and T.COOPMAT_BC and not cols:  # B transposed first, then BC
+            assert [d.kernel for d in p.dispatches] == ["qlmm_transpose", "qlmm_coopmat" + ("_bc" if not zps else "_zp_bc")
+                                                         + ("_sk" if p.note("split_k") > 1 else "")], p.dispatches
         elif cols:  # BC: B read as it lies, by the split build where the case splits
             assert p.dispatches[-1].kernel == "qlmm_coopmat" + ("_bc" if not zps else "_zp_bc") + ("_sk" if sk > 1 else "")
             assert p.note("b_layout") == "column-major", p.notes

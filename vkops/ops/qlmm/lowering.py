@@ -33,11 +33,25 @@ QLMM_PUSH = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("flags", "<u4")
                       ("b_sb", "<u4"), ("b_sc", "<u4"), ("b_sk", "<u4"), ("splits", "<u4")])
 F_A_SIGNED, F_B_SIGNED, F_O_SIGNED = 1, 2, 4
 F_SA_ROW, F_ZA_ROW, F_SB_COL, F_ZB_COL, F_SO_ROW, F_ZO_ROW = 8, 16, 32, 64, 128, 256
-F_B_COLS = 512  # B column-major (the direct-B kernel only): b_sk holds the n stride
+F_B_COLS = 512  # B column-major (direct-B, dot, stream and BC kernels): b_sk holds the n stride
+# Host mirror of kernels/qlmm/qlmm_transpose.comp's push block.
+TRANSPOSE_PUSH = np.dtype([("K", "<u4"), ("N", "<u4"), ("b_sk", "<u4")])
 
 
 def _flag(t: Optional[TensorDesc], flag: int) -> int:
     return flag if t is not None and t.element_count > 1 else 0
+
+
+def lower_transpose(b: Builder, x: Ref, K: int, N: int, sk: int, out: Optional[Ref] = None, tile: int = 64) -> Ref:
+    """Row-major B (K x N, k rows `sk` elements apart) copied column-major into a packed N x K scratch
+    (qlmm_transpose in tiles of `tile` bytes a side; `out` instead where given); its ref is that scratch
+    viewed as the K x N matrix it holds."""
+    out = out if out is not None else b.scratch(TensorDesc(x.desc.data_type, (1, 1, N, K)))
+    pc = np.zeros((), TRANSPOSE_PUSH)
+    pc["K"], pc["N"], pc["b_sk"] = K, N, sk
+    b.dispatch("qlmm_transpose", [x, out], writes=[1], groups=(-(-N // tile), -(-K // tile), 1),
+               push=pc.reshape(1).view(np.uint32), spec=(cm.TRANSPOSE_WG, tile))
+    return Ref(out.id, TensorDesc(x.desc.data_type, (1, 1, K, N), (0, 0, 1, K)))
 
 
 def _tile_rows(b: Builder, t: Optional[Ref], rows: int) -> Optional[Ref]:
@@ -139,7 +153,10 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = t.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (cm.LANES * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-    if b_cols and not (which in ("dot", "stream") or direct or kname.endswith("_bc")):
+    if which == "coopmat" and kname.endswith("_bc") and not b_cols:  # row-major B transposed first (rule.Facts.b_transpose)
+        b, b_cols, b_st = lower_transpose(batch, b, K, N, b_st[2], tile=t.BC_TRANSPOSE_TILE), True, (0, 0, K, 1)
+        batch.notes["b_transposed"] = True
+    elif b_cols and not (which in ("dot", "stream") or direct or kname.endswith("_bc")):
         b_cols = False
         b = packed_inner(b)
         b_st = batch_strides(b.desc)[:3] + (1,)
@@ -158,7 +175,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     if which in ("dot", "stream"):  # zero-point sums only where a shifted zero point may be non-zero
         flags |= (0 if b_free else qd.F_NEED_SA) | (0 if a_free else qd.F_NEED_SB)
     pc["flags"] = flags
-    if b_cols:
+    if b_cols and not batch.notes.get("b_transposed"):
         batch.notes["b_layout"] = "column-major"
     groups = (-(-N // bn), -(-M // bm), Bo * Co)
     extra, extra_writes = [], []

@@ -76,6 +76,15 @@ class Facts:
         self.lim, self.p, self.t, self.kernel, self.config = lim, p, t, kernel, config
 
     @property
+    def b_transpose(self) -> bool:
+        """Row-major B transposed first (lowering.lower_transpose) for the BC builds: COOPMAT_BC, from
+        BC_TRANSPOSE_MIN_M rows, one matrix of B (or one shared by the batches), 256-invocation workgroups."""
+        p, t = self.p, self.t
+        return (not p.b_cols and t.COOPMAT_BC and 0 < t.BC_TRANSPOSE_MIN_M <= p.M
+                and (p.batches == 1 or p.b_st[0] == p.b_st[1] == 0)
+                and self.lim.max_workgroup_invocations >= cm.TRANSPOSE_WG)
+
+    @property
     def coopmat(self) -> bool:
         """Verified cooperative matrices, and the product in whole 16-element steps."""
         return self.lim.cooperative_matrix and self.lim.coopmat_verified and self.p.aligned
@@ -102,7 +111,7 @@ class Facts:
         """(tile config, kernel variant) of the cooperative-matrix kernel."""
         p = self.p
         return cm.resolve(self.config or self.t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free and p.b_free,
-                          p.b_signed, self.t, p.b_cols)
+                          p.b_signed, self.t, p.b_cols or self.b_transpose)
 
     @property
     def direct(self) -> bool:

@@ -38,6 +38,8 @@ class QlmmTuning(Tuning):
     LARGE_SPLIT_MIN_CHUNKS: int = 32  # LARGE_CONFIG's splits keep this many 64-deep K chunks: 192 x 4096^2 split 2 0.0425 ms, 4: 0.0459 (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     BT_CONFIGS: Tuple[str, ...] = ("128x64x128_4x2",)  # MID_CONFIG stages B transposed: 0.146 -> 0.131 ms (#2026-11-25-session-15-b-staged-transposed)
     DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research)
+    BC_TRANSPOSE_MIN_M: int = 2048  # row-major B (one matrix) transposed into a scratch for the BC builds from this many rows (0: never): 4096^3 0.374 -> 0.324 ms, 1024 rows lost 0.095 -> 0.109 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
+    BC_TRANSPOSE_TILE: int = 64  # ... in tiles of this many bytes a side, 64 or 128: tied (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     BC_LARGE_CONFIG: str = "128x128x64_2x2"  # LARGE_CONFIG's tile where B is staged as it lies (BC): 4096^3 0.302 -> 0.282 ms, with zero points 0.403 -> 0.376 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     TAIL_SPLIT: bool = True  # LARGE_CONFIG without zero-point sums: a last wave under half full split-K, the rest whole: 1536 x 4096^2 0.209 -> 0.166 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
     TAIL_MIN_CHUNKS: int = 8  # a tail split's 64-deep K chunks a split, at least: 1280 x 4096^2 0.158 (32) -> 0.140 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
@@ -113,6 +115,8 @@ class QlmmTuning(Tuning):
         if COOPMAT_CONFIGS[self.BC_LARGE_CONFIG][:2] != COOPMAT_CONFIGS[self.LARGE_CONFIG][:2]:
             fail("BC_LARGE_CONFIG", f"a tile of LARGE_CONFIG's rows and columns ({self.LARGE_CONFIG}: the rules count its "
                  "tiles)", self.BC_LARGE_CONFIG)
+        if self.BC_TRANSPOSE_TILE not in (64, 128):
+            fail("BC_TRANSPOSE_TILE", "64 or 128", self.BC_TRANSPOSE_TILE)
         if not isinstance(self.BT_CONFIGS, tuple):
             fail("BT_CONFIGS", "a tuple of tile names", self.BT_CONFIGS)
         for c in self.BT_CONFIGS:
