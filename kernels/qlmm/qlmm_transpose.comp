@@ -36,11 +36,12 @@ void main() {
     [[unroll]] for (uint p = 0u; p < PASSES; ++p)
         [[unroll]] for (uint q = 0u; q < 4u; ++q) sh[(r0 + p * RPP) * SW + c / 4u + q] = v[p][q];
     barrier();
-    // store: columns lid % RPP + p * RPP (consecutive lanes, consecutive columns: one shared word read by 4 lanes),
-    // 16 k rows from kc
-    uint kc = (lid / RPP) * 16u;
+    // store: columns lid / LPR + p * RPP, 16 k rows from kc: consecutive lanes along a column's k, whole 32-byte
+    // sectors a warp (consecutive lanes on consecutive columns, 16 bytes each, took 22.5 against 13.1 us for 16 MiB:
+    // docs/tuning/qlmm.md, session 33)
+    uint kc = (lid % LPR) * 16u;
     [[unroll]] for (uint p = 0u; p < PASSES; ++p) {
-        uint n = lid % RPP + p * RPP;
+        uint n = lid / LPR + p * RPP;
         if (n0 + n >= pc.N || k0 + kc >= pc.K) continue;
         uint w = n >> 2u, s = (n & 3u) * 8u;
         uvec4 o;
