@@ -44,6 +44,8 @@ class Record:
             self.kernels["packed"] += 1
         if p.note("folded"):
             self.kernels["folded"] += 1
+        if p.note("b_transposed"):
+            self.kernels["b_transposed"] += 1
         return p
 
 
@@ -82,7 +84,7 @@ def test_the_plan_grid():
 
 # ---------------------------------------------------------------- random shapes
 THRESHOLDS = (T.GEMV_MAX_M, T.STREAM_MAX_M, T.DOT_MAX_M, T.DOT_MAX_M_COOPMAT, T.DOT_COOP_MAX_M, T.DIRECT_MAX_M,
-              T.DOT_MAX_ROWS, T.MID_MAX_M, SMALL_MAX_M, LOW_MAX_M)
+              T.DOT_MAX_ROWS, T.MID_MAX_M, SMALL_MAX_M, LOW_MAX_M, T.BC_TRANSPOSE_MIN_M)
 
 
 def dim(rng, hi, aligned):
@@ -223,7 +225,8 @@ def test_tile_and_threshold_boundaries():
     for lim in (LIMITS["h100"], LIMITS["minimum"]):
         for M in (8190, 8191, 8192):
             same(OP, make(M, 16, 16, a_b=(128, 1), sa="row"), rec, lim)
-    assert {"kernel=gemv", "kernel=stream", "kernel=dot", "kernel=coopmat", "kernel=portable", "folded"} <= set(rec.kernels)
+    assert {"kernel=gemv", "kernel=stream", "kernel=dot", "kernel=coopmat", "kernel=portable", "folded",
+            "b_transposed", "qlmm_coopmat_bc", "qlmm_coopmat_zp_bc"} <= set(rec.kernels), rec.kernels
 
 
 # ---------------------------------------------------------------- invalid descriptors
