@@ -153,10 +153,11 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = t.COOPMAT_GROUP_M if group_m is None else int(group_m)
         spec, bm, bn = (cm.LANES * sw * sh, tm, tn, tk, sw, sh, max(1, gm)), tm, tn
-    if which == "coopmat" and kname.endswith("_bc") and not b_cols:  # row-major B transposed first (rule.Facts.b_transpose)
+    bc = which == "coopmat" and kname.endswith("_bc")  # B column-major: as it lies, or transposed first
+    if bc and not b_cols:  # row-major B (rule.Facts.b_transpose)
         b, b_cols, b_st = lower_transpose(batch, b, K, N, b_st[2], tile=t.BC_TRANSPOSE_TILE), True, (0, 0, K, 1)
         batch.notes["b_transposed"] = True
-    elif b_cols and not (which in ("dot", "stream") or direct or kname.endswith("_bc")):
+    elif b_cols and not (which in ("dot", "stream") or direct or bc):
         b_cols = False
         b = packed_inner(b)
         b_st = batch_strides(b.desc)[:3] + (1,)
