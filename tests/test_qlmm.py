@@ -783,3 +783,21 @@ def test_b_is_transposed_exactly_for_the_bc_builds(dev, rng, K, N, sk, tile):
     got = dout.numpy()
     np.testing.assert_array_equal(got[:N * K].reshape(N, K), full[:, :N].T)
     assert (got[N * K:] == 77).all()
+
+
+def test_every_knob_says_why_and_links_its_measurements():
+    """Each QlmmTuning field's comment ends with a link to the entry of docs/tuning/qlmm.md that measured it."""
+    import re
+    from pathlib import Path
+
+    from vkops.ops.qlmm import tuning
+
+    src = Path(tuning.__file__).read_text()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "tuning" / "qlmm.md").read_text()
+    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#{2,4} (.+)$", doc, re.M)}
+    assert "2026-11-27-session-33-column-major-b-staged-as-it-lies" in anchors
+    for name in tuning.QlmmTuning.knobs():
+        line = re.search(rf"^    {name}: .+$", src, re.M)
+        assert line, name
+        link = re.search(r"  # .+ \(#([\w-]+)\)$", line.group(0))
+        assert link and link.group(1) in anchors, (name, line.group(0))

@@ -37,7 +37,7 @@ class QlmmTuning(Tuning):
     LARGE_SPLIT_MIN_TILES: int = 64  # 65-MID_MAX_M rows without zero-point sums: LARGE_CONFIG split-K from this many of its tiles; 128 x 8192^2 0.092 -> 0.071 ms (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     LARGE_SPLIT_MIN_CHUNKS: int = 32  # LARGE_CONFIG's splits keep this many 64-deep K chunks: 192 x 4096^2 split 2 0.0425 ms, 4: 0.0459 (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     BT_CONFIGS: Tuple[str, ...] = ("128x64x128_4x2",)  # MID_CONFIG stages B transposed: 0.146 -> 0.131 ms (#2026-11-25-session-15-b-staged-transposed)
-    DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research)
+    DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research: one an SM past 24 KiB) (#2026-11-26-session-28-the-large-tiles-knobs-re-swept-two-shared-buffers-and-the-h100s-24-kib-a-workgroup)
     BC_TRANSPOSE_MIN_M: int = 2048  # row-major B (one matrix) transposed into a scratch for the BC builds from this many rows (0: never): 4096^3 0.374 -> 0.324 ms, 1024 rows lost 0.095 -> 0.109 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     BC_TRANSPOSE_TILE: int = 64  # ... in tiles of this many bytes a side, 64 or 128: tied (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     BC_LARGE_CONFIG: str = "128x128x64_2x2"  # LARGE_CONFIG's tile where B is staged as it lies (BC): 4096^3 0.302 -> 0.282 ms, with zero points 0.403 -> 0.376 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
