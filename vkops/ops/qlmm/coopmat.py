@@ -266,8 +266,8 @@ def self_check(dev, split: bool = False) -> bool:
         if config == T.DIRECT_CONFIG:  # M <= 16 (one batch: two would fold into 26 rows); K a multiple of
             # TILE_K; N a multiple of 16, not of TILE_N
             M, N, K, batches = 13, 144, 2 * COOPMAT_CONFIGS[T.DIRECT_CONFIG][2], 1
-        if config == "transposed":  # 4 x 2 large tiles, N not a multiple of 128, K not of 64
-            config, M, N, K, batches = T.BC_LARGE_CONFIG, max(T.BC_TRANSPOSE_MIN_M, 385), 144, 400, 1
+        if config == "transposed":  # the threshold's rows, 2 tile columns, N not of 128, K not of 64
+            config, M, N, K, batches = T.BC_LARGE_CONFIG, T.BC_TRANSPOSE_MIN_M, 144, 400, 1
         if config.startswith("nr"):  # N not a multiple of NR, K not of the steps
             M, N, K, batches = 15 if zps else 13, 144, 1040, 1
         a = rng.integers(np.iinfo(a_dt).min, np.iinfo(a_dt).max + 1, (batches, 1, M, K)).astype(a_dt)

@@ -42,7 +42,8 @@ def _flag(t: Optional[TensorDesc], flag: int) -> int:
     return flag if t is not None and t.element_count > 1 else 0
 
 
-def lower_transpose(b: Builder, x: Ref, K: int, N: int, sk: int, out: Optional[Ref] = None, tile: int = 64) -> Ref:
+def lower_transpose(b: Builder, x: Ref, K: int, N: int, sk: int, out: Optional[Ref] = None,
+                    tile: int = DEFAULT.BC_TRANSPOSE_TILE) -> Ref:
     """Row-major B (K x N, k rows `sk` elements apart) copied column-major into a packed N x K scratch
     (qlmm_transpose in tiles of `tile` bytes a side; `out` instead where given); its ref is that scratch
     viewed as the K x N matrix it holds."""
