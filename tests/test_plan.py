@@ -269,8 +269,8 @@ def test_qlmm_reads_column_major_b_in_place():
             (desc(17, 4096, 4096), "qlmm_coopmat_bc_sk", tun.SMALL_CONFIG),  # two row tiles: staged kernel, B as it lies
             (desc(16, 4000, 4096), "qlmm_coopmat_bc_sk", tun.SMALL_CONFIG),  # K not whole chunks
             (desc(512, 4096, 4096), "qlmm_coopmat_bc", tun.BC_LARGE_CONFIG),  # the large tile, its BC subgroups
-            (desc(256, 4096, 4096), "qlmm_coopmat_bc", tun.MID_CONFIG),  # 65-256 rows: not the large tile split
-            (desc(100, 4096, 96, zp=True), "qlmm_coopmat_zp_bc_sk", tun.MID_CONFIG)):  # with zero-point sums
+            (desc(256, 4096, 4096), "qlmm_coopmat_bc", tun.BC_MID_CONFIG),  # 65-256 rows: not the large tile split
+            (desc(100, 4096, 96, zp=True), "qlmm_coopmat_zp_bc_sk", tun.BC_MID_CONFIG)):  # with zero-point sums
         p = qlmm.plan(other, lim, tuning=tun)
         assert [x.kernel for x in p.dispatches] == [last] and p.note("b_layout") == "column-major"
         assert p.note("config") == config, (p.note("config"), config)
@@ -278,6 +278,13 @@ def test_qlmm_reads_column_major_b_in_place():
         packed = qlmm.plan(other, lim, tuning=tun.replace(COOPMAT_BC=False))  # the knob off: packed, staged row-major
         ks = [x.kernel for x in packed.dispatches]
         assert ks[0] == "slice1_b8" and "_bc" not in ks[-1] and not packed.note("b_layout")
+    # BC_MID_CONFIG splits toward MID_TARGET_GROUPS as the other middle tiles do: 128 rows of 1024 columns are 32
+    # tiles, split 4 ways; of 4096 columns 128 tiles, whole; the knob set to MID_CONFIG plans as before
+    mid = qlmm.plan(desc(128, 4096, 1024), lim, tuning=tun)
+    assert (mid.dispatches[-1].kernel, mid.note("config"), mid.note("split_k")) == ("qlmm_coopmat_bc_sk", tun.BC_MID_CONFIG, 4)
+    assert qlmm.plan(desc(128, 4096, 4096), lim, tuning=tun).note("split_k") == 1
+    old = qlmm.plan(desc(128, 4096, 4096), lim, tuning=tun.replace(BC_MID_CONFIG=tun.MID_CONFIG))
+    assert (old.note("config"), old.note("split_k")) == (tun.MID_CONFIG, 2)
     ks = [x.kernel for x in qlmm.plan(desc(8, 512, 144, n_stride=520), lim, tuning=tun).dispatches]  # n stride not of 16
     assert ks[0] == "slice1_b8" and ks[-1].startswith("qlmm_coopmat")
     assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, kernel="portable", tuning=tun).dispatches] == ["slice1_b8", "qlmm"]

@@ -32,7 +32,8 @@ i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmT
         return s >= 2 ? s : 1;
     }
     if (tiles >= (i64)t.AUTO_MIN_GROUPS / 2) return 1;
-    i64 target = config == t.MID_CONFIG || config == t.LOW_CONFIG ? t.MID_TARGET_GROUPS : t.SPLIT_TARGET_GROUPS;
+    i64 target = config == t.MID_CONFIG || config == t.BC_MID_CONFIG || config == t.LOW_CONFIG ? t.MID_TARGET_GROUPS
+                                                                                                : t.SPLIT_TARGET_GROUPS;
     i64 s = std::min({(i64)t.SPLIT_MAX, std::max<i64>(1, target / tiles), std::max<i64>(1, nchunks / t.SPLIT_MIN_CHUNKS)});
     return s >= 2 ? s : 1;
 }
@@ -53,7 +54,8 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
         (!sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES))
         return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
     if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
-    return M <= (i64)t.MID_MAX_M ? t.MID_CONFIG : t.FEW_TILES_CONFIG;
+    if (M <= (i64)t.MID_MAX_M) return bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
+    return t.FEW_TILES_CONFIG;
 }
 
 std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64 M, i64 N, i64 K, i64 batches, bool free,

@@ -23,6 +23,7 @@ COOPMAT_CONFIGS = {
     "256x128x64_2x4": (256, 128, 64, 2, 4),
     "128x128x32_2x2": (128, 128, 32, 2, 2),
     "64x64x64_2x2": (64, 64, 64, 2, 2),
+    "64x64x128_2x2": (64, 64, 128, 2, 2),  # BC_MID_CONFIG: 65-256 rows, B column-major
     "32x64x128_2x2": (32, 64, 128, 2, 2),
     "32x64x256_2x2": (32, 64, 256, 2, 2),
     "32x32x256_1x2": (32, 32, 256, 1, 2),
@@ -50,7 +51,7 @@ LANES = 32  # lanes a subgroup: qlmm_coopmat.comp (and qlmm_stream.comp) run 32-
 TRANSPOSE_WG = 256  # qlmm_transpose.comp's invocations a workgroup
 SMALL_MAX_M, LOW_MAX_M = 32, 64  # auto_config: SMALL_CONFIG up to 32 rows, LOW_CONFIG up to 64 (their tiles' rows)
 # The knobs (COOPMAT_CONFIG, LARGE_CONFIG, AUTO_MIN_GROUPS, LARGE_MIN_TILES, LARGE_SPLIT_MIN_TILES,
-# LARGE_SPLIT_MIN_CHUNKS, TAIL_SPLIT, TAIL_MIN_CHUNKS, MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS, BT_CONFIGS,
+# LARGE_SPLIT_MIN_CHUNKS, TAIL_SPLIT, TAIL_MIN_CHUNKS, MID_CONFIG, BC_MID_CONFIG, MID_MAX_M, MID_TARGET_GROUPS, BT_CONFIGS,
 # DB_CONFIGS, SMALL_CONFIG, LOW_CONFIG, FEW_TILES_CONFIG, COOPMAT_SPLIT_K, SPLIT_TARGET_GROUPS, SPLIT_MIN_CHUNKS,
 # SPLIT_MAX, COOPMAT_GROUP_M, COOPMAT_DIRECT, DIRECT_CONFIG, DIRECT_MAX_M, COOPMAT_COLS) are QlmmTuning's fields
 # (tuning.py); their measurements are in docs/tuning/qlmm.md.
@@ -58,7 +59,7 @@ SMALL_MAX_M, LOW_MAX_M = 32, 64  # auto_config: SMALL_CONFIG up to 32 rows, LOW_
 
 def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAULT) -> int:
     """Split-K for few output tiles (small M, N and batch): a factor so that about SPLIT_TARGET_GROUPS
-    (MID_TARGET_GROUPS for the 256-invocation MID_CONFIG and LOW_CONFIG) workgroups run, each with at least
+    (MID_TARGET_GROUPS for the middle tiles MID_CONFIG, BC_MID_CONFIG and LOW_CONFIG) workgroups run, each with at least
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit)."""
     t = tuning
@@ -69,7 +70,7 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
         return s if s >= 2 else 1
     if tiles >= t.AUTO_MIN_GROUPS // 2:
         return 1
-    target = t.MID_TARGET_GROUPS if config in (t.MID_CONFIG, t.LOW_CONFIG) else t.SPLIT_TARGET_GROUPS
+    target = t.MID_TARGET_GROUPS if config in (t.MID_CONFIG, t.BC_MID_CONFIG, t.LOW_CONFIG) else t.SPLIT_TARGET_GROUPS
     s = min(t.SPLIT_MAX, max(1, target // tiles), max(1, nchunks // t.SPLIT_MIN_CHUNKS))
     return s if s >= 2 else 1
 
@@ -93,7 +94,8 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
     workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums, B row-major) LARGE_SPLIT_MIN_TILES
     in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG
-    above. With B staged as it lies (bc) the large tile is BC_LARGE_CONFIG (the same tile, other subgroups)."""
+    above. With B staged as it lies (bc) the large tile is BC_LARGE_CONFIG (the same tile, other subgroups) and
+    the 65-MID_MAX_M-row tile BC_MID_CONFIG."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
@@ -104,13 +106,16 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
         return t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
-    return t.MID_CONFIG if M <= t.MID_MAX_M else t.FEW_TILES_CONFIG
+    if M <= t.MID_MAX_M:
+        return t.BC_MID_CONFIG if bc else t.MID_CONFIG
+    return t.FEW_TILES_CONFIG
 
 
 def auto_configs(tuning: QlmmTuning = DEFAULT) -> Tuple[str, ...]:
     """Every tile auto_config() may pick under `tuning` (the self-check covers each)."""
     t = tuning
-    return t.LARGE_CONFIG, t.BC_LARGE_CONFIG, t.FEW_TILES_CONFIG, t.SMALL_CONFIG, t.LOW_CONFIG, t.MID_CONFIG
+    return (t.LARGE_CONFIG, t.BC_LARGE_CONFIG, t.FEW_TILES_CONFIG, t.SMALL_CONFIG, t.LOW_CONFIG, t.MID_CONFIG,
+            t.BC_MID_CONFIG)
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool,
@@ -243,7 +248,7 @@ def self_check(dev, split: bool = False) -> bool:
     stream = [(a, b, zp, f"nr{nr}", 3 if split else 1, cols) for nr in qlmm_stream.TILES
               for a, b, zp, cols in ((np.int8, np.int8, False, False), (np.uint8, np.uint8, True, True))]
     # B column-major staged as it lies (BC), with and without zero-point sums
-    bc = [(np.int8, np.int8, False, c, 3 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.MID_CONFIG)]
+    bc = [(np.int8, np.int8, False, c, 3 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.BC_MID_CONFIG)]
     bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG)]
     # row-major B transposed first (BC_TRANSPOSE_MIN_M rows), with zero-point sums; split without
     tr = (np.int8, np.int8, False, "transposed", 2, False) if split else (np.uint8, np.int8, True, "transposed", 1, False)
