@@ -166,7 +166,7 @@ struct Facts {
     u64 Kp, P;
     u64 B_ = 0;
 
-    // paths.py Facts.B: where pow2(K) > B/2 on rows longer than B, B doubled up to LARGE_K_MAX_B while shared
+    // facts.py Facts.B: where pow2(K) > B/2 on rows longer than B, B doubled up to LARGE_K_MAX_B while shared
     // memory allows, if that makes pow2(K) <= B/2 (radix select instead of the global sort); else the largest
     // such B where it holds pow2(K) and the row (of at most LARGE_K_ONE_CHUNK_MAX_L) is longer (one radix chunk
     // a row).
@@ -198,7 +198,7 @@ struct Facts {
     bool fits_filter() { return Kp <= B() / 2; }
     // Facts.global_sort: no later row of the rule takes the call (SEG, radix select, the filter)
     bool global_sort() { return !(P <= B() && !short_radix()) && !fits_filter() && !fits_one_chunk(); }
-    // paths.py Facts.fits_one_chunk / one_chunk: B/2 < pow2(K) <= B on rows longer than B, one radix chunk a row
+    // facts.py Facts.fits_one_chunk / one_chunk: B/2 < pow2(K) <= B on rows longer than B, one radix chunk a row
     bool fits_one_chunk() { return B() / 2 < Kp && Kp <= B() && B() < P && length <= t.LARGE_K_ONE_CHUNK_MAX_L; }
     TopK1Path one_chunk() {
         TopK1Path p;

@@ -1,7 +1,7 @@
 """TOP_K1's paths sized (pure): what the kernels fix (subgroup operations, EPI, NBINS, the TUNE_* bits, RSORT's
 and the register networks' bounds), the `Path` a rule row returns, shared-memory budgets and buffers, and each
-path's own sizing (merge groups, GRADIX, ROWS, RSORT, the radix push word and workgroup). paths.py's rule (Facts,
-AUTO_RULE, choose) picks among them and re-exports every name here; docs/tuning/top_k1.md has the measurements."""
+path's own sizing (merge groups, GRADIX, ROWS, RSORT, the radix push word and workgroup). paths.py's rule (AUTO_RULE,
+choose, reading facts.py's Facts) picks among them and re-exports every name here; docs/tuning/top_k1.md has the measurements."""
 from __future__ import annotations
 
 import dataclasses
