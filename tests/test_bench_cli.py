@@ -156,8 +156,10 @@ def test_ctrl_c_keeps_the_rows_measured(tmp_path, capsys, monkeypatch):
     valid(doc)
 
 
-def test_sigint_ends_a_sweep_with_its_rows(tmp_path):
-    """A real Ctrl-C (SIGINT) once two rows are out: exit 130, the rows so far, a valid document."""
+@pytest.mark.parametrize("sig,name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
+def test_a_signal_ends_a_sweep_with_its_rows(tmp_path, sig, name):
+    """A real Ctrl-C (SIGINT), or the SIGTERM of `timeout` or a batch scheduler, once two rows are out: the
+    measurement in flight finishes, exit 130, the rows so far in a valid document."""
     out = tmp_path / "r"
     ks = ",".join(str(k) for k in range(1, 61))
     p = subprocess.Popen([sys.executable, "-m", "vkops", "bench", "--op", "top_k", "--shape", "2x16384", "--k", ks,
@@ -168,13 +170,13 @@ def test_sigint_ends_a_sweep_with_its_rows(tmp_path):
         for line in p.stderr:
             rows += " | vkops: " in line
             if rows == 2:
-                p.send_signal(signal.SIGINT)
+                p.send_signal(sig)
                 break
         stdout, stderr = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 130 and "Ctrl-C: stopping after this measurement" in stderr, stderr
+    assert p.returncode == 130 and f"{name}: stopping after this measurement" in stderr, stderr
     doc = json.loads(next(out.glob("*.json")).read_text())
     valid(doc)
     assert doc["interrupted"] is True and 2 <= len(doc["rows"]) < 60 and "interrupted: kept the" in stderr

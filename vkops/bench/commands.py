@@ -169,7 +169,7 @@ def run_bench(args, ap) -> int:
 
 def finish(doc, path) -> int:
     """Print the run's table and where it went; the exit status (1: a vkops row failed its check, 130:
-    interrupted). A baseline that fails its check is reported in its row, not in the status."""
+    interrupted by Ctrl-C or SIGTERM, with the rows measured until then). A baseline that fails its check is reported in its row, not in the status."""
     from .report import run_table  # noqa: PLC0415
 
     d = doc["device"]

@@ -80,32 +80,40 @@ class Progress:
 
 
 class Interrupts:
-    """Ctrl-C (SIGINT) taken at the next safe point, between measurements: a KeyboardInterrupt in the
-    middle of a batch could leave submitted work unwaited for while the process tears the device down.
-    A second Ctrl-C stops at once."""
+    """Ctrl-C (SIGINT) or SIGTERM (a time limit's `timeout`, a batch scheduler's notice) taken at the next safe
+    point, between measurements: a KeyboardInterrupt in the middle of a batch could leave submitted work unwaited
+    for while the process tears the device down, and a killed process would keep none of its rows. A second
+    signal stops at once."""
+
+    NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
     def __init__(self, log: TextIO):
-        self.log, self.pending, self.old = log, False, None
+        self.log, self.pending, self.old = log, False, {}
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self.old = signal.signal(signal.SIGINT, self._handler)
+            self.old = {s: signal.signal(s, self._handler) for s in self.NAMES}
         return self
 
     def _handler(self, signum, frame):
         if self.pending:
-            signal.signal(signal.SIGINT, self.old)
+            self._restore()
             raise KeyboardInterrupt
         self.pending = True
-        print("\nCtrl-C: stopping after this measurement (Ctrl-C again to stop now)", file=self.log, flush=True)
+        name = self.NAMES.get(signum, f"signal {signum}")
+        print(f"\n{name}: stopping after this measurement ({name} again to stop now)", file=self.log, flush=True)
 
     def check(self):
         if self.pending:
             raise KeyboardInterrupt
 
+    def _restore(self):
+        for s, old in self.old.items():
+            signal.signal(s, old)
+        self.old = {}
+
     def __exit__(self, *exc):
-        if self.old is not None:
-            signal.signal(signal.SIGINT, self.old)
+        self._restore()
 
 
 def _f(v) -> Optional[float]:

@@ -84,7 +84,7 @@ SCHEMA = {
         "created": _str,                                   # ISO 8601, UTC
         "command": {"type": "array", "items": _str},       # the argv that made it
         "preset": _strn,
-        "interrupted": {"type": "boolean"},                # Ctrl-C: the rows measured until then
+        "interrupted": {"type": "boolean"},                # Ctrl-C or SIGTERM: the rows measured until then
         "machine": {"type": "object", "required": ["host", "platform", "cpu", "cpu_count", "python"],
                     "properties": {"host": _str, "platform": _str, "cpu": _str,
                                    "cpu_count": {"type": ["integer", "null"]}, "python": _str}},
