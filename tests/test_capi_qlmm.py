@@ -216,6 +216,14 @@ def test_tile_and_threshold_boundaries():
                         128 * T.AUTO_MIN_GROUPS // 2):
             for M in (1, 4, 16, 100):
                 same(OP, make(M, 512, N), rec, lim)
+    # column-major B's middle tile (BC_MID_CONFIG) around its splits toward MID_TARGET_GROUPS: 1-3 row tiles of 64
+    # against 16-64 column tiles (split 4, 2, then whole)
+    bn = COOPMAT_CONFIGS[T.BC_MID_CONFIG][1]
+    for lim in LIMITS.values():
+        for M in (65, 128, 129, 192, 256):
+            for N in around(bn * T.MID_TARGET_GROUPS // 8, bn * T.MID_TARGET_GROUPS // 4, bn * T.MID_TARGET_GROUPS // 2):
+                same(OP, make(M, 4096, N, b_st=(0, 0, 1, 4096)), rec, lim)
+                same(OP, make(M, 4096, N, b_st=(0, 0, 1, 4096), adt="uint8", za="tensor"), rec, lim)
     # the large tile's tail split (coopmat.tail_split): whole waves and a last one split, over half full, or with sums
     for lim in LIMITS.values():
         for M, K, N in ((1536, 4096, 4096), (1280, 8192, 4096), (1152, 4096, 4096), (4096, 4096, 4096), (2560, 4096, 4096)):

@@ -100,7 +100,7 @@ class Interrupts:
             self._restore()
             raise KeyboardInterrupt
         self.pending = True
-        name = self.NAMES.get(signum, f"signal {signum}")
+        name = self.NAMES[signum]
         print(f"\n{name}: stopping after this measurement ({name} again to stop now)", file=self.log, flush=True)
 
     def check(self):
