@@ -39,11 +39,14 @@ QLMM = [
 ]
 for _name, _src, _defines in QLMM:
     VARIANTS[_name] = (f"qlmm/{_src}", _defines)
-# QLinearMatMul for one or two rows against a row-major B: a matrix-vector product (ops/qlmm/gemv.py; MR rows).
+# QLinearMatMul for one or two rows: a matrix-vector product (ops/qlmm/gemv.py; MR rows), B row-major or (_bc)
+# column-major.
 for _mr in (1, 2):
-    for _sk in (0, 1):
-        _name = ("qlmm_gemv" if _mr == 1 else f"qlmm_gemv_m{_mr}") + ("_sk" if _sk else "")
-        VARIANTS[_name] = ("qlmm/qlmm_gemv.comp", {"MR": f"{_mr}u", **({"SPLIT_K": 1} if _sk else {})}, {"optimize": True})
+    for _bc in (0, 1):
+        for _sk in (0, 1):
+            _name = ("qlmm_gemv" if _mr == 1 else f"qlmm_gemv_m{_mr}") + ("_bc" if _bc else "") + ("_sk" if _sk else "")
+            VARIANTS[_name] = ("qlmm/qlmm_gemv.comp", {"MR": f"{_mr}u", **({"BC": 1} if _bc else {}),
+                                                       **({"SPLIT_K": 1} if _sk else {})}, {"optimize": True})
 # QLinearMatMul for decoding-sized M, B streamed into cooperative matrices (ops/qlmm_stream.py): one module
 # per tile shape (16 rows; columns NR with PF steps in flight), so spirv-opt (run twice) keeps the steps in
 # registers.

@@ -28,7 +28,7 @@ def plan(op, desc, limits) -> dict:
 
 
 def plan_tuned(op, desc, limits, knobs: dict) -> dict:
-    """vkops_plan_json_tuned: libvkops' TOP_K1 plan under the default tuning with `knobs` (ints, bools) changed."""
+    """vkops_plan_json_tuned: libvkops' TOP_K1 or QLMM plan under the default tuning with `knobs` (ints, bools) changed."""
     import ctypes as C
     import json
     lb, keep = lib(), Keep()

@@ -20,6 +20,7 @@ from vkops.ops.slice1 import SLICE_PUSH
 from vkops.ops import top_k1
 from vkops.ops.top_k1 import paths as top_k1_paths
 from vkops.ops.qlmm import coopmat as qlmm_coopmat
+from vkops.ops.qlmm import gemv as QG
 from vkops.limits import SUBGROUP_OPS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -238,6 +239,17 @@ def test_shared_memory_formulas_match_specialized_modules(manifest, tmp_path):
     assert mods["top_k1_rsort_f32"]["shared_memory"]["terms"] == [  # what ops/top_k1/paths.py plans with
         {"name": "rs_sh", "bytes": 4, "length": {"spec": 2}}, {"name": "s_flag", "bytes": 4, "length": 1},
         {"name": "skey", "bytes": 4, "length": {"spec": 1}}]
+
+
+def test_gemv_shared_bytes_mirror_the_modules(manifest):
+    """ops/qlmm/gemv.py's shared_bytes, what its why_not holds against the device, is what each qlmm_gemv build
+    declares at the workgroup it runs (the _bc builds' padded A included)."""
+    for mr in QG.ROWS:
+        for bc in (False, True):
+            for sk in (False, True):
+                m = manifest["modules"][QG.kernel(mr, bc) + ("_sk" if sk else "")]
+                defaults = {c["id"]: int(c["default"]) for c in m["spec_constants"]}
+                assert shared_bytes(m["shared_memory"], {0: QG.WG}, defaults) == QG.shared_bytes(mr, sk, bc), (mr, bc, sk)
 
 
 def test_a_wrong_shared_memory_term_is_caught(manifest, tmp_path):

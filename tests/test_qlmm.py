@@ -466,18 +466,29 @@ def test_dot_kernel_refusals(dev, rng):
 
 def _gemv_or_skip(dev):
     lim = QC.device_limits(dev)
-    why = QG.why_not(lim, 1, 256, (0, 0, 256), False)[1]
+    why = QG.why_not(lim, 1, 256, 256, (0, 0, 256), False)[1]
     if why:
         pytest.skip(f"{lim.name}: {why}")
     return lim
 
 
-def _gemv_call(dev, args, odt, **kw):
-    """One or two rows through kernel="gemv" against the oracle; the plan it ran."""
-    got = vkops.quantized_linear_matmul(*args, output_dtype=odt, kernel="gemv", **kw)
+def _gemv_call(dev, args, odt, cols=False, pad=0, **kw):
+    """One or two rows through kernel="gemv" against the oracle; the plan it ran. cols: B a transposed device view
+    (column-major; columns `pad` bytes apart beyond K), on the _bc builds (GEMV_BC on unless a tuning is given)."""
+    if cols:
+        a, sa, za, b, sb, zb, so, zo = args
+        B, C, K, N = b.shape
+        wide = np.zeros((B, C, N, K + pad), b.dtype)
+        wide[..., :K] = np.swapaxes(b, -1, -2)
+        bv = dev.tensor(wide).as_strided(b.shape, (C * N * (K + pad), N * (K + pad), 1, K + pad))
+        kw.setdefault("tuning", TUNING.replace(GEMV_BC=True))
+        got = vkops.quantized_linear_matmul(a, sa, za, bv, sb, zb, so, zo, output_dtype=odt, kernel="gemv", **kw)
+    else:
+        got = vkops.quantized_linear_matmul(*args, output_dtype=odt, kernel="gemv", **kw)
     close(got.numpy() if isinstance(got, vkops.DeviceTensor) else got, reference.quantized_linear_matmul(*args, output_dtype=odt))
     p = next(reversed(dev._plans._entries.values()))
     assert p.dispatches[-1].kernel.startswith("qlmm_gemv") and p.note("kernel") == "gemv"
+    assert ("_bc" in p.dispatches[-1].kernel) == cols and len(p.dispatches) == 1  # column-major B read in place
     return p
 
 
@@ -504,6 +515,70 @@ def test_gemv_kernel_workgroup_boundaries(dev, rng, K, N, M):
         tun = TUNING.replace(GEMV_TARGET_GROUPS=target)
         p = _gemv_call(dev, problem(rng, U8, I8, I8, M, K, N, "axis", "axis"), I8, tuning=tun)
         assert p.note("split_k") == (1 if target == 1 else -(-K // QG.STEP))
+
+
+@pytest.mark.parametrize("M", [1, 2])
+@pytest.mark.parametrize("zps", ["none", "tensor", "axis"])
+@pytest.mark.parametrize("adt,bdt", [(I8, I8), (U8, I8), (U8, U8), (I8, U8)], ids=lambda d: d.name)
+def test_gemv_column_major_b_dtypes_zero_points(dev, rng, adt, bdt, zps, M):
+    """Column-major B (a transposed N x K view) read in place by the _bc builds: every signedness pair, zero points
+    none / per tensor / per column, per-row and per-column scales, one row and two; N = 272 one 16-column step past
+    the workgroup's 256, K = 272 two 128-byte pieces of a column and a 16-byte one."""
+    _gemv_or_skip(dev)
+    p = _gemv_call(dev, problem(rng, adt, bdt, adt, M, 272, 272, "axis", zps), adt, cols=True)
+    assert p.dispatches[-1].kernel in (QG.kernel(M, True), QG.kernel(M, True) + "_sk") and p.note("b_layout") == "column-major"
+
+
+@pytest.mark.parametrize("M", [1, 2])
+@pytest.mark.parametrize("N", [16, 240, 256, 272])
+@pytest.mark.parametrize("K", [112, 128, 144, QG.STEP - 16, QG.STEP, QG.STEP + 16])
+def test_gemv_column_major_b_boundaries(dev, rng, K, N, M):
+    """Column-major B around the workgroup's 256 columns and 8-column groups (N of 16-272), a lane group's
+    128-byte piece of K (112-144) and the split step (STEP +- 16: the last range one 16-byte block), whole and
+    split as far as the steps allow; columns 32 bytes further apart than K (a view of a wider matrix)."""
+    _gemv_or_skip(dev)
+    for target, pad in ((1, 0), (10**6, 32)):
+        tun = TUNING.replace(GEMV_TARGET_GROUPS=target, GEMV_BC=True)
+        p = _gemv_call(dev, problem(rng, U8, I8, I8, M, K, N, "axis", "axis"), I8, cols=True, pad=pad, tuning=tun)
+        assert p.note("split_k") == (1 if target == 1 else -(-K // QG.STEP))
+
+
+def test_gemv_column_major_b_batches_splits_and_refusals(dev, rng):
+    """B per batch column-major (the z dimension), a K range past slice_max (forced split) for one and two rows,
+    and the refusals: GEMV_BC off, K not in whole 16-byte steps, a column stride not of 16; auto takes the _bc
+    builds for one row where GEMV_BC is on, and packs nothing."""
+    lim = _gemv_or_skip(dev)
+    p = _gemv_call(dev, problem(rng, I8, I8, I8, 1, 160, 48, "tensor", "axis", a_batch=(2, 3), b_batch=(2, 3)), I8, cols=True)
+    assert p.dispatches[-1].groups[2] == 6
+    for M in (1, 2):
+        K = QG.slice_max(M) + 16
+        p = _gemv_call(dev, problem(rng, I8, U8, I8, M, K, 32, "tensor", "tensor"), I8, cols=True,
+                       tuning=TUNING.replace(GEMV_TARGET_GROUPS=1, GEMV_BC=True))
+        assert p.note("split_k") == 2 and p.dispatches[-1].kernel == QG.kernel(M, True) + "_sk"
+    bt = rand_q(rng, (32, 64), I8)
+    bcols = dev.tensor(bt).as_strided((1, 1, 64, 32), (0, 0, 1, 64))
+    a1 = dev.tensor(rand_q(rng, (1, 64), I8))
+    with pytest.raises(vkops.DeviceLimitError, match="column-major and QlmmTuning.GEMV_BC is False"):
+        vkops.quantized_linear_matmul(a1, 1.0, None, bcols, 1.0, None, 1.0, None, kernel="gemv",
+                                      tuning=TUNING.replace(GEMV_BC=False))
+    b40 = dev.tensor(rand_q(rng, (32, 48), I8)).as_strided((1, 1, 40, 32), (0, 0, 1, 48))  # K = 40, columns 48 apart
+    with pytest.raises(vkops.DeviceLimitError, match="column-major B needs K in whole 16-byte steps; got K=40"):
+        vkops.quantized_linear_matmul(dev.tensor(rand_q(rng, (1, 40), I8)), 1.0, None, b40, 1.0, None, 1.0, None,
+                                      kernel="gemv", tuning=TUNING.replace(GEMV_BC=True))
+    wide = rand_q(rng, (32, 72), I8)  # columns 72 bytes apart: not read in place, packed first for the row-major build
+    b72 = dev.tensor(wide).as_strided((1, 1, 64, 32), (0, 0, 1, 72))
+    got = vkops.quantized_linear_matmul(a1, 1.0, None, b72, 1.0, None, 1.0, None, kernel="gemv",
+                                        tuning=TUNING.replace(GEMV_BC=True))
+    close(got.numpy().reshape(1, 32), reference.quantized_linear_matmul(a1.numpy(), 1.0, None, wide[:, :64].T, 1.0, None, 1.0, None))
+    p = next(reversed(dev._plans._entries.values()))
+    assert [x.kernel for x in p.dispatches][-1] == QG.kernel(1) and len(p.dispatches) == 2
+    one = (1, 1, 1, 1)
+    d = vkops.QuantizedLinearMatMulDesc(TensorDesc(I8, (1, 1, 1, 4096)), TensorDesc(np.float32, one), None,
+                                        TensorDesc(I8, (1, 1, 4096, 11008), (0, 0, 1, 4096)), TensorDesc(np.float32, one),
+                                        None, TensorDesc(np.float32, one), None, TensorDesc(I8, (1, 1, 1, 11008))).validate()
+    on, off = (qmod.plan(d, lim, tuning=TUNING.replace(GEMV_BC=v)) for v in (True, False))
+    assert [x.kernel for x in on.dispatches] == [QG.kernel(1, True) + "_sk"] and on.note("b_layout") == "column-major"
+    assert not on.dispatches[-1].kernel.startswith("slice") and off.note("kernel") != "gemv"
 
 
 def test_gemv_kernel_splits_sums_and_plan(dev, rng):

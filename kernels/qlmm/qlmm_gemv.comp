@@ -8,7 +8,13 @@
 // per lane. The 16 lane groups' sums meet in shared memory (atomics), the zero point of B comes off as
 // sum (a - za)(b - zb) = sum (a - za) b - zb sum (a - za), and the tile is requantized (or, split across
 // K, stored as a partial tile: the last split of a tile to arrive adds them and requantizes).
-// Host requirements (ops/qlmm/gemv.py): M <= MR, N % 16 == 0, B's row and batch strides multiples of 16.
+// BC=1 (qlmm_gemv[_m2]_bc[_sk], QlmmTuning.GEMV_BC): B column-major, a transposed view of an N x K weight (b_sk:
+// the n stride): a lane reads 16 consecutive bytes of a column's K, 8 lanes one 128-byte piece of a column, a
+// subgroup's loads whole pieces of 4 columns; each group of 8 lanes takes 8 of the workgroup's columns, their 8
+// loads in flight, and adds its sums into `red` once its K range is done. A is staged one padding word per 16
+// (AIDX): the 8 lanes of a group read A 16 words apart, which would share banks.
+// Host requirements (ops/qlmm/gemv.py): M <= MR, N % 16 == 0, B's row (BC: column) and batch strides multiples of
+// 16; BC: K % 16 == 0.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #ifndef SPLIT_K
@@ -19,6 +25,14 @@
 #endif
 #ifndef U
 #define U 16u       // B rows in flight per lane (ops/qlmm_gemv.py U)
+#endif
+#ifndef BC
+#define BC 0
+#endif
+#if BC
+#define AIDX(x) ((x) + (x) / 16u)  // A's staging index, a padding word after every 16
+#else
+#define AIDX(x) (x)
 #endif
 
 layout(local_size_x_id = 0) in;                // 256 (ops/qlmm_gemv.py WG): 16 lane groups
@@ -38,7 +52,8 @@ shared uint last_flag;
 #endif
 
 const uint SLICE_MAX = 4096u / MR;   // K rows of A staged per workgroup: 16 KiB (ops/qlmm_gemv.py: slice_max)
-shared int ash[MR * SLICE_MAX];      // (a - za) of the workgroup's K range, row after row
+const uint ASTRIDE = AIDX(SLICE_MAX);  // words a row of A takes in ash (BC: the padding words too)
+shared int ash[MR * ASTRIDE];        // (a - za) of the workgroup's K range, row after row
 shared int red[MR * COLS];
 shared int rowS[MR];
 
@@ -65,7 +80,7 @@ void main() {
             for (uint k = k0 + lid; k < k1; k += NT) {
                 uint e = abase + k;
                 int v = byte_of(a_buf[e >> 2], e & 3u, sa) - za;
-                ash[m * SLICE_MAX + (k - k0)] = v;
+                ash[m * ASTRIDE + AIDX(k - k0)] = v;
                 part_sum += v;
             }
         }
@@ -73,6 +88,34 @@ void main() {
     }
     barrier();
 
+#if BC
+    const uint l8 = lid % 8u, g8 = lid / 8u, NG = NT / 8u, CG = COLS / NG;  // 32 groups of 8 lanes, 8 columns each
+    const uint bz = zb * pc.b_sb + zc * pc.b_sc;
+    int acc[MR][CG];
+    [[unroll]] for (uint m = 0u; m < MR; ++m)
+        [[unroll]] for (uint j = 0u; j < CG; ++j) acc[m][j] = 0;
+    for (uint kb = k0; kb < k1; kb += 128u) {
+        const uint k = kb + 16u * l8;  // this lane's 16 bytes of K: inside the range or wholly past it (K % 16 == 0)
+        uvec4 w[CG];
+        [[unroll]] for (uint j = 0u; j < CG; ++j) {
+            uint n = tile * COLS + g8 + NG * j;  // a subgroup's 4 groups on 4 consecutive columns
+            w[j] = b_buf[n < N && k < k1 ? (bz + n * pc.b_sk + k) / 16u : 0u];  // clamped, as below
+        }
+        if (k >= k1) continue;
+        [[unroll]] for (uint q = 0u; q < 4u; ++q)
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                int av[MR];
+                [[unroll]] for (uint m = 0u; m < MR; ++m) av[m] = ash[m * ASTRIDE + AIDX(k - k0 + 4u * q + i)];
+                [[unroll]] for (uint j = 0u; j < CG; ++j) {
+                    int bv = byte_of(w[j][q], i, sb);
+                    [[unroll]] for (uint m = 0u; m < MR; ++m) acc[m][j] += av[m] * bv;
+                }
+            }
+    }
+    [[unroll]] for (uint j = 0u; j < CG; ++j)
+        if (tile * COLS + g8 + NG * j < N)
+            [[unroll]] for (uint m = 0u; m < MR; ++m) atomicAdd(red[m * COLS + g8 + NG * j], acc[m][j]);
+#else
     const uint n0 = tile * COLS + 16u * c;                       // this lane's 16 columns
     const bool live = n0 < N;
     const uint bbase = (zb * pc.b_sb + zc * pc.b_sc + n0) / 16u;  // uvec4 index of row 0
@@ -91,7 +134,7 @@ void main() {
         [[unroll]] for (uint u = 0u; u < U; ++u) {
             uint kk = kb + r + RG * u - k0;
             int av[MR];
-            [[unroll]] for (uint m = 0u; m < MR; ++m) av[m] = kb + r + RG * u < k1 ? ash[m * SLICE_MAX + kk] : 0;
+            [[unroll]] for (uint m = 0u; m < MR; ++m) av[m] = kb + r + RG * u < k1 ? ash[m * ASTRIDE + kk] : 0;
             [[unroll]] for (uint q = 0u; q < 4u; ++q)
                 [[unroll]] for (uint i = 0u; i < 4u; ++i) {
                     int bv = byte_of(w[u][q], i, sb);
@@ -102,6 +145,7 @@ void main() {
     if (live)
         [[unroll]] for (uint m = 0u; m < MR; ++m)
             [[unroll]] for (uint j = 0u; j < 16u; ++j) atomicAdd(red[m * COLS + 16u * c + j], acc[m][j]);
+#endif
     barrier();
 
     // B's zero point off this K range's sums (linear: each split takes off its own), then out.

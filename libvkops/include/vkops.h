@@ -189,8 +189,9 @@ VKOPS_API void vkops_limits_minimum(vkops_limits *out);
 /* The plan of a validated descriptor under `limits`, as "vkops-plan/1" JSON (docs/c-api.md), the same
  * text Python's plan(desc, limits).to_json() gives (notes aside). Pure: no device. Free with vkops_free. */
 VKOPS_API vkops_status vkops_plan_json(const vkops_operator_desc *desc, const vkops_limits *limits, char **json);
-/* For differential tests: vkops_plan_json of a TOP_K1 descriptor under a tuning other than the default, `knobs`
- * "NAME=VALUE;..." naming integer or boolean fields of Python's TopK1Tuning (VALUE an integer, booleans 0/1). */
+/* For differential tests: vkops_plan_json of a TOP_K1 or QUANTIZED_LINEAR_MATRIX_MULTIPLY descriptor under a tuning
+ * other than the default, `knobs` "NAME=VALUE;..." naming integer or boolean fields of Python's TopK1Tuning or
+ * QlmmTuning (VALUE an integer, booleans 0/1). */
 VKOPS_API vkops_status vkops_plan_json_tuned(const vkops_operator_desc *desc, const vkops_limits *limits,
                                              const char *knobs, char **json);
 VKOPS_API void vkops_free(void *p);

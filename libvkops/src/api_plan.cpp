@@ -78,19 +78,26 @@ vkops_status vkops_plan_json_tuned(const vkops_operator_desc *desc, const vkops_
     return guard([&] {
         if (!limits || !json || !knobs) fail("vkops_plan_json_tuned: limits, knobs and json must not be NULL");
         validate_operator(desc);
-        if (desc->type != VKOPS_OPERATOR_TOP_K1) fail("vkops_plan_json_tuned: knobs are read for TOP_K1 only");
-        TopK1Tuning t;
+        bool topk = desc->type == VKOPS_OPERATOR_TOP_K1;
+        if (!topk && desc->type != VKOPS_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY)
+            fail("vkops_plan_json_tuned: knobs are read for TOP_K1 and QUANTIZED_LINEAR_MATRIX_MULTIPLY only");
+        TopK1Tuning tk;
+        QlmmTuning tq;
         std::string s(knobs);
         for (size_t at = 0; at < s.size();) {  // NAME=VALUE;NAME=VALUE
             size_t end = s.find(';', at);
             if (end == std::string::npos) end = s.size();
             std::string kv = s.substr(at, end - at);
             size_t eq = kv.find('=');
-            if (eq == std::string::npos || !set_knob(t, kv.substr(0, eq), std::stoll(kv.substr(eq + 1))))
-                fail("vkops_plan_json_tuned: no TOP_K1 knob " + kv);
+            if (eq == std::string::npos || !(topk ? set_knob(tk, kv.substr(0, eq), std::stoll(kv.substr(eq + 1)))
+                                                  : set_knob(tq, kv.substr(0, eq), std::stoll(kv.substr(eq + 1)))))
+                fail(std::string("vkops_plan_json_tuned: no ") + (topk ? "TOP_K1" : "QUANTIZED_LINEAR_MATRIX_MULTIPLY") +
+                     " knob " + kv);
             at = end + 1;
         }
-        Plan p = top_k1_plan(top_k1_from_c((const vkops_top_k1_desc *)desc->desc), Limits::from_c(*limits), t);
+        Limits lim = Limits::from_c(*limits);
+        Plan p = topk ? top_k1_plan(top_k1_from_c((const vkops_top_k1_desc *)desc->desc), lim, tk)
+                      : qlmm_plan_c((const vkops_quantized_linear_matrix_multiply_desc *)desc->desc, lim, tq);
         *json = dup_string(p.to_json());
     });
 }

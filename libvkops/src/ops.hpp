@@ -34,8 +34,9 @@ void top_k1_validate_c(const vkops_top_k1_desc *d);
 //   a, a_scale, [a_zero_point], b, b_scale, [b_zero_point], output_scale, [output_zero_point]
 // named by those field names (Python's plan() does the same: lowering._INPUTS), then the one output "output".
 // A runtime binds a compiled operator's inputs in this order; with no zero points: a, a_scale, b, b_scale,
-// output_scale. Kernel "auto", the default QlmmTuning, no zero-point values known to the host.
-Plan qlmm_plan_c(const vkops_quantized_linear_matrix_multiply_desc *d, const Limits &limits);
+// output_scale. Kernel "auto", the default QlmmTuning unless another is given, no zero-point values known to the host.
+Plan qlmm_plan_c(const vkops_quantized_linear_matrix_multiply_desc *d, const Limits &limits,
+                 const QlmmTuning &t = QlmmTuning());
 void qlmm_validate_c(const vkops_quantized_linear_matrix_multiply_desc *d);
 
 }  // namespace vkops

@@ -174,24 +174,27 @@ i64 stream_splits(i64 tiles, i64 K, i64 nr, i64 wg, const QlmmTuning &t) {
 // ------------------------------------------------------------------ gemv.py
 static i64 gemv_slice_max(i64 mr) { return ops_qlmm_gemv::SLICE_WORDS / mr; }  // K rows of A a workgroup stages
 
-static i64 gemv_shared_bytes(i64 mr, bool split) {
-    return 4 * (mr * gemv_slice_max(mr) + mr * (i64)ops_qlmm_gemv::COLS + mr + (split ? 1 : 0));
+static i64 gemv_shared_bytes(i64 mr, bool split, bool bc) {  // BC: A staged with a padding word after every 16
+    i64 a = gemv_slice_max(mr) + (bc ? gemv_slice_max(mr) / 16 : 0);
+    return 4 * (mr * a + mr * (i64)ops_qlmm_gemv::COLS + mr + (split ? 1 : 0));
 }
 
-i64 gemv_why_not(const Limits &lim, i64 M, i64 N, const St4 &b_st, bool b_cols, const QlmmTuning &t) {
+i64 gemv_why_not(const Limits &lim, i64 M, i64 K, i64 N, const St4 &b_st, bool b_cols, const QlmmTuning &t) {
     i64 mr = 0;  // rows_variant: the first of ROWS that holds M
     for (i64 r : ops_qlmm_gemv::ROWS)
         if (M <= r) { mr = r; break; }
-    if (!t.GEMV || !mr || M > (i64)t.GEMV_MAX_M || b_cols) return 0;
+    if (!t.GEMV || !mr || M > (i64)t.GEMV_MAX_M || (b_cols && (!t.GEMV_BC || K % 16))) return 0;
     if (N % 16 || b_st[0] % 16 || b_st[1] % 16 || b_st[2] % 16) return 0;
     if (lim.max_workgroup_invocations < ops_qlmm_gemv::WG || lim.max_workgroup_size[0] < ops_qlmm_gemv::WG) return 0;
-    if (gemv_shared_bytes(mr, true) > (i64)lim.shared_memory_bytes) return 0;
+    if (gemv_shared_bytes(mr, true, b_cols) > (i64)lim.shared_memory_bytes) return 0;
     return mr;
 }
 
 bool gemv_preferred(i64 M, i64 b_bytes, const QlmmTuning &t) { return M == 1 || b_bytes >= (i64)t.GEMV_MULTI_MIN_B; }
 
-std::string gemv_kernel(i64 mr) { return mr == 1 ? "qlmm_gemv" : "qlmm_gemv_m" + std::to_string(mr); }
+std::string gemv_kernel(i64 mr, bool bc) {
+    return (mr == 1 ? "qlmm_gemv" : "qlmm_gemv_m" + std::to_string(mr)) + (bc ? "_bc" : "");
+}
 
 i64 gemv_splits(i64 tiles, i64 K, i64 mr, const QlmmTuning &t) {
     const i64 STEP = ops_qlmm_gemv::STEP;

@@ -94,7 +94,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
         kname = stream_kernel(bm, bn);
         spec = {(u32)stream_workgroup(lim, bm, bn, t)};
     } else if (which == "gemv") {
-        kname = gemv_kernel(choice.gemv);
+        kname = gemv_kernel(choice.gemv, b_cols);  // b_cols here: GEMV_BC allowed it
         spec = {ops_qlmm_gemv::WG};
         bm = choice.gemv;
         bn = ops_qlmm_gemv::COLS;
@@ -204,9 +204,8 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
 }
 
 // The plan's inputs are the descriptor's tensors in its order, absent zero points left out (ops.hpp).
-Plan qlmm_plan_c(const vkops_quantized_linear_matrix_multiply_desc *d, const Limits &limits) {
+Plan qlmm_plan_c(const vkops_quantized_linear_matrix_multiply_desc *d, const Limits &limits, const QlmmTuning &t) {
     Qlmm q = qlmm_from_c(d);
-    QlmmTuning t;
     Builder bld("qlmm", limits);
     Ref in[Q_FIELDS];
     for (int f = 0; f < Q_OUT; f++)

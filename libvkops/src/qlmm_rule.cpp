@@ -90,7 +90,7 @@ struct Facts {
                lim.max_workgroup_invocations >= ops_qlmm_coopmat::TRANSPOSE_WG;
     }
     i64 gemv() {
-        if (!have_gemv++) gemv_ = gemv_why_not(lim, p.M, p.N, p.b_st, p.b_cols, t);
+        if (!have_gemv++) gemv_ = gemv_why_not(lim, p.M, p.K, p.N, p.b_st, p.b_cols, t);
         return gemv_;
     }
     bool stream() {

@@ -1,5 +1,6 @@
-"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for one or two rows of A against a row-major B (kernels/qlmm/qlmm_gemv.comp):
-a matrix-vector product bound by reading B once (decoding, or two sequences at once). The knobs, shape rules and
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY for one or two rows of A against B (kernels/qlmm/qlmm_gemv.comp): a
+matrix-vector product bound by reading B once (decoding, or two sequences at once); B row-major, or column-major
+(a transposed view of an N x K weight: the _bc builds, where QlmmTuning.GEMV_BC allows). The knobs, shape rules and
 split-K the lowering in rule.py and lowering.py read; its knobs are a QlmmTuning's GEMV* fields (tuning.py), part
 of every plan key."""
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Optional, Tuple
 from ...limits import Limits
 from .tuning import DEFAULT, QlmmTuning
 
-# The knobs (GEMV, GEMV_MAX_M, GEMV_MULTI_MIN_B, GEMV_TARGET_GROUPS) are QlmmTuning's fields (tuning.py).
+# The knobs (GEMV, GEMV_MAX_M, GEMV_MULTI_MIN_B, GEMV_TARGET_GROUPS, GEMV_BC) are QlmmTuning's fields (tuning.py).
 ROWS = (1, 2)            # MR variants shipped (kernels/variants.py)
 WG = 256                 # the kernel's lane layout: 16 lanes across 256 columns x 16 along K
 COLS = 256               # output columns per workgroup
@@ -27,27 +28,33 @@ def slice_max(mr: int) -> int:
     return SLICE_WORDS // mr
 
 
-def shared_bytes(mr: int, split: bool) -> int:
-    """What kernels/qlmm/qlmm_gemv.comp declares: A's range, the tile, the row sums, the split flag."""
-    return 4 * (mr * slice_max(mr) + mr * COLS + mr + int(split))
+def shared_bytes(mr: int, split: bool, bc: bool = False) -> int:
+    """What kernels/qlmm/qlmm_gemv.comp declares: A's range (BC: a padding word after every 16), the tile, the
+    row sums, the split flag."""
+    a = slice_max(mr) + (slice_max(mr) // 16 if bc else 0)
+    return 4 * (mr * a + mr * COLS + mr + int(split))
 
 
-def why_not(lim: Limits, M: int, N: int, b_st, b_cols: bool,
+def why_not(lim: Limits, M: int, K: int, N: int, b_st, b_cols: bool,
             tuning: QlmmTuning = DEFAULT) -> Tuple[Optional[int], str]:
-    """(MR, "") when the kernel can run this product on `lim`, else (None, why not)."""
+    """(MR, "") when the kernel can run this product on `lim`, else (None, why not). Column-major B (b_cols: b_st's
+    third stride is the n stride) takes the _bc builds where GEMV_BC allows, in whole 16-byte steps of K."""
     mr = rows_variant(M)
     if not tuning.GEMV:
         return None, "QlmmTuning.GEMV is False"
     if mr is None or M > tuning.GEMV_MAX_M:
         return None, f"M = {M} is above {min(tuning.GEMV_MAX_M, ROWS[-1])} row(s)"
-    if b_cols:
-        return None, "B is column-major"
+    if b_cols and not tuning.GEMV_BC:
+        return None, "B is column-major and QlmmTuning.GEMV_BC is False"
+    if b_cols and K % 16:
+        return None, f"column-major B needs K in whole 16-byte steps; got K={K}"
     if N % 16 or any(s % 16 for s in b_st[:3]):
-        return None, f"needs N and B's row and batch strides in whole 16-byte steps; got N={N}, strides {tuple(b_st[:3])}"
+        what = "column and batch" if b_cols else "row and batch"
+        return None, f"needs N and B's {what} strides in whole 16-byte steps; got N={N}, strides {tuple(b_st[:3])}"
     if lim.max_workgroup_invocations < WG or lim.max_workgroup_size[0] < WG:
         return None, f"needs workgroups of {WG}; {lim.name} allows {lim.max_workgroup_invocations}"
-    if shared_bytes(mr, True) > lim.shared_memory_bytes:
-        return None, f"{shared_bytes(mr, True)} bytes of shared memory; {lim.name} has {lim.shared_memory_bytes}"
+    if shared_bytes(mr, True, b_cols) > lim.shared_memory_bytes:
+        return None, f"{shared_bytes(mr, True, b_cols)} bytes of shared memory; {lim.name} has {lim.shared_memory_bytes}"
     return mr, ""
 
 
@@ -57,9 +64,9 @@ def preferred(M: int, b_bytes: int, tuning: QlmmTuning = DEFAULT) -> bool:
     return M == 1 or b_bytes >= tuning.GEMV_MULTI_MIN_B
 
 
-def kernel(mr: int) -> str:
-    """The variant of MR rows, without the split-K suffix."""
-    return "qlmm_gemv" if mr == 1 else f"qlmm_gemv_m{mr}"
+def kernel(mr: int, bc: bool = False) -> str:
+    """The variant of MR rows (bc: B column-major), without the split-K suffix."""
+    return ("qlmm_gemv" if mr == 1 else f"qlmm_gemv_m{mr}") + ("_bc" if bc else "")
 
 
 def splits(tiles: int, K: int, mr: int, split_k=None, tuning: QlmmTuning = DEFAULT) -> int:

@@ -119,8 +119,8 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
             return r
         return lower_packed(batch, r)
 
-    # Column-major B (k stride 1: a transposed N x K weight) is read as it is where the direct-B, dot, stream
-    # or BC kernel runs; anywhere else it is packed first (below, once the kernel is known).
+    # Column-major B (k stride 1: a transposed N x K weight) is read as it is where the direct-B, dot, stream,
+    # gemv (GEMV_BC) or BC kernel runs; anywhere else it is packed first (below, once the kernel is known).
     a = packed_inner(a)
     b = b if b_cols else packed_inner(b)
     if rows > 1:
@@ -149,7 +149,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
         (bm, bn), kname = stream, qs.kernel(*stream)
         spec = qs.spec(lim, bm, bn, t)
     elif which == "gemv":
-        kname, spec, bm, bn = qg.kernel(gemv), (qg.WG,), gemv, qg.COLS
+        kname, spec, bm, bn = qg.kernel(gemv, b_cols), (qg.WG,), gemv, qg.COLS  # b_cols here: GEMV_BC allowed it
     else:
         tm, tn, tk, sw, sh = cm.check_config(config)
         gm = t.COOPMAT_GROUP_M if group_m is None else int(group_m)
@@ -158,7 +158,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
     if bc and not b_cols:  # row-major B (rule.Facts.b_transpose)
         b, b_cols, b_st = lower_transpose(batch, b, K, N, b_st[2], tile=t.BC_TRANSPOSE_TILE), True, (0, 0, K, 1)
         batch.notes["b_transposed"] = True
-    elif b_cols and not (which in ("dot", "stream") or direct or bc):
+    elif b_cols and not (which in ("dot", "stream", "gemv") or direct or bc):
         b_cols = False
         b = packed_inner(b)
         b_st = batch_strides(b.desc)[:3] + (1,)

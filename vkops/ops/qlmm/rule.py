@@ -92,7 +92,7 @@ class Facts:
     @cached_property
     def gemv_why(self) -> Tuple[Optional[int], str]:
         p = self.p
-        return qg.why_not(self.lim, p.M, p.N, p.b_st, p.b_cols, self.t)
+        return qg.why_not(self.lim, p.M, p.K, p.N, p.b_st, p.b_cols, self.t)
 
     @cached_property
     def stream_why(self) -> Tuple[Optional[Tuple[int, int]], str]:
