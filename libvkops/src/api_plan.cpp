@@ -89,8 +89,13 @@ vkops_status vkops_plan_json_tuned(const vkops_operator_desc *desc, const vkops_
             if (end == std::string::npos) end = s.size();
             std::string kv = s.substr(at, end - at);
             size_t eq = kv.find('=');
-            if (eq == std::string::npos || !(topk ? set_knob(tk, kv.substr(0, eq), std::stoll(kv.substr(eq + 1)))
-                                                  : set_knob(tq, kv.substr(0, eq), std::stoll(kv.substr(eq + 1)))))
+            bool ok = eq != std::string::npos;
+            if (ok) {
+                std::string name = kv.substr(0, eq);
+                int64_t v = std::stoll(kv.substr(eq + 1));
+                ok = topk ? set_knob(tk, name, v) : set_knob(tq, name, v);
+            }
+            if (!ok)
                 fail(std::string("vkops_plan_json_tuned: no ") + (topk ? "TOP_K1" : "QUANTIZED_LINEAR_MATRIX_MULTIPLY") +
                      " knob " + kv);
             at = end + 1;
