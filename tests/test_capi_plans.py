@@ -20,19 +20,21 @@ pytestmark = pytest.mark.host_only
 TYPES = ["float32", "float16", "int32", "int16", "int8", "uint32", "uint16", "uint8"]
 
 
-def same(op, desc, python_plan, limits):
+def same(op, desc, python_plan, limits, knobs=None):
     """Python's plan (or its error) and libvkops' agree: as dicts (to_dict()'s form, notes included) and as
-    Plans (libvkops' read back by Plan.from_dict with Python's limits: notes' values and order too)."""
+    Plans (libvkops' read back by Plan.from_dict with Python's limits: notes' values and order too). knobs:
+    libvkops plans under them (vkops_plan_json_tuned), as python_plan must."""
+    c_plan = capi.plan if knobs is None else (lambda o, d, l: capi.plan_tuned(o, d, l, knobs))  # noqa: E731
     try:
         plan = python_plan(desc, limits)
     except ValidationError as e:
         status = -2 if isinstance(e, DeviceLimitError) else -1
         with pytest.raises(capi.CError) as got:
-            capi.plan(op, desc, limits)
+            c_plan(op, desc, limits)
         assert (got.value.status, got.value.message) == (status, str(e))
         return "error"
     want = plan.to_dict()
-    got = capi.plan(op, desc, limits)
+    got = c_plan(op, desc, limits)
     assert capi.comparable(got) == capi.comparable(want), f"{desc} under {limits.name}"
     assert Plan.from_dict(got, limits=limits) == plan, f"{desc} under {limits.name}: notes {got['notes']} vs {plan.notes}"
     return want["dispatches"][0]["kernel"]

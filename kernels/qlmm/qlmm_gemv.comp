@@ -90,15 +90,16 @@ void main() {
 
 #if BC
     const uint l8 = lid % 8u, g8 = lid / 8u, NG = NT / 8u, CG = COLS / NG;  // 32 groups of 8 lanes, 8 columns each
+    const uint PIECE = 8u * 16u;  // bytes of a column's K a group's 8 lanes read at once
     const uint bz = zb * pc.b_sb + zc * pc.b_sc;
     int acc[MR][CG];
     [[unroll]] for (uint m = 0u; m < MR; ++m)
         [[unroll]] for (uint j = 0u; j < CG; ++j) acc[m][j] = 0;
-    for (uint kb = k0; kb < k1; kb += 128u) {
+    for (uint kb = k0; kb < k1; kb += PIECE) {
         const uint k = kb + 16u * l8;  // this lane's 16 bytes of K: inside the range or wholly past it (K % 16 == 0)
         uvec4 w[CG];
         [[unroll]] for (uint j = 0u; j < CG; ++j) {
-            uint n = tile * COLS + g8 + NG * j;  // a subgroup's 4 groups on 4 consecutive columns
+            uint n = tile * COLS + g8 + NG * j;  // column g8 + NG j of the tile: a subgroup's 4 groups on 4 in a row
             w[j] = b_buf[n < N && k < k1 ? (bz + n * pc.b_sk + k) / 16u : 0u];  // clamped, as below
         }
         if (k >= k1) continue;
@@ -112,9 +113,11 @@ void main() {
                 }
             }
     }
-    [[unroll]] for (uint j = 0u; j < CG; ++j)
-        if (tile * COLS + g8 + NG * j < N)
-            [[unroll]] for (uint m = 0u; m < MR; ++m) atomicAdd(red[m * COLS + g8 + NG * j], acc[m][j]);
+    [[unroll]] for (uint j = 0u; j < CG; ++j) {
+        uint nl = g8 + NG * j;
+        if (tile * COLS + nl < N)
+            [[unroll]] for (uint m = 0u; m < MR; ++m) atomicAdd(red[m * COLS + nl], acc[m][j]);
+    }
 #else
     const uint n0 = tile * COLS + 16u * c;                       // this lane's 16 columns
     const bool live = n0 < N;
