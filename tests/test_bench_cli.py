@@ -351,7 +351,39 @@ def test_decode_preset_runs_every_way_and_checks_every_token(tmp_path, capsys, m
                      "--out", str(tmp_path / "bad")]) == 1
     assert "FAILED vkops graph" in capsys.readouterr().out
     for argv, msg in ((["--step", "huge"], "--step: 'huge'"), (["--tokens", "0"], "--tokens: must be >= 1"),
-                      (["--k", "5"], "--preset decode: takes")):
+                      (["--k", "5"], "--preset decode: takes"),
+                      (["--b-layout", "row-major,column-major"], "--b-layout: the decode preset takes one of"),
+                      (["--b-layout", "diagonal"], "got diagonal")):
         with pytest.raises(SystemExit):
             cli.main(["bench", "--preset", "decode", "--quick"] + argv)
         assert msg in capsys.readouterr().err
+
+
+def test_decode_preset_with_pytorch_layout_weights(tmp_path, monkeypatch):
+    """`--b-layout column-major`: vkops' weights are N x K device matrices read through K x N views (PyTorch's
+    Linear weight as it lies), every token checked, the layout in the document; where the matrix-vector kernel
+    runs (QlmmTuning.GEMV_BC) it reads them in place: its _bc build, nothing packed."""
+    from vkops.bench import decode
+    from vkops.ops.qlmm import gemv as QG
+
+    steps, real = [], decode.VkopsStep.__init__
+    monkeypatch.setattr(decode.VkopsStep, "__init__", lambda self, *a, **k: (real(self, *a, **k), steps.append(self))[0])
+    assert cli.main(["bench", "--preset", "decode", "--step", "tiny", "--tokens", "2", "--quick", "--against", "none",
+                     "--b-layout", "column-major", "--out", str(tmp_path)]) == 0
+    (path,) = tmp_path.glob("decode-tiny-*.json")
+    doc = json.loads(path.read_text())
+    assert doc["b_layout"] == "column-major" and all(r["verified"] for r in doc["rows"]) and not doc["failures"]
+    (vk,) = steps
+    s = decode.STEPS["tiny"]
+    shapes = [(s.hidden, s.ffn), (s.ffn, s.hidden), (s.hidden, s.vocab)]
+    assert [(w.desc.sizes[-2:], w.desc.element_strides[-2:]) for w in vk.w] == [(kn, (1, kn[0])) for kn in shapes]
+    def b_of(p):  # the (K, N) of a plan's B where B is read through a transposed view
+        b = next((x.tensor for x in p.buffers if x.name == "b"), None)
+        return b and b.element_strides[-2] == 1 and tuple(b.sizes[-2:])
+
+    mine = [p for p in vk.dev._plans._entries.values() if p.op == "qlmm" and b_of(p) in shapes]
+    bc = [p for p in mine if p.dispatches[-1].kernel.startswith(QG.kernel(1, True))]
+    assert len(mine) == len(shapes)  # one plan a product, whichever way it ran
+    allowed = [(K, N) for K, N in shapes if QG.why_not(vk.dev.limits, 1, K, N, (0, 0, K, 1), True)[0]]
+    assert len(bc) == len(allowed) and all(len(p.dispatches) == 1 and p.note("b_layout") == "column-major" for p in bc)
+    assert allowed or os.environ.get("VKOPS_CI_LEG") == "limits"  # lavapipe as it is runs the kernel

@@ -65,7 +65,7 @@ def add_bench(sub) -> argparse.ArgumentParser:
                    help=f"slice windows with --shape: {', '.join(f'{k} ({v})' for k, v in WINDOWS.items())} (default all)")
     p.add_argument("--b-layout", type=_list, action="append", help="qlmm with --shape: b row-major (DML's packed K x N, "
                    "the default), column-major (a transposed view of an N x K matrix: PyTorch's Linear weight), or both, "
-                   "comma-separated")
+                   "comma-separated; --preset decode: its weights' layout, one of the two")
     p.add_argument("--against", type=_list, default=list(AGAINST),
                    help="baselines, comma-separated: torch (CUDA), numpy, onnxruntime (CPU), or none "
                         "(default all three; one not installed is reported and left out)")
@@ -124,7 +124,10 @@ def run_decode(args, ap) -> int:
     from ..runtime.device import devices  # noqa: PLC0415
 
     if args.shape or args.dtype or args.k or args.window or args.op != "all":
-        ap.error("argument --preset decode: takes --step, --tokens, --against, --out, --quick only")
+        ap.error("argument --preset decode: takes --step, --tokens, --b-layout, --against, --out, --quick only")
+    layouts = list(dict.fromkeys(x for group in args.b_layout or [] for x in group)) or ["row-major"]
+    if len(layouts) > 1 or layouts[0] not in ("row-major", "column-major"):
+        ap.error(f"argument --b-layout: the decode preset takes one of row-major, column-major; got {','.join(layouts)}")
     steps = [s for group in args.step or [] for s in group]
     for s in steps:
         if s not in decode.STEPS:
@@ -135,7 +138,8 @@ def run_decode(args, ap) -> int:
         cpu = devices()[args.device or 0].device_type == "cpu"
         steps = ["tiny"] if cpu else ["llama-32000", "7b-151936"]
     against = [] if args.against == ["none"] else args.against
-    return decode.main(steps, args.tokens, "torch" in against, Path(args.out or default_out()), quick=args.quick)
+    return decode.main(steps, args.tokens, "torch" in against, Path(args.out or default_out()), quick=args.quick,
+                       b_layout=layouts[0])
 
 
 def run_bench(args, ap) -> int:

@@ -9,7 +9,9 @@ are; reading the top-k waits), vkops batch (the four in one batch), vkops graph 
 torch eager and torch with a CUDA graph (`_int_mm` with B column-major, A padded to 32 rows as
 `_int_mm` needs, requantized in float32, `topk`), and the memory limit: the weights' bytes at the
 card's peak HBM rate, where the card is known. Wall time per token includes writing the token in and
-reading the top-k out; GPU time is the step's dispatches (Vulkan timestamps) or CUDA events."""
+reading the top-k out; GPU time is the step's dispatches (Vulkan timestamps) or CUDA events. vkops' weights are
+K x N (DML's row-major B) or, with b_layout "column-major", N x K matrices passed as transposed views (PyTorch's
+Linear weight as it lies)."""
 from __future__ import annotations
 
 import json
@@ -91,12 +93,15 @@ class Model:
 class VkopsStep:
     """The step on one device: weights resident, the token tensor fixed; eager, batch and graph runs."""
 
-    def __init__(self, model: Model, device=None):
+    def __init__(self, model: Model, device=None, b_layout: str = "row-major"):
         import vkops  # noqa: PLC0415
 
         self.vk, self.m = vkops, model
         self.dev = device or vkops.Device()
-        self.w = [self.dev.tensor(w) for w in model.w]
+        if b_layout == "column-major":  # N x K on the device, read through a K x N view: nothing packed per call
+            self.w = [self.dev.tensor(np.ascontiguousarray(w.T)).as_strided(w.shape, (1, w.shape[0])) for w in model.w]
+        else:
+            self.w = [self.dev.tensor(w) for w in model.w]
         self.x = self.dev.tensor(np.zeros((1, model.step.hidden), np.int8))
         self.graph, self.outs = None, None
 
@@ -215,12 +220,12 @@ def _time(fn: Callable, tokens: List[np.ndarray], warm_s: float) -> Tuple[float,
 
 
 def run(step: Step, tokens: int = 32, against_torch: bool = True, warm_s: float = 0.5,
-        device=None) -> dict:
+        device=None, b_layout: str = "row-major") -> dict:
     """Every implementation over the same `tokens` tokens; a result document (JSON-ready)."""
     model = Model(step)
     xs = model.tokens(tokens)
     want = [model.oracle(x) for x in xs]
-    vk = VkopsStep(model, device)
+    vk = VkopsStep(model, device, b_layout)
     impls: Dict[str, Callable] = {"vkops eager": vk.eager, "vkops batch": vk.batch, "vkops graph": vk.replay}
     ts = None
     if against_torch:
@@ -250,7 +255,7 @@ def run(step: Step, tokens: int = 32, against_torch: bool = True, warm_s: float 
         gpu["torch"] = ts.gpu_ms(xs[0], 20)
     name = vk.dev.name
     peak = next((bw for k, bw in PEAK_BW.items() if k in name), None)
-    return {"step": asdict(step), "device": name, "driver": vk.dev.driver, "tokens": tokens,
+    return {"step": asdict(step), "b_layout": b_layout, "device": name, "driver": vk.dev.driver, "tokens": tokens,
             "scales": model.scales, "rows": rows, "gpu_ms_per_token": gpu, "weight_bytes": step.weight_bytes,
             "memory_limit_ms": None if peak is None else step.weight_bytes / peak * 1e3,
             "peak_bandwidth": peak, "failures": failures}
@@ -260,7 +265,7 @@ def table(doc: dict) -> str:
     s = doc["step"]
     lim = doc["memory_limit_ms"]
     lines = [f"decode step {s['name']}: {s['hidden']} -> {s['ffn']} -> {s['hidden']} -> {s['vocab']}, top_k K={s['k']}, "
-             f"{doc['device']} ({doc['driver']}), {doc['tokens']} tokens, every one checked",
+             f"vkops' weights {doc['b_layout']}, {doc['device']} ({doc['driver']}), {doc['tokens']} tokens, every one checked",
              "| implementation | wall ms / token | checked |", "|---|---|---|"]
     for r in doc["rows"]:
         lines.append(f"| {r['implementation']} | {r['wall_ms_per_token']:.3f} | "
@@ -271,10 +276,12 @@ def table(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def main(steps: List[str], tokens: int, against_torch: bool, out: Optional[Path], quick: bool = False) -> int:
+def main(steps: List[str], tokens: int, against_torch: bool, out: Optional[Path], quick: bool = False,
+         b_layout: str = "row-major") -> int:
     status = 0
     for name in steps:
-        doc = run(STEPS[name], tokens=tokens, against_torch=against_torch, warm_s=0.0 if quick else 0.5)
+        doc = run(STEPS[name], tokens=tokens, against_torch=against_torch, warm_s=0.0 if quick else 0.5,
+                  b_layout=b_layout)
         print(table(doc))
         for f in doc["failures"]:
             print("FAILED", f)
