@@ -624,8 +624,8 @@ def test_gemv_kernel_splits_sums_and_plan(dev, rng):
 
 
 def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
-    """B per batch (the z dimension: not folded), a strided row of A, and what the kernel refuses, each
-    naming the reason: more than two rows, column-major B, N not in whole 16-column steps."""
+    """B per batch (the z dimension: not folded), a strided row of A, column-major B (the _bc build by default),
+    and what the kernel refuses, each naming the reason: more than two rows, N not in whole 16-column steps."""
     _gemv_or_skip(dev)
     a = rand_q(rng, (2, 3, 1, 160), I8)
     b = rand_q(rng, (2, 3, 160, 48), I8)
@@ -643,9 +643,11 @@ def test_gemv_kernel_batches_strided_a_and_refusals(dev, rng):
                                       kernel="gemv")
     bt = rand_q(rng, (32, 64), I8)
     bcols = dev.tensor(bt).as_strided((1, 1, 64, 32), (0, 0, 1, 64))
-    with pytest.raises(vkops.DeviceLimitError, match="column-major"):
-        vkops.quantized_linear_matmul(dev.tensor(rand_q(rng, (1, 64), I8)), 1.0, None, bcols, 1.0, None, 1.0, None,
-                                      kernel="gemv")
+    a1 = rand_q(rng, (1, 64), I8)
+    got = vkops.quantized_linear_matmul(dev.tensor(a1), 1.0, None, bcols, 1.0, None, 1.0, None, kernel="gemv")
+    close(got.numpy().reshape(1, 32), reference.quantized_linear_matmul(a1, 1.0, None, bt.T, 1.0, None, 1.0, None))
+    p = next(reversed(dev._plans._entries.values()))  # column-major B by default on the _bc build (GEMV_BC)
+    assert TUNING.GEMV_BC and [x.kernel for x in p.dispatches] == [QG.kernel(1, True)]
     with pytest.raises(vkops.DeviceLimitError, match="whole 16-byte steps; got N=20"):
         vkops.quantized_linear_matmul(rand_q(rng, (1, 64), I8), 1.0, None, rand_q(rng, (64, 20), I8), 1.0, None, 1.0, None,
                                       kernel="gemv")
@@ -675,13 +677,14 @@ def test_auto_kernel_rule_for_small_m():
                                             t(adt, (1, 1, M, N))).validate()
         return _gemms(qmod.plan(d, lim, tuning=tun))[-1].kernel
 
-    # one row against row-major B: the matrix-vector kernel (any signedness, zero points or not); N not in
-    # whole 16-column steps, or column-major B, go on to the rules below
+    # one row: the matrix-vector kernel (any signedness, zero points or not; column-major B on its _bc build);
+    # N not in whole 16-column steps goes on to the rules below (the dot kernel, either layout)
     assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk" and kernel(h100, 2) != "qlmm_gemv_m2_sk"
     # two rows where B has GEMV_MULTI_MIN_B bytes (4096 x 11008: 45 MB; 4096^2 is 16 MiB: the stream kernel above)
     assert kernel(h100, 2, N=11008) == kernel(h100, 2, U8, U8, zp=True, N=11008) == "qlmm_gemv_m2_sk"
     assert kernel(h100, 3, N=11008).startswith("qlmm_stream")
-    assert kernel(h100, 1, cols=True).startswith("qlmm_stream") and kernel(h100, 1, N=4100).startswith("qlmm_dot")
+    assert kernel(h100, 1, cols=True) == "qlmm_gemv_bc_sk"
+    assert kernel(h100, 1, N=4100).startswith("qlmm_dot") and kernel(h100, 1, cols=True, N=4100).startswith("qlmm_dot")
     assert kernel(h100.replace(max_workgroup_invocations=128), 1).startswith("qlmm_stream")
     tun = TUNING.replace(GEMV=False)
     for k in (kernel(h100, 1), kernel(h100, 16), kernel(h100, 16, cols=True), kernel(h100, 15, U8, I8, zp=True),

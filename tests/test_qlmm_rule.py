@@ -46,7 +46,8 @@ def test_the_rule_is_its_rows_in_order():
     # one row of row-major B on the H100-like device: every row's condition holds; the first one runs
     c = _choose(grid.H100, 1)
     assert (c.kernel, c.gemv) == ("gemv", 1) and "matrix-vector" in c.why
-    assert _choose(grid.H100, 1, layout="cols").kernel == "stream"  # gemv's condition fails: the next row
+    assert _choose(grid.H100, 1, layout="cols").kernel == "gemv"  # column-major B: the _bc build (GEMV_BC)
+    assert _choose(grid.H100, 1, N=4100, layout="cols").kernel == "dot"  # gemv's condition fails: a later row
 
 
 def test_rule_row_gemv():

@@ -83,7 +83,7 @@ class QlmmTuning(Tuning):
     GEMV_MAX_M: int = 2  # 2x4096x11008 0.0243 ms against the stream kernel's 0.0440; 4 rows tie or lose, 8 lose 2x (#2026-11-27-session-32-two-rows-by-the-matrix-vector-kernel)
     GEMV_MULTI_MIN_B: int = 20 << 20  # bytes of B from which 2 rows take it: 2x4096x6144 0.0179 against 0.0220, 2x4096^2 0.0146 against 0.0135 (#2026-11-27-session-32-two-rows-by-the-matrix-vector-kernel)
     GEMV_TARGET_GROUPS: int = 264  # splits stay within it where they fill 7/8 (one wave of two an SM): 1x4096x32000 0.0518 ms at 250 groups, 0.0565 at 375 (#2026-11-26-session-30-the-read-rate-by-strip-width-the-matrix-vector-split-within-one-wave)
-    GEMV_BC: bool = False  # column-major B (a transposed N x K weight) on the matrix-vector kernel's _bc builds: built, exact, not yet measured on a GPU; the stream kernel takes it until then (#2026-11-27-session-34-column-major-b-on-the-matrix-vector-kernel-built-not-yet-measured)
+    GEMV_BC: bool = True  # column-major B (a transposed N x K weight) on the matrix-vector kernel's _bc builds: 1 x 4096 x 11008 0.0446 -> 0.0227 ms (#2026-11-27-session-35-the-matrix-vector-kernel-on-column-major-b-measured)
 
     OP = "QLinearMatMul"
 
