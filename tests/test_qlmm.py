@@ -690,7 +690,9 @@ def test_auto_kernel_rule_for_small_m():
     for k in (kernel(h100, 1), kernel(h100, 16), kernel(h100, 16, cols=True), kernel(h100, 15, U8, I8, zp=True),
               kernel(h100, 15, I8, U8, zp=True), kernel(h100, 16, I8, U8)):  # B's offset: row sums of A only
         assert k.startswith("qlmm_stream"), k
-    assert kernel(h100, 16, U8, I8, zp=True).startswith("qlmm_dot")  # B's column sums: no row left
+    # B's column sums: no row left; the 32-row tile, not the dot kernel (DOT_MAX_M_COOPMAT), either layout
+    assert kernel(h100, 16, U8, I8, zp=True) == "qlmm_coopmat_zp_sk" and kernel(h100, 16, U8, I8, zp=True, cols=True) == "qlmm_coopmat_zp_bc_sk"
+    assert kernel(h100, 16, U8, I8, zp=True, K=4000).startswith("qlmm_coopmat_zp")
     assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
     # 65..MID_MAX_M rows take MID_CONFIG, whose plain kernel stages B transposed, with split-K (128 x 4096^2: 64
     # tiles) and without (128 x 4096 x 6144: 96), where the large tile makes fewer than LARGE_SPLIT_MIN_TILES;
@@ -718,9 +720,11 @@ def test_auto_kernel_rule_for_small_m():
     tun = TUNING.replace(GEMV=False, STREAM=False)
     cap = TUNING.DOT_COOP_MAX_M
     assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")
-    for k in (kernel(h100, cap), kernel(h100, 1), kernel(h100, 16, cols=True), kernel(h100, 16, U8, I8, zp=True),
-              kernel(h100, 16, I8, U8, zp=True)):
+    dmax = TUNING.DOT_MAX_M_COOPMAT
+    for k in (kernel(h100, cap), kernel(h100, 1), kernel(h100, dmax, cols=True), kernel(h100, dmax, U8, I8, zp=True),
+              kernel(h100, dmax, I8, U8, zp=True)):
         assert k.startswith("qlmm_dot"), k
+    assert kernel(h100, dmax + 1, cols=True).startswith("qlmm_coopmat") and kernel(h100, dmax + 1, U8, I8, zp=True).startswith("qlmm_coopmat")
     assert kernel(h100, 17).startswith("qlmm_coopmat") and not kernel(h100, 17).startswith("qlmm_coopmat_direct")
     # research knobs: B read directly for 32 rows with a 32-row, one-subgroup-high tile
     tun = TUNING.replace(GEMV=False, STREAM=False, COOPMAT_CONFIG="32x64x256_4x1")
@@ -730,7 +734,7 @@ def test_auto_kernel_rule_for_small_m():
     tun = TUNING.replace(GEMV=False, STREAM=False)
     assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
     plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
-    assert TUNING.DOT_MAX_M_COOPMAT == 16 < TUNING.DOT_MAX_M == 32
+    assert TUNING.DOT_MAX_M_COOPMAT == 15 < TUNING.DOT_MAX_M == 32
     assert kernel(plain, 16).startswith("qlmm_dot") and kernel(plain, 32).startswith("qlmm_dot")
     assert kernel(plain, 33) == "qlmm"
 

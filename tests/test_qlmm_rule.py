@@ -74,7 +74,9 @@ def test_rule_row_stream():
     assert (c.kernel, c.stream) == ("stream", (16, 32)) and "STREAM_MAX_M" in c.why
     assert _choose(grid.H100, 5, N=11008).stream == (16, 64)
     assert _choose(grid.H100, 15, adt="uint8", bdt="uint8", zp="device").kernel == "stream"  # + the row of ones
-    assert _choose(grid.H100, 16, adt="uint8", zp="device").kernel == "dot"  # no row left for it
+    # no row left for it: the tiles beside cooperative matrices (DOT_MAX_M_COOPMAT), the dot kernel without them
+    assert _choose(grid.H100, 16, adt="uint8", zp="device").kernel == "coopmat"
+    assert _choose(grid.H100.replace(coopmat_verified=False), 16, adt="uint8", zp="device").kernel == "dot"
     assert _choose(grid.H100, 17).kernel == "coopmat"
     assert _choose(grid.H100.replace(coopmat_verified=False), 16).kernel == "dot"
     assert _choose(grid.H100, 16, tuning=DEFAULT.replace(STREAM=False)).kernel == "coopmat"
@@ -89,8 +91,9 @@ def test_rule_row_dot():
     no_stream = DEFAULT.replace(STREAM=False)  # beside cooperative matrices: where direct B would not win
     assert _choose(grid.H100, 4, tuning=no_stream).kernel == "dot"  # <= DOT_COOP_MAX_M rows
     assert _choose(grid.H100, 5, tuning=no_stream).kernel == "coopmat"  # direct B
-    assert _choose(grid.H100, 16, layout="cols", tuning=no_stream).kernel == "dot"
-    assert _choose(grid.H100, 16, adt="uint8", zp="device", tuning=no_stream).kernel == "dot"
+    assert _choose(grid.H100, 15, layout="cols", tuning=no_stream).kernel == "dot"  # <= DOT_MAX_M_COOPMAT rows
+    assert _choose(grid.H100, 15, adt="uint8", zp="device", tuning=no_stream).kernel == "dot"
+    assert _choose(grid.H100, 16, layout="cols", tuning=no_stream).kernel == "coopmat"
     assert _choose(grid.LAVAPIPE, 8, tuning=DEFAULT.replace(DOT=False)).kernel == "portable"
 
 

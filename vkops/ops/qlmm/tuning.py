@@ -60,7 +60,7 @@ class QlmmTuning(Tuning):
     # -- dot.py: packed integer dot products
     DOT: bool = True  # decoding-sized M without cooperative matrices (#2026-11-23-session-5-integer-dot-products)
     DOT_MAX_M: int = 32  # lavapipe 32x1024^2 76 ms against the portable 255 (#2026-11-23-session-5-integer-dot-products)
-    DOT_MAX_M_COOPMAT: int = 16  # H100 32x4096^2: dot 0.055-0.061 ms, coopmat 0.026-0.036 (#2026-11-23-session-5-integer-dot-products)
+    DOT_MAX_M_COOPMAT: int = 15  # beside verified coopmat: 16 rows with zero points go to the tiles, 16 x 4096^2 0.0246 -> 0.0198 ms (#2026-11-27-session-35-sixteen-rows-with-zero-points-on-the-tiles)
     DOT_MAX_ROWS: int = 32  # rows a workgroup; more M takes several row tiles (#2026-11-23-session-5-integer-dot-products)
     DOT_COLS: int = 128  # columns of B a workgroup streams (the kernel's width) (#2026-11-23-session-5-integer-dot-products)
     DOT_WG: int = 256  # invocations a workgroup (#2026-11-23-session-5-integer-dot-products)
