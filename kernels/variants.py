@@ -45,8 +45,11 @@ for _mr in (1, 2):
     for _bc in (0, 1):
         for _sk in (0, 1):
             _name = ("qlmm_gemv" if _mr == 1 else f"qlmm_gemv_m{_mr}") + ("_bc" if _bc else "") + ("_sk" if _sk else "")
+            # one row, column-major B, unsplit (the widest products: vocabulary heads): two 128-byte pieces of K in
+            # flight a column, 1 x 4096 x 151936 0.2448 -> 0.2329 ms; split builds lost with it (docs/tuning/qlmm.md, session 35)
+            bcu = {"BCU": "2u"} if _bc and _mr == 1 and not _sk else {}
             VARIANTS[_name] = ("qlmm/qlmm_gemv.comp", {"MR": f"{_mr}u", **({"BC": 1} if _bc else {}),
-                                                       **({"SPLIT_K": 1} if _sk else {})}, {"optimize": True})
+                                                       **({"SPLIT_K": 1} if _sk else {}), **bcu}, {"optimize": True})
 # QLinearMatMul for decoding-sized M, B streamed into cooperative matrices (ops/qlmm_stream.py): one module
 # per tile shape (16 rows; columns NR with PF steps in flight), so spirv-opt (run twice) keeps the steps in
 # registers.

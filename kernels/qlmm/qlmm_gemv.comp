@@ -29,6 +29,9 @@
 #ifndef BC
 #define BC 0
 #endif
+#ifndef BCU
+#define BCU 1u      // BC: 128-byte pieces of a column's K in flight a step (variants.py: 2 for the one-row unsplit build)
+#endif
 #if BC
 #define AIDX(x) ((x) + (x) / 16u)  // A's staging index, a padding word after every 16
 #else
@@ -95,23 +98,28 @@ void main() {
     int acc[MR][CG];
     [[unroll]] for (uint m = 0u; m < MR; ++m)
         [[unroll]] for (uint j = 0u; j < CG; ++j) acc[m][j] = 0;
-    for (uint kb = k0; kb < k1; kb += PIECE) {
-        const uint k = kb + 16u * l8;  // this lane's 16 bytes of K: inside the range or wholly past it (K % 16 == 0)
-        uvec4 w[CG];
-        [[unroll]] for (uint j = 0u; j < CG; ++j) {
-            uint n = tile * COLS + g8 + NG * j;  // column g8 + NG j of the tile: a subgroup's 4 groups on 4 in a row
-            w[j] = b_buf[n < N && k < k1 ? (bz + n * pc.b_sk + k) / 16u : 0u];  // clamped, as below
-        }
-        if (k >= k1) continue;
-        [[unroll]] for (uint q = 0u; q < 4u; ++q)
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-                int av[MR];
-                [[unroll]] for (uint m = 0u; m < MR; ++m) av[m] = ash[m * ASTRIDE + AIDX(k - k0 + 4u * q + i)];
-                [[unroll]] for (uint j = 0u; j < CG; ++j) {
-                    int bv = byte_of(w[j][q], i, sb);
-                    [[unroll]] for (uint m = 0u; m < MR; ++m) acc[m][j] += av[m] * bv;
-                }
+    for (uint kb = k0; kb < k1; kb += PIECE * BCU) {
+        uvec4 w[BCU][CG];
+        [[unroll]] for (uint p = 0u; p < BCU; ++p) {
+            const uint k = kb + PIECE * p + 16u * l8;  // this lane's 16 bytes of K: in the range or wholly past it (K % 16 == 0)
+            [[unroll]] for (uint j = 0u; j < CG; ++j) {
+                uint n = tile * COLS + g8 + NG * j;  // column g8 + NG j of the tile: a subgroup's 4 groups on 4 in a row
+                w[p][j] = b_buf[n < N && k < k1 ? (bz + n * pc.b_sk + k) / 16u : 0u];  // clamped, as below
             }
+        }
+        [[unroll]] for (uint p = 0u; p < BCU; ++p) {
+            const uint k = kb + PIECE * p + 16u * l8;
+            if (k >= k1) continue;
+            [[unroll]] for (uint q = 0u; q < 4u; ++q)
+                [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                    int av[MR];
+                    [[unroll]] for (uint m = 0u; m < MR; ++m) av[m] = ash[m * ASTRIDE + AIDX(k - k0 + 4u * q + i)];
+                    [[unroll]] for (uint j = 0u; j < CG; ++j) {
+                        int bv = byte_of(w[p][j][q], i, sb);
+                        [[unroll]] for (uint m = 0u; m < MR; ++m) acc[m][j] += av[m] * bv;
+                    }
+                }
+        }
     }
     [[unroll]] for (uint j = 0u; j < CG; ++j) {
         uint nl = g8 + NG * j;
