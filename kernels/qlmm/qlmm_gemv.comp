@@ -11,8 +11,8 @@
 // BC=1 (qlmm_gemv[_m2]_bc[_sk], QlmmTuning.GEMV_BC): B column-major, a transposed view of an N x K weight (b_sk:
 // the n stride): a lane reads 16 consecutive bytes of a column's K, 8 lanes one 128-byte piece of a column, a
 // subgroup's loads whole pieces of 4 columns; each group of 8 lanes takes 8 of the workgroup's columns, their 8
-// loads (BCU pieces: 8 x BCU) in flight, and adds its sums into `red` once its K range is done. A is staged one padding word per 16
-// (AIDX): the 8 lanes of a group read A 16 words apart, which would share banks.
+// loads (BCU pieces of K: 8 x BCU) in flight, and adds its sums into `red` once its K range is done. A is staged
+// one padding word per 16 (AIDX): the 8 lanes of a group read A 16 words apart, which would share banks.
 // Host requirements (ops/qlmm/gemv.py): M <= MR, N % 16 == 0, B's row (BC: column) and batch strides multiples of
 // 16; BC: K % 16 == 0.
 #extension GL_GOOGLE_include_directive : require
