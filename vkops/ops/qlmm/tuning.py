@@ -138,5 +138,5 @@ class QlmmTuning(Tuning):
 
 
 _READY = False
-DEFAULT = QlmmTuning()  # tests/test_qlmm.py validates it
+DEFAULT = QlmmTuning()  # tests/test_qlmm_tuning.py validates it
 _READY = True

@@ -1,0 +1,208 @@
+"""QUANTIZED_LINEAR_MATRIX_MULTIPLY's rule for small M and QlmmTuning: the kernel each shape gets, the tuning in
+the plan key, its fields' validation and the links to their measurements, the large tile's tail split."""
+import numpy as np
+import pytest
+
+import vkops
+from vkops.ops import qlmm as qmod
+from vkops.tensor import TensorDesc
+from vkops.ops.qlmm.tuning import DEFAULT as TUNING, QlmmTuning
+from qlmm_cases import I8, U8, gemms
+
+
+@pytest.mark.host_only
+def test_auto_kernel_rule_for_small_m():
+    """Pure planning: where cooperative matrices are verified, the B-streaming kernel takes every
+    product of up to STREAM_MAX_M rows (any layout of B, zero points or not; 15 when B's column sums take
+    a row of A's tile). With it off, the direct-B
+    kernel keeps row-major signed B without zero-point sums above DOT_COOP_MAX_M rows; the dot kernel
+    takes fewer rows, column-major B and zero points, up to DOT_MAX_M_COOPMAT rows; a device without
+    cooperative matrices gets the dot kernel for M <= DOT_MAX_M."""
+    h100 = vkops.Limits(name="coopmat+dot", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
+                        max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
+                        max_storage_buffer_range=2**32 - 1, subgroup_operations=0xFF, cooperative_matrix=True,
+                        coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
+    t = TensorDesc
+
+    tun = TUNING
+
+    def kernel(lim, M, adt=I8, bdt=I8, zp=False, cols=False, K=4096, N=4096):
+        b = t(bdt, (1, 1, K, N), (0, 0, 1, K)) if cols else t(bdt, (1, 1, K, N))
+        one = (1, 1, 1, 1)
+        d = vkops.QuantizedLinearMatMulDesc(t(adt, (1, 1, M, K)), t(np.float32, one), t(adt, one) if zp else None, b,
+                                            t(np.float32, one), t(bdt, one) if zp else None, t(np.float32, one), None,
+                                            t(adt, (1, 1, M, N))).validate()
+        return gemms(qmod.plan(d, lim, tuning=tun))[-1].kernel
+
+    # one row: the matrix-vector kernel (any signedness, zero points or not; column-major B on its _bc build);
+    # N not in whole 16-column steps goes on to the rules below (the dot kernel, either layout)
+    assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk" and kernel(h100, 2) != "qlmm_gemv_m2_sk"
+    # two rows where B has GEMV_MULTI_MIN_B bytes (4096 x 11008: 45 MB; 4096^2 is 16 MiB: the stream kernel above)
+    assert kernel(h100, 2, N=11008) == kernel(h100, 2, U8, U8, zp=True, N=11008) == "qlmm_gemv_m2_sk"
+    assert kernel(h100, 3, N=11008).startswith("qlmm_stream")
+    assert kernel(h100, 1, cols=True) == "qlmm_gemv_bc_sk"
+    assert kernel(h100, 1, N=4100).startswith("qlmm_dot") and kernel(h100, 1, cols=True, N=4100).startswith("qlmm_dot")
+    assert kernel(h100.replace(max_workgroup_invocations=128), 1).startswith("qlmm_stream")
+    tun = TUNING.replace(GEMV=False)
+    for k in (kernel(h100, 1), kernel(h100, 16), kernel(h100, 16, cols=True), kernel(h100, 15, U8, I8, zp=True),
+              kernel(h100, 15, I8, U8, zp=True), kernel(h100, 16, I8, U8)):  # B's offset: row sums of A only
+        assert k.startswith("qlmm_stream"), k
+    # B's column sums: no row left; the 32-row tile, not the dot kernel (DOT_MAX_M_COOPMAT), either layout
+    assert kernel(h100, 16, U8, I8, zp=True) == "qlmm_coopmat_zp_sk" and kernel(h100, 16, U8, I8, zp=True, cols=True) == "qlmm_coopmat_zp_bc_sk"
+    assert kernel(h100, 16, U8, I8, zp=True, K=4000).startswith("qlmm_coopmat_zp")
+    assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
+    # 65..MID_MAX_M rows take MID_CONFIG, whose plain kernel stages B transposed, with split-K (128 x 4096^2: 64
+    # tiles) and without (128 x 4096 x 6144: 96), where the large tile makes fewer than LARGE_SPLIT_MIN_TILES;
+    # from there (no zero-point sums) the large tile, split below LARGE_MIN_TILES (128 x 8192^2: 64 tiles) and
+    # unsplit from there (256 x 8192^2: 128); zero points and the large tile stage B row-major
+    assert TUNING.MID_CONFIG in TUNING.BT_CONFIGS and TUNING.LARGE_CONFIG not in TUNING.BT_CONFIGS
+    assert kernel(h100, 128, N=6144) == kernel(h100, 256, N=3968) == "qlmm_coopmat_bt"  # 62 large tiles
+    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_sk" and kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat"
+    assert kernel(h100, 128) == "qlmm_coopmat_bt_sk" and kernel(h100, 2047) == "qlmm_coopmat"
+    assert kernel(h100, 2048) == "qlmm_coopmat_bc"  # BC_TRANSPOSE_MIN_M: B transposed first (test_plan.py)
+    assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk"
+    assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp"  # zero points: MID_CONFIG, unsplit
+    tun = TUNING.replace(GEMV=False, BT_CONFIGS=())
+    assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, N=6144) == "qlmm_coopmat"
+    # the large tile's last wave, under half full, split-K (TAIL_SPLIT) without zero-point sums; 4096 rows' last
+    # wave of 232 tiles (on the BC build after B's transposed copy) and one matrix's 8 are left whole, as the
+    # zero-point kernel
+    assert kernel(h100, 1536) == kernel(h100, 1280, K=8192) == "qlmm_coopmat_sk" and kernel(h100, 4096) == "qlmm_coopmat_bc"
+    assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp" and kernel(h100, 1024) == "qlmm_coopmat"
+    # research knob: the tiles of DB_CONFIGS staged in two shared buffers (every kernel of the tile, split or not)
+    assert TUNING.DB_CONFIGS == ()
+    tun = TUNING.replace(GEMV=False, DB_CONFIGS=(TUNING.LARGE_CONFIG, TUNING.MID_CONFIG))
+    assert kernel(h100, 1024) == "qlmm_coopmat_db" and kernel(h100, 1024, U8, I8, zp=True) == "qlmm_coopmat_zp_db"
+    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_db_sk" and kernel(h100, 128) == "qlmm_coopmat_bt_db_sk"
+    tun = TUNING.replace(GEMV=False, STREAM=False)
+    cap = TUNING.DOT_COOP_MAX_M
+    assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")
+    dmax = TUNING.DOT_MAX_M_COOPMAT
+    for k in (kernel(h100, cap), kernel(h100, 1), kernel(h100, dmax, cols=True), kernel(h100, dmax, U8, I8, zp=True),
+              kernel(h100, dmax, I8, U8, zp=True)):
+        assert k.startswith("qlmm_dot"), k
+    assert kernel(h100, dmax + 1, cols=True).startswith("qlmm_coopmat") and kernel(h100, dmax + 1, U8, I8, zp=True).startswith("qlmm_coopmat")
+    assert kernel(h100, 17).startswith("qlmm_coopmat") and not kernel(h100, 17).startswith("qlmm_coopmat_direct")
+    # research knobs: B read directly for 32 rows with a 32-row, one-subgroup-high tile
+    tun = TUNING.replace(GEMV=False, STREAM=False, COOPMAT_CONFIG="32x64x256_4x1")
+    assert not kernel(h100, 32).startswith("qlmm_coopmat_direct")
+    tun = tun.replace(DIRECT_MAX_M=32)
+    assert kernel(h100, 32).startswith("qlmm_coopmat_direct") and not kernel(h100, 33).startswith("qlmm_coopmat_direct")
+    tun = TUNING.replace(GEMV=False, STREAM=False)
+    assert kernel(h100.replace(integer_dot_product=False), 1).startswith("qlmm_coopmat_direct")
+    plain = h100.replace(cooperative_matrix=False, coopmat_verified=False, coopmat_split_verified=False)
+    assert TUNING.DOT_MAX_M_COOPMAT == 15 < TUNING.DOT_MAX_M == 32
+    assert kernel(plain, 16).startswith("qlmm_dot") and kernel(plain, 32).startswith("qlmm_dot")
+    assert kernel(plain, 33) == "qlmm"
+
+
+def test_the_tuning_is_in_the_plan_key(dev, rng):
+    """A call under another tuning plans again instead of reusing a stale plan; an equal tuning (another
+    object) reuses it; the bench's variants replace exactly QlmmTuning's fields."""
+    from vkops.bench.specs import QLinearMatMul as Spec
+
+    a = dev.tensor(rng.integers(-128, 128, (4, 32), dtype=np.int8))
+    b = dev.tensor(rng.integers(-128, 128, (32, 16), dtype=np.int8))
+    call = lambda **kw: vkops.quantized_linear_matmul(a, 0.5, None, b, 0.5, None, 1.0, None, **kw)  # noqa: E731
+    want = call().numpy()
+    stored = dev._plans.stored
+    call()
+    call(tuning=QlmmTuning())
+    assert dev._plans.stored == stored  # repeated (the same tuning): the plan is reused
+    other = TUNING.replace(SPLIT_TARGET_GROUPS=TUNING.SPLIT_TARGET_GROUPS + 1)
+    assert np.array_equal(call(tuning=other).numpy(), want) and dev._plans.stored == stored + 1
+    with pytest.raises(ValueError, match="no QLinearMatMul knob 'COOPMAT_CONFIGS'"):
+        Spec.variant(knobs={"COOPMAT_CONFIGS": {}})
+    assert Spec.tuning(config="64x64x64_2x2", split_k=2, knobs={"DOT_UNROLL": 4}) == TUNING.replace(
+        COOPMAT_CONFIG="64x64x64_2x2", COOPMAT_SPLIT_K=2, DOT_UNROLL=4)
+    with pytest.raises(vkops.ValidationError, match="tuning must be a QlmmTuning"):
+        call(tuning={"DOT": False})
+
+
+def test_no_planning_knob_is_left_in_a_module():
+    """Every knob lives in QlmmTuning: none is a module attribute anyone could set."""
+    import importlib
+
+    mods = [qmod] + [importlib.import_module(f"vkops.ops.qlmm.{n}")
+                     for n in ("desc", "rule", "lowering", "coopmat", "dot", "stream", "gemv", "face", "args")]
+    for m in mods:
+        left = [k for k in QlmmTuning.knobs() if hasattr(m, k)] + (["KNOBS"] if hasattr(m, "KNOBS") else [])
+        assert not left, (m.__name__, left)
+
+
+@pytest.mark.parametrize("knob, value, rule", [
+    ("STREAM_NR", 48, "'auto' or one of (32, 64)"), ("LARGE_CONFIG", "128x128", "a cooperative-matrix tile"),
+    ("COOPMAT_CONFIG", "99x1x1_1x1", "a cooperative-matrix tile"), ("BT_CONFIGS", ["128x64x128_4x2"], "a tuple"),
+    ("BT_CONFIGS", ("nope",), "a cooperative-matrix tile"), ("DOT", 1, "True or False"), ("DOT_WG", 0, "an int >= 1"),
+    ("STREAM_MIN_M", -1, "an int >= 0"), ("SPLIT_MAX", 2.0, "an int >= 1"), ("SPLIT_MAX", 256, "at most 255"),
+    ("COOPMAT_SPLIT_K", 256, "'auto' or an int from 1 to 255"), ("COOPMAT_SPLIT_K", 0, "'auto' or an int"),
+    ("BC_LARGE_CONFIG", "64x64x64_2x2", "a tile of LARGE_CONFIG's rows and columns"),
+    ("BC_TRANSPOSE_TILE", 32, "64 or 128"),
+])
+def test_tuning_validates_its_fields(knob, value, rule):
+    """A bad knob is a ValidationError naming the field, the rule and the value."""
+    assert TUNING.validate() is TUNING
+    with pytest.raises(vkops.ValidationError) as e:
+        TUNING.replace(**{knob: value})
+    got = value[0] if value == ("nope",) else value
+    assert str(e.value).startswith(f"QlmmTuning.{knob} must be {rule}") and str(e.value).endswith(f"got {got!r}"), e.value
+
+
+@pytest.mark.parametrize("M, K, whole, S", [
+    (1536, 4096, 264, 2),   # 384 large tiles: 264 whole, the last 120 split 2 ways (264 // 120)
+    (1280, 8192, 264, 4),   # 320: the last 56 split 4 ways (264 // 56)
+    (1280, 4096, 264, 4),   # the same with 64 K chunks: 16 a split, TAIL_MIN_CHUNKS (8) allows it
+    (2560, 4096, 528, 2),   # 640: two whole waves, then 112 tiles split
+    (1152, 4096, 264, 8),   # 288: a last wave of 24 tiles could split 11 ways but K's 64 chunks hold 8 of 8
+    (4096, 4096, 0, 1),     # 1024: a last wave of 232 tiles, over half full: whole
+    (1024, 4096, 0, 1),     # 256 tiles: no whole wave
+])
+@pytest.mark.host_only
+def test_tail_split_plan(M, K, whole, S):
+    """TAIL_SPLIT: the large tile's whole waves (AUTO_MIN_GROUPS workgroups) run whole and the last wave's tiles, fewer
+    than half a wave, split-K on a one-matrix grid of F + (tiles - F) * S workgroups; the push constants' splits word
+    carries S | F << 8, the slots and counters are the split tiles' only. Off: the whole grid unsplit. From
+    BC_TRANSPOSE_MIN_M rows the same on the BC builds, after B's transposed copy (a scratch of K x N bytes)."""
+    N = 4096
+    t = lambda dt, shape: vkops.TensorDesc(dt, shape)
+    one = (1, 1, 1, 1)
+    d = vkops.QuantizedLinearMatMulDesc(t("int8", (1, 1, M, K)), t("float32", one), None, t("int8", (1, 1, K, N)),
+                                        t("float32", one), None, t("float32", one), None, t("int8", (1, 1, M, N))).validate()
+    h100 = vkops.Limits(name="coopmat", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
+                        max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
+                        max_storage_buffer_range=2**32 - 1, cooperative_matrix=True, coopmat_verified=True,
+                        coopmat_split_verified=True)
+    tiles = -(-M // 128) * (N // 128)
+    p = qmod.python_plan(d, h100, tuning=TUNING.replace(GEMV=False))
+    g = p.dispatches[-1]
+    slot = 128 * 128 + 256
+    tr = M >= TUNING.BC_TRANSPOSE_MIN_M  # B transposed first, then the BC builds
+    kname, copy = ("qlmm_coopmat_bc", [K * N]) if tr else ("qlmm_coopmat", [])
+    assert [x.kernel for x in p.dispatches[:-1]] == (["qlmm_transpose"] if tr else [])
+    if whole:
+        assert g.kernel == kname + "_sk" and g.groups == (whole + (tiles - whole) * S, 1, 1)
+        assert g.push[11] == S | whole << 8 and p.note("whole_tiles") == whole and p.note("split_k") == S
+        scratch = sorted(b.nbytes for b in p.buffers if b.role == "scratch")
+        assert scratch == sorted([4 * (tiles - whole) * S * slot, 4 * (tiles - whole)] + copy), scratch
+    else:
+        assert g.kernel == kname and g.groups == (N // 128, -(-M // 128), 1) and p.note("whole_tiles") is None
+    off = qmod.python_plan(d, h100, tuning=TUNING.replace(GEMV=False, TAIL_SPLIT=False)).dispatches[-1]
+    assert off.kernel == kname and off.groups == (N // 128, -(-M // 128), 1) and off.push[11] == 0
+
+
+def test_every_knob_says_why_and_links_its_measurements():
+    """Each QlmmTuning field's comment ends with a link to the entry of docs/tuning/qlmm.md that measured it."""
+    import re
+    from pathlib import Path
+
+    from vkops.ops.qlmm import tuning
+
+    src = Path(tuning.__file__).read_text()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "tuning" / "qlmm.md").read_text()
+    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#{2,4} (.+)$", doc, re.M)}
+    assert "2026-11-27-session-33-column-major-b-staged-as-it-lies" in anchors
+    for name in tuning.QlmmTuning.knobs():
+        line = re.search(rf"^    {name}: .+$", src, re.M)
+        assert line, name
+        link = re.search(r"  # .+ \(#([\w-]+)\)$", line.group(0))
+        assert link and link.group(1) in anchors, (name, line.group(0))
