@@ -34,7 +34,7 @@ shared uvec2 s_scan2[WG];
 shared uint s_blk, s_base, s_ctot, s_run;
 #endif
 
-// radix.comp's pick_bin: the bin of hist[0, GBINS) where a count of `need` is reached scanning from the top:
+// radix.comp's pick_bin (select.glsl): the bin of hist[0, GBINS) where a count of `need` is reached scanning from the top:
 // s_digit, with s_above the count above it and s_inbin its own. Groups of 32 bins are summed in parallel
 // first, so one thread scans at most GBINS/32 + 32 entries. Ends with a barrier.
 #if GDIGIT != 8
