@@ -353,7 +353,7 @@ def test_decode_preset_runs_every_way_and_checks_every_token(tmp_path, capsys, m
     for argv, msg in ((["--step", "huge"], "--step: 'huge'"), (["--tokens", "0"], "--tokens: must be >= 1"),
                       (["--k", "5"], "--preset decode: takes"),
                       (["--b-layout", "row-major,column-major"], "--b-layout: the decode preset takes one of"),
-                      (["--b-layout", "diagonal"], "got diagonal")):
+                      (["--b-layout", "diagonal"], "row-major or column-major, not 'diagonal'")):
         with pytest.raises(SystemExit):
             cli.main(["bench", "--preset", "decode", "--quick"] + argv)
         assert msg in capsys.readouterr().err

@@ -78,13 +78,22 @@ def add_bench(sub) -> argparse.ArgumentParser:
     return p
 
 
+def b_layouts(args, ap) -> list:
+    """--b-layout's values, in order, once each; a name other than row-major or column-major is a usage error."""
+    layouts = list(dict.fromkeys(x for group in args.b_layout or [] for x in group))
+    bad = [x for x in layouts if x not in ("row-major", "column-major")]
+    if bad:
+        ap.error(f"argument --b-layout: row-major or column-major, not {bad[0]!r}")
+    return layouts
+
+
 def bench_cases(args, ap):
     """The cases the arguments ask for; bad combinations are usage errors naming the option."""
     ops = list(OPS) if args.op == "all" else [args.op]
     dtypes = [d for group in args.dtype or [] for d in group]
     ks = [k for group in args.k or [] for k in group]
     windows = [w for group in args.window or [] for w in group]
-    layouts = list(dict.fromkeys(x for group in args.b_layout or [] for x in group))
+    layouts = b_layouts(args, ap)
     if args.shape:
         if args.preset:
             ap.error("argument --shape: not with --preset (a preset brings its own shapes)")
@@ -96,9 +105,6 @@ def bench_cases(args, ap):
             ap.error("argument --k: applies to --op top_k")
         if layouts and args.op != "qlmm":
             ap.error("argument --b-layout: applies to --op qlmm")
-        bad = [x for x in layouts if x not in ("row-major", "column-major")]
-        if bad:
-            ap.error(f"argument --b-layout: row-major or column-major, not {bad[0]!r}")
         cases = cases_for(args.op, args.shape, dtypes or ["int8xint8" if args.op == "qlmm" else "float32"],
                           ks or [8], windows or list(WINDOWS), tuple(layouts) or ("row-major",))
     else:
@@ -125,8 +131,8 @@ def run_decode(args, ap) -> int:
 
     if args.shape or args.dtype or args.k or args.window or args.op != "all":
         ap.error("argument --preset decode: takes --step, --tokens, --b-layout, --against, --out, --quick only")
-    layouts = list(dict.fromkeys(x for group in args.b_layout or [] for x in group)) or ["row-major"]
-    if len(layouts) > 1 or layouts[0] not in ("row-major", "column-major"):
+    layouts = b_layouts(args, ap) or ["row-major"]
+    if len(layouts) > 1:
         ap.error(f"argument --b-layout: the decode preset takes one of row-major, column-major; got {','.join(layouts)}")
     steps = [s for group in args.step or [] for s in group]
     for s in steps:
