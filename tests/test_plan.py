@@ -372,10 +372,12 @@ def test_qlmm_tiles_by_rows():
     assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
     assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (128, 1, 1))
     assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (64, 2, 1))
-    # above MID_MAX_M: 128 x 128 tiles from LARGE_MIN_TILES of them, unsplit; fewer: 64 x 64 x 64
-    assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.LARGE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles
+    # above MID_MAX_M: 128 x 128 tiles from LARGE_MIN_TILES of them, unsplit (96-row ones, WAVE_CONFIG, where those
+    # make at most WAVE_MAX_GROUPS: test_qlmm_tuning); fewer: 64 x 64 x 64
+    assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.WAVE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles of 96 rows
+    assert plan(257, 4096, 8192) == ("qlmm_coopmat_zp", TUNING.LARGE_CONFIG, 1, (64, 3, 1))  # 192 of 96 rows: past one wave
     assert plan(257, 4096, 2048)[1:3] == (TUNING.FEW_TILES_CONFIG, 1) and TUNING.FEW_TILES_CONFIG == "64x64x64_2x2"
-    assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.LARGE_CONFIG  # 93 / 96 tiles
+    assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.WAVE_CONFIG  # 93 / 96 tiles
     assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many
     assert plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
     assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2

@@ -26,6 +26,7 @@ std::vector<i64> cm_check_config(const std::string &name) {
 }
 
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
+    if (config == t.WAVE_CONFIG) return 1;  // chosen where its tiles fill one wave: unsplit
     if (config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (65-256 rows)
         if (tiles >= (i64)t.LARGE_MIN_TILES) return 1;
         i64 s = std::min({(i64)t.SPLIT_MAX, (i64)t.SPLIT_TARGET_GROUPS / tiles, nchunks / (i64)t.LARGE_SPLIT_MIN_CHUNKS});
@@ -51,8 +52,12 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
     std::vector<i64> large = cm_config(t.LARGE_CONFIG);
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
     if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) ||
-        (!sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES))
+        (!sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES)) {
+        std::vector<i64> wave = cm_config(t.WAVE_CONFIG);  // fewer rows a tile where its tiles still fit one wave
+        if (M > (i64)t.MID_MAX_M && ceil_div(M, wave[0]) * ceil_div(N, wave[1]) * batch <= (i64)t.WAVE_MAX_GROUPS)
+            return t.WAVE_CONFIG;
         return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
+    }
     if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
     if (M <= (i64)t.MID_MAX_M) return bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
     return t.FEW_TILES_CONFIG;

@@ -46,6 +46,8 @@ COOPMAT_CONFIGS = {
     "32x64x128_4x1": (32, 64, 128, 4, 1),
     "64x64x128_4x2": (64, 64, 128, 4, 2),
     "128x64x128_4x2": (128, 64, 128, 4, 2),
+    # WAVE_CONFIG: 96 rows a tile (4 subgroups of 96 x 32) where the large tiles run in one wave
+    "96x128x64_4x1": (96, 128, 64, 4, 1),
 }
 LANES = 32  # lanes a subgroup: qlmm_coopmat.comp (and qlmm_stream.comp) run 32-lane subgroups, 32 * SG_W * SG_H a workgroup
 TRANSPOSE_WG = 256  # qlmm_transpose.comp's invocations a workgroup
@@ -63,6 +65,8 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit)."""
     t = tuning
+    if config == t.WAVE_CONFIG:  # chosen where its tiles fill one wave: unsplit
+        return 1
     if config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG):  # split only below LARGE_MIN_TILES (65-MID_MAX_M rows)
         if tiles >= t.LARGE_MIN_TILES:
             return 1
@@ -95,7 +99,8 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums, B row-major) LARGE_SPLIT_MIN_TILES
     in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG
     above. With B staged as it lies (bc) the large tile is BC_LARGE_CONFIG (the same tile, other subgroups) and
-    the 65-MID_MAX_M-row tile BC_MID_CONFIG."""
+    the 65-MID_MAX_M-row tile BC_MID_CONFIG. Above MID_MAX_M rows WAVE_CONFIG takes the large tile's place where its
+    own tiles are at most WAVE_MAX_GROUPS (one wave of one workgroup an SM)."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
@@ -103,6 +108,9 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     tiles = -(-M // tm) * -(-N // tn) * batch
     if (tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES)
             or (not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES)):
+        wm, wn = COOPMAT_CONFIGS[t.WAVE_CONFIG][:2]
+        if M > t.MID_MAX_M and -(-M // wm) * -(-N // wn) * batch <= t.WAVE_MAX_GROUPS:
+            return t.WAVE_CONFIG
         return t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
@@ -115,7 +123,7 @@ def auto_configs(tuning: QlmmTuning = DEFAULT) -> Tuple[str, ...]:
     """Every tile auto_config() may pick under `tuning` (the self-check covers each)."""
     t = tuning
     return (t.LARGE_CONFIG, t.BC_LARGE_CONFIG, t.FEW_TILES_CONFIG, t.SMALL_CONFIG, t.LOW_CONFIG, t.MID_CONFIG,
-            t.BC_MID_CONFIG)
+            t.BC_MID_CONFIG, t.WAVE_CONFIG)
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool,

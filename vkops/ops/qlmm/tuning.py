@@ -47,6 +47,8 @@ class QlmmTuning(Tuning):
     SMALL_CONFIG: str = "32x64x128_4x1"  # up to 32 rows: 32 x 4096^2 0.0253 -> 0.0225 ms (#2026-11-24-session-10-tiles-by-row-count)
     LOW_CONFIG: str = "64x64x128_4x2"  # 33-64 rows: 64 x 8192^2 0.1005 -> 0.0816 ms (#2026-11-24-session-10-tiles-by-row-count)
     FEW_TILES_CONFIG: str = "64x64x64_2x2"  # > MID_MAX_M rows with too few large tiles (#which-kernel-runs-where)
+    WAVE_CONFIG: str = "96x128x64_4x1"  # > MID_MAX_M rows where the large tiles run in one wave: fewer rows a tile, one wave still: 384 x 4096^2 B column-major 0.046 -> 0.040 ms (#2026-11-27-session-36-96-row-tiles-for-one-wave)
+    WAVE_MAX_GROUPS: int = 132  # ... where its tiles are at most this many, one an H100 SM (0: never); 384 x 4096 x 11008's 344 lost 0.077 -> 0.13 (#2026-11-27-session-36-96-row-tiles-for-one-wave)
     COOPMAT_SPLIT_K: Union[str, int] = "auto"  # split-K by tiles and chunks; an int forces it (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_TARGET_GROUPS: int = 256  # H200 32x4096^2: split 4 (256 groups) 37 TOPS, 8: 33, none: 23 (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_MIN_CHUNKS: int = 4  # each split keeps at least this many K chunks (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
@@ -110,8 +112,9 @@ class QlmmTuning(Tuning):
             v, kind = getattr(self, f.name), f.type
             if kind == "bool" and not isinstance(v, bool):
                 fail(f.name, "True or False", v)
-            if kind == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < (0 if f.name.endswith("_M") else 1)):
-                fail(f.name, "an int >= " + ("0" if f.name.endswith("_M") else "1"), v)
+            low = 0 if f.name.endswith("_M") or f.name == "WAVE_MAX_GROUPS" else 1  # 0: never
+            if kind == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < low):
+                fail(f.name, f"an int >= {low}", v)
             if f.name.endswith("_CONFIG") and not (f.name == "COOPMAT_CONFIG" and v == "auto"):
                 config(f.name, v)
         if COOPMAT_CONFIGS[self.BC_LARGE_CONFIG][:2] != COOPMAT_CONFIGS[self.LARGE_CONFIG][:2]:
