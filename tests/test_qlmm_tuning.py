@@ -139,6 +139,7 @@ def test_no_planning_knob_is_left_in_a_module():
     ("BC_LARGE_CONFIG", "64x64x64_2x2", "a tile of LARGE_CONFIG's rows and columns"),
     ("BC_TRANSPOSE_TILE", 32, "64 or 128"), ("WAVE_MAX_GROUPS", -1, "an int >= 0"),
     ("WAVE_CONFIG", "96x128x64_2x4", "a cooperative-matrix tile"),
+    ("WAVE_CONFIG", "128x128x64_2x2", "a tile of fewer rows than LARGE_CONFIG's"),
 ])
 def test_tuning_validates_its_fields(knob, value, rule):
     """A bad knob is a ValidationError naming the field, the rule and the value."""

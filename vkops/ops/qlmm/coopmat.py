@@ -63,7 +63,8 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     """Split-K for few output tiles (small M, N and batch): a factor so that about SPLIT_TARGET_GROUPS
     (MID_TARGET_GROUPS for the middle tiles MID_CONFIG, BC_MID_CONFIG and LOW_CONFIG) workgroups run, each with at least
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
-    LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit)."""
+    LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit); WAVE_CONFIG (fewer rows than the large tile, by
+    validation) unsplit."""
     t = tuning
     if config == t.WAVE_CONFIG:  # chosen where its tiles fill one wave: unsplit
         return 1

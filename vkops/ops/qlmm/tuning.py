@@ -120,6 +120,8 @@ class QlmmTuning(Tuning):
         if COOPMAT_CONFIGS[self.BC_LARGE_CONFIG][:2] != COOPMAT_CONFIGS[self.LARGE_CONFIG][:2]:
             fail("BC_LARGE_CONFIG", f"a tile of LARGE_CONFIG's rows and columns ({self.LARGE_CONFIG}: the rules count its "
                  "tiles)", self.BC_LARGE_CONFIG)
+        if COOPMAT_CONFIGS[self.WAVE_CONFIG][0] >= COOPMAT_CONFIGS[self.LARGE_CONFIG][0]:  # never the large tile itself
+            fail("WAVE_CONFIG", f"a tile of fewer rows than LARGE_CONFIG's ({self.LARGE_CONFIG})", self.WAVE_CONFIG)
         if self.BC_TRANSPOSE_TILE not in (64, 128):
             fail("BC_TRANSPOSE_TILE", "64 or 128", self.BC_TRANSPOSE_TILE)
         if not isinstance(self.BT_CONFIGS, tuple):
