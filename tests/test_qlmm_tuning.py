@@ -9,6 +9,12 @@ from vkops.tensor import TensorDesc
 from vkops.ops.qlmm.tuning import DEFAULT as TUNING, QlmmTuning
 from qlmm_cases import I8, U8, gemms
 
+# An H100's limits with verified cooperative matrices and no integer dot products (the large tiles' rules)
+COOPMAT_H100 = vkops.Limits(name="coopmat", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
+                            max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64),
+                            shared_memory_bytes=49152, max_storage_buffer_range=2**32 - 1, cooperative_matrix=True,
+                            coopmat_verified=True, coopmat_split_verified=True)
+
 
 @pytest.mark.host_only
 def test_auto_kernel_rule_for_small_m():
@@ -169,10 +175,7 @@ def test_wave_tile_where_large_tiles_run_in_one_wave(M, K, N, batch, wave):
     """WAVE_CONFIG (96-row tiles) in the large tile's place above MID_MAX_M rows where its own tiles are at most
     WAVE_MAX_GROUPS (one wave of one workgroup an SM), unsplit, for B row-major and column-major, zero points or not;
     WAVE_MAX_GROUPS 0: the large tile everywhere."""
-    h100 = vkops.Limits(name="coopmat", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
-                        max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
-                        max_storage_buffer_range=2**32 - 1, cooperative_matrix=True, coopmat_verified=True,
-                        coopmat_split_verified=True)
+    h100 = COOPMAT_H100
     t = TensorDesc
     one = (1, 1, 1, 1)
 
@@ -221,10 +224,7 @@ def test_tail_split_plan(M, K, whole, S):
     one = (1, 1, 1, 1)
     d = vkops.QuantizedLinearMatMulDesc(t("int8", (1, 1, M, K)), t("float32", one), None, t("int8", (1, 1, K, N)),
                                         t("float32", one), None, t("float32", one), None, t("int8", (1, 1, M, N))).validate()
-    h100 = vkops.Limits(name="coopmat", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
-                        max_workgroup_invocations=1024, max_workgroup_size=(1024, 1024, 64), shared_memory_bytes=49152,
-                        max_storage_buffer_range=2**32 - 1, cooperative_matrix=True, coopmat_verified=True,
-                        coopmat_split_verified=True)
+    h100 = COOPMAT_H100
     tiles = -(-M // 128) * (N // 128)
     p = qmod.python_plan(d, h100, tuning=TUNING.replace(GEMV=False))
     g = p.dispatches[-1]
