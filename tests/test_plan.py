@@ -359,23 +359,26 @@ def test_qlmm_tiles_by_rows():
     lim = PAPER.replace(device_type="discrete", subgroup_size=32, shared_memory_bytes=49152, cooperative_matrix=True,
                         coopmat_verified=True, coopmat_split_verified=True, integer_dot_product=True)
 
-    def plan(M, K, N, sums=True):
+    def plan(M, K, N, sums=True, tuning=TUNING):
         one = TensorDesc("float32", (1, 1, 1, 1))
         desc = qlmm_desc(M, K, N, zp=False) if sums else qlmm.QuantizedLinearMatMulDesc(  # int8 x int8: no sums
             TensorDesc("int8", (1, 1, M, K)), one, None, TensorDesc("int8", (1, 1, K, N)), one, None, one, None,
             TensorDesc("int8", (1, 1, M, N))).validate()
-        p = qlmm.plan(desc, lim, tuning=TUNING.replace(BC_TRANSPOSE_MIN_M=0))
+        p = qlmm.plan(desc, lim, tuning=tuning.replace(BC_TRANSPOSE_MIN_M=0))
         d = p.dispatches[-1]
         return d.kernel, p.note("config"), p.note("split_k"), d.groups
 
     # (uint8 A: the _zp variants, which shift A into int8)
     assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
-    assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (128, 1, 1))
+    assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.MID_WAVE_CONFIG, 1, (128, 1, 1))  # 128 tiles of 96 rows
+    assert plan(65, 8192, 8192, tuning=TUNING.replace(WAVE_MAX_GROUPS=0)) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (128, 1, 1))
     assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (64, 2, 1))
     # above MID_MAX_M: 128 x 128 tiles from LARGE_MIN_TILES of them, unsplit (96-row ones, WAVE_CONFIG, where those
-    # make at most WAVE_MAX_GROUPS: test_qlmm_tuning); fewer: 64 x 64 x 64
+    # put no more workgroups on an SM: test_qlmm_tuning); fewer: 64 x 64 x 64
     assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.WAVE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles of 96 rows
-    assert plan(257, 4096, 8192) == ("qlmm_coopmat_zp", TUNING.LARGE_CONFIG, 1, (64, 3, 1))  # 192 of 96 rows: past one wave
+    assert plan(257, 4096, 8192) == ("qlmm_coopmat_zp", TUNING.WAVE_CONFIG, 1, (64, 3, 1))  # 192 of 96 rows, two an SM as 192 large
+    assert plan(257, 4096, 11264)[1] == TUNING.WAVE_CONFIG  # 264 either way: two an SM
+    assert plan(257, 4096, 11392) == ("qlmm_coopmat_zp", TUNING.LARGE_CONFIG, 1, (89, 3, 1))  # 267: three on some SMs
     assert plan(257, 4096, 2048)[1:3] == (TUNING.FEW_TILES_CONFIG, 1) and TUNING.FEW_TILES_CONFIG == "64x64x64_2x2"
     assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.WAVE_CONFIG  # 93 / 96 tiles
     assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many

@@ -16,6 +16,18 @@ COOPMAT_H100 = vkops.Limits(name="coopmat", subgroup_size=32, min_subgroup_size=
                             coopmat_verified=True, coopmat_split_verified=True)
 
 
+def last_gemm(M, K, N, batch, cols, zp, tun=TUNING):
+    """The last GEMM of an M x K x N product's plan on COOPMAT_H100: B column-major (cols) or row-major, uint8 with
+    zero points (zp) or int8 without."""
+    t, one = TensorDesc, (1, 1, 1, 1)
+    b = t(I8, (1, batch, K, N), (0, K * N, 1, K)) if cols else t(I8, (1, batch, K, N))
+    adt = U8 if zp else I8
+    d = vkops.QuantizedLinearMatMulDesc(t(adt, (1, batch, M, K)), t(np.float32, one), t(adt, one) if zp else None,
+                                        b, t(np.float32, one), t(I8, one) if zp else None, t(np.float32, one), None,
+                                        t(adt, (1, batch, M, N))).validate()
+    return gemms(qmod.plan(d, COOPMAT_H100, tuning=tun))[-1]
+
+
 @pytest.mark.host_only
 def test_auto_kernel_rule_for_small_m():
     """Pure planning: where cooperative matrices are verified, the B-streaming kernel takes every
@@ -144,8 +156,10 @@ def test_no_planning_knob_is_left_in_a_module():
     ("COOPMAT_SPLIT_K", 256, "'auto' or an int from 1 to 255"), ("COOPMAT_SPLIT_K", 0, "'auto' or an int"),
     ("BC_LARGE_CONFIG", "64x64x64_2x2", "a tile of LARGE_CONFIG's rows and columns"),
     ("BC_TRANSPOSE_TILE", 32, "64 or 128"), ("WAVE_MAX_GROUPS", -1, "an int >= 0"),
-    ("WAVE_CONFIG", "96x128x64_2x4", "a cooperative-matrix tile"),
+    ("WAVE_CONFIG", "96x128x64_2x4", "a cooperative-matrix tile"), ("WAVE_MAX_PER_SM", 0, "an int >= 1"),
     ("WAVE_CONFIG", "128x128x64_2x2", "a tile of fewer rows than LARGE_CONFIG's"),
+    ("BC_WAVE_CONFIG", "96x64x128_2x2", "a tile of WAVE_CONFIG's rows and columns"),
+    ("MID_WAVE_CONFIG", "96x64", "a cooperative-matrix tile"),
 ])
 def test_tuning_validates_its_fields(knob, value, rule):
     """A bad knob is a ValidationError naming the field, the rule and the value."""
@@ -158,39 +172,37 @@ def test_tuning_validates_its_fields(knob, value, rule):
 
 @pytest.mark.parametrize("M, K, N, batch, wave", [
     (257, 4096, 4096, 1, True),    # 3 large tile rows, 3 of 96: 96 tiles either way, each of fewer rows
-    (384, 4096, 4096, 1, True),    # 96 large tiles, 128 of 96 rows: one wave still (WAVE_MAX_GROUPS 132)
+    (384, 4096, 4096, 1, True),    # 96 large tiles, 128 of 96 rows: one an SM still (WAVE_MAX_GROUPS 132)
     (384, 11008, 4096, 1, True),   # K does not count
-    (384, 4096, 4224, 1, True),    # 4 x 33 = 132: the last one that fits
-    (384, 4096, 4352, 1, False),   # 4 x 34 = 136: past one wave, the large tile
+    (384, 4096, 4224, 1, True),    # 4 x 33 = 132: the last one that fits one an SM
+    (384, 4096, 4352, 1, False),   # 4 x 34 = 136: two on some SMs against the large tile's one (102)
+    (384, 4096, 8448, 1, True),    # 198 large tiles, two on some SMs; 4 x 66 = 264: two on every SM
+    (384, 4096, 8576, 1, False),   # 4 x 67 = 268: three on some (WAVE_MAX_PER_SM 2)
     (384, 4096, 11008, 1, False),  # 344 tiles of 96 rows (measured 0.13 against 0.077 ms)
     (448, 4096, 3072, 1, True),    # 5 x 24 = 120 against the large tile's 96
     (1536, 4096, 1024, 1, True),   # 16 x 8 = 128
     (300, 4096, 2048, 2, True),    # two matrices (B batched too: no fold): 2 x 4 x 16 = 128 against the large tile's 96
-    (300, 4096, 2048, 3, False),   # three: 192 tiles of 96 rows
-    (512, 4096, 4096, 1, False),   # 128 large tiles, 192 of 96 rows: the large tile
+    (300, 4096, 2048, 3, True),    # three: 192 tiles of 96 rows against 144, two an SM either way
+    (300, 4096, 2048, 5, False),   # five: 320 of 96 rows (three an SM) against 240 (two)
+    (512, 4096, 4096, 1, False),   # 128 large tiles (one an SM), 192 of 96 rows (two on some)
+    (513, 4096, 4096, 1, True),    # 160 large tiles, 192 of 96 rows: two an SM either way
+    (768, 4096, 4096, 1, True),    # 192 / 256
+    (769, 4096, 4096, 1, False),   # 224 large tiles, 288 of 96 rows: three on some SMs
+    (1024, 4096, 4096, 1, False),  # 256 / 352
     (256, 4096, 4096, 1, False),   # MID_MAX_M rows: the middle tiles' rule
 ])
 @pytest.mark.host_only
-def test_wave_tile_where_large_tiles_run_in_one_wave(M, K, N, batch, wave):
-    """WAVE_CONFIG (96-row tiles) in the large tile's place above MID_MAX_M rows where its own tiles are at most
-    WAVE_MAX_GROUPS (one wave of one workgroup an SM), unsplit, for B row-major and column-major, zero points or not;
-    WAVE_MAX_GROUPS 0: the large tile everywhere."""
-    h100 = COOPMAT_H100
-    t = TensorDesc
-    one = (1, 1, 1, 1)
-
-    def last(cols, zp, tun=TUNING):
-        b = t(I8, (1, batch, K, N), (0, K * N, 1, K)) if cols else t(I8, (1, batch, K, N))
-        adt = U8 if zp else I8
-        d = vkops.QuantizedLinearMatMulDesc(t(adt, (1, batch, M, K)), t(np.float32, one), t(adt, one) if zp else None,
-                                            b, t(np.float32, one), t(I8, one) if zp else None, t(np.float32, one), None,
-                                            t(adt, (1, batch, M, N))).validate()
-        return gemms(qmod.plan(d, h100, tuning=tun))[-1]
-
+def test_wave_tile_where_it_keeps_the_workgroups_an_sm(M, K, N, batch, wave):
+    """WAVE_CONFIG (96-row tiles) in the large tile's place above MID_MAX_M rows where its own tiles put no more
+    workgroups on the busiest SM (ceil(tiles / WAVE_MAX_GROUPS)) than the large tiles do and at most WAVE_MAX_PER_SM,
+    unsplit, for B row-major and column-major, zero points or not; WAVE_MAX_GROUPS 0: the large tile everywhere;
+    WAVE_MAX_PER_SM 1: only where the 96-row tiles make one wave."""
+    last = lambda cols, zp, tun=TUNING: last_gemm(M, K, N, batch, cols, zp, tun)  # noqa: E731
     if M <= TUNING.MID_MAX_M:  # the middle tiles' rows: not this rule's
-        assert all(last(c, z).spec[1] != 96 for c in (False, True) for z in (False, True))
+        assert all(last(c, z).spec[1:3] != (96, 128) for c in (False, True) for z in (False, True))
         return
     tm, tn = (96, 128) if wave else (128, 128)
+    one_an_sm = -(-M // 96) * -(-N // 128) * batch <= 132
     for cols in (False, True):
         for zp in (False, True):
             g = last(cols, zp)
@@ -198,10 +210,43 @@ def test_wave_tile_where_large_tiles_run_in_one_wave(M, K, N, batch, wave):
             want = ("qlmm_coopmat_zp" + bc) if zp else ("qlmm_coopmat" + bc)
             assert g.kernel == want, (cols, zp, g.kernel)  # unsplit: no _sk build
             assert g.spec[1:3] == (tm, tn) and g.groups == (-(-N // tn), -(-M // tm), batch), (cols, zp, g.spec, g.groups)
-            if wave:
-                assert g.spec[4:6] == (4, 1)  # 4 x 1 subgroups of 96 x 32
+            if wave:  # 4 x 1 subgroups of 96 x 32, 64 deep; B column-major one an SM: BC_WAVE_CONFIG, 2 x 2, 128 deep
+                assert g.spec[3:6] == ((128, 2, 2) if cols and one_an_sm else (64, 4, 1)), (cols, g.spec)
                 off = last(cols, zp, TUNING.replace(WAVE_MAX_GROUPS=0))
                 assert off.spec[1:3] == (128, 128), off.spec
+                single = last(cols, zp, TUNING.replace(WAVE_MAX_PER_SM=1)).spec[1:3]
+                assert single == ((96, 128) if one_an_sm else (128, 128)), single
+                same = last(cols, zp, TUNING.replace(BC_WAVE_CONFIG=TUNING.WAVE_CONFIG)).spec[3:6]
+                assert same == (64, 4, 1), same
+
+
+@pytest.mark.parametrize("M, N, cols, zp, mid_wave", [
+    (129, 4096, True, False, True),    # 192 tiles of 64 x 64 (two on some SMs), 128 of 96 x 64 (one an SM)
+    (192, 4096, True, True, True),
+    (193, 4096, True, False, False),   # 256 against 192: two an SM either way, and 96 rows are more than 64
+    (128, 4096, True, False, False),   # 128 against 128: one an SM either way
+    (96, 4096, True, False, False),    # 128 against 64
+    (160, 4096, False, True, True),    # row-major B, zero points: MID_CONFIG's 128 x 64 tiles, 128 either way, 96 rows fewer
+    (193, 4096, False, True, False),   # 128 against 192
+    (128, 4096, False, True, False),   # MID_CONFIG split-K (64 tiles): not this rule's
+    (160, 8192, True, False, True),    # 384 (three an SM) against 256 (two)
+    (160, 8192, False, True, True),    # 256 against 256, fewer rows
+    (160, 16384, True, False, False),  # 512 of 96 x 64: four an SM, past WAVE_MAX_PER_SM
+])
+@pytest.mark.host_only
+def test_mid_wave_tile_where_it_puts_fewer_workgroups_on_an_sm(M, N, cols, zp, mid_wave):
+    """MID_WAVE_CONFIG (96 x 64 tiles) in the unsplit middle tile's place (65-MID_MAX_M rows) where its tiles put fewer
+    workgroups on the busiest SM, or as many with fewer rows a tile, at most WAVE_MAX_PER_SM; unsplit. Row-major B
+    without zero points keeps the large tile's split-K (its own rule); WAVE_MAX_GROUPS 0: never."""
+    g = last_gemm(M, 4096, N, 1, cols, zp)
+    if mid_wave:
+        assert g.spec[1:6] == (96, 64, 128, 2, 2) and "_sk" not in g.kernel, (g.kernel, g.spec)
+        assert g.groups == (-(-N // 64), -(-M // 96), 1), g.groups
+        off = last_gemm(M, 4096, N, 1, cols, zp, TUNING.replace(WAVE_MAX_GROUPS=0))
+        assert off.spec[1:3] == ((64, 64) if cols else (128, 64)), off.spec
+    else:
+        assert g.spec[1:3] != (96, 64), (g.kernel, g.spec)
+    assert last_gemm(M, 4096, N, 1, False, False).spec[1:3] != (96, 64)  # row-major int8: the large or middle tile, split
 
 
 @pytest.mark.parametrize("M, K, whole, S", [

@@ -26,7 +26,8 @@ std::vector<i64> cm_check_config(const std::string &name) {
 }
 
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
-    if (config == t.WAVE_CONFIG) return 1;  // chosen where its tiles fill one wave: unsplit
+    if (config == t.WAVE_CONFIG || config == t.BC_WAVE_CONFIG || config == t.MID_WAVE_CONFIG)
+        return 1;  // chosen by workgroups an SM: unsplit
     if (config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (65-256 rows)
         if (tiles >= (i64)t.LARGE_MIN_TILES) return 1;
         i64 s = std::min({(i64)t.SPLIT_MAX, (i64)t.SPLIT_TARGET_GROUPS / tiles, nchunks / (i64)t.LARGE_SPLIT_MIN_CHUNKS});
@@ -47,19 +48,37 @@ std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &con
     return s >= 2 ? std::pair<i64, i64>{tiles - tail, s} : std::pair<i64, i64>{0, 1};
 }
 
+// Workgroups on the busiest SM when config's tiles spread over WAVE_MAX_GROUPS SMs.
+static i64 cm_per_sm(i64 M, i64 N, i64 batch, const std::string &config, const QlmmTuning &t) {
+    std::vector<i64> c = cm_config(config);
+    return ceil_div(ceil_div(M, c[0]) * ceil_div(N, c[1]) * batch, (i64)t.WAVE_MAX_GROUPS);
+}
+
 std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums, bool bc) {
     if (M <= (i64)ops_qlmm_coopmat::SMALL_MAX_M) return t.SMALL_CONFIG;
     std::vector<i64> large = cm_config(t.LARGE_CONFIG);
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
     if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) ||
         (!sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES)) {
-        std::vector<i64> wave = cm_config(t.WAVE_CONFIG);  // fewer rows a tile where its tiles still fit one wave
-        if (M > (i64)t.MID_MAX_M && ceil_div(M, wave[0]) * ceil_div(N, wave[1]) * batch <= (i64)t.WAVE_MAX_GROUPS)
-            return t.WAVE_CONFIG;
+        if (M > (i64)t.MID_MAX_M && t.WAVE_MAX_GROUPS) {  // fewer rows a tile, no more workgroups on the busiest SM
+            i64 per_sm = cm_per_sm(M, N, batch, t.WAVE_CONFIG, t);
+            if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, cm_per_sm(M, N, batch, t.LARGE_CONFIG, t)))
+                return bc && per_sm == 1 ? t.BC_WAVE_CONFIG : t.WAVE_CONFIG;
+        }
         return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
     }
     if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
-    if (M <= (i64)t.MID_MAX_M) return bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
+    if (M <= (i64)t.MID_MAX_M) {
+        const std::string &mid = bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
+        std::vector<i64> mc = cm_config(mid);
+        i64 mtiles = ceil_div(M, mc[0]) * ceil_div(N, mc[1]) * batch;
+        if (t.WAVE_MAX_GROUPS && cm_auto_split(mtiles, (i64)1 << 30, mid, t) == 1) {  // the middle tile unsplit
+            i64 w = cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), m = cm_per_sm(M, N, batch, mid, t);
+            if (w <= (i64)t.WAVE_MAX_PER_SM && (w < m || (w == m && cm_config(t.MID_WAVE_CONFIG)[0] < mc[0])))
+                return t.MID_WAVE_CONFIG;
+        }
+        return mid;
+    }
     return t.FEW_TILES_CONFIG;
 }
 

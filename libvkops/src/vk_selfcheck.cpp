@@ -2,7 +2,7 @@
 // compared with a CPU reference before planning may use them (Python's ops/qlmm/coopmat.py self_check).
 // Python forces each tile config; here every case is planned as the rule would plan it with the kernels
 // verified, so the cases are shapes chosen to land on each auto tile (SMALL, LOW, MID staged transposed,
-// FEW_TILES, LARGE, WAVE) and on the B-streaming kernel, with and without zero points, row- and column-major B;
+// FEW_TILES, LARGE, the 96-row WAVE tiles) and on the B-streaming kernel, with and without zero points, row- and column-major B;
 // the split-K check repeats the few-tile shapes with a long K. A case passes as Python's does: every
 // element within 1 of the reference and at least 99% equal (float32 requantization of random scales).
 // The only libvkops call that allocates device memory and submits: its buffers, pool and command buffer
@@ -46,9 +46,12 @@ const Case SPLIT[] = {
 // would take lavapipe half a minute): 272 tiles, 264 whole, the last 8 (in the raster: rows 2048-2175, columns
 // 1024-2047) split 8 ways; every 8th row of that tile row compared. B is transposed first (BC_TRANSPOSE_MIN_M).
 const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8}};
-// The one-wave 96-row tile (QlmmTuning.WAVE_CONFIG: 300 rows of 4096 columns make 128 of its tiles), cooperative
-// matrices only: B row-major without zero points, column-major with them.
-const Case WAVE[] = {{1, 300, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 300, 64, 4096, DT::UINT8, DT::INT8, true, true}};
+// The 96-row tiles, cooperative matrices only (QlmmTuning.WAVE_CONFIG: 300 rows of 4096 columns make 128 of its tiles,
+// one an SM, B row-major without zero points; BC_WAVE_CONFIG there, B column-major with them; 640 rows: WAVE_CONFIG
+// two an SM, B column-major; MID_WAVE_CONFIG: 160 rows, 128 tiles of 96 x 64, B column-major, row-major with zero points).
+const Case WAVE[] = {{1, 300, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 300, 64, 4096, DT::UINT8, DT::INT8, true, true},
+                     {1, 640, 64, 4096, DT::INT8, DT::INT8, false, true},  {1, 160, 64, 4096, DT::INT8, DT::INT8, false, true},
+                     {1, 160, 64, 4096, DT::UINT8, DT::INT8, true, false}};
 
 struct Rng {
     u64 s;
@@ -252,7 +255,8 @@ extern "C" vkops_status vkops_context_self_check(vkops_context *c, VkQueue queue
         bool ok = check(c, queue, cmd, lim, NONSPLIT, sizeof NONSPLIT / sizeof *NONSPLIT,
                         {"qlmm_coopmat", "qlmm_coopmat_bt", "qlmm_coopmat_zp", "qlmm_stream", "qlmm_coopmat_bc",
                          "qlmm_coopmat_zp_bc", "qlmm_transpose"}) &&
-                  check(c, queue, cmd, lim, WAVE, sizeof WAVE / sizeof *WAVE, {"qlmm_coopmat", "qlmm_coopmat_zp_bc"});
+                  check(c, queue, cmd, lim, WAVE, sizeof WAVE / sizeof *WAVE,
+                        {"qlmm_coopmat", "qlmm_coopmat_zp_bc", "qlmm_coopmat_bc", "qlmm_coopmat_zp"});
         bool split = false;
         if (ok) {
             lim.coopmat_split_verified = true;

@@ -48,6 +48,8 @@ COOPMAT_CONFIGS = {
     "128x64x128_4x2": (128, 64, 128, 4, 2),
     # WAVE_CONFIG: 96 rows a tile (4 subgroups of 96 x 32) where the large tiles run in one wave
     "96x128x64_4x1": (96, 128, 64, 4, 1),
+    "96x128x128_2x2": (96, 128, 128, 2, 2),  # BC_WAVE_CONFIG: the same tile, deeper, B column-major one an SM
+    "96x64x128_2x2": (96, 64, 128, 2, 2),  # MID_WAVE_CONFIG: 96 rows of 64 columns in the middle rows
 }
 LANES = 32  # lanes a subgroup: qlmm_coopmat.comp (and qlmm_stream.comp) run 32-lane subgroups, 32 * SG_W * SG_H a workgroup
 TRANSPOSE_WG = 256  # qlmm_transpose.comp's invocations a workgroup
@@ -66,7 +68,7 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit); WAVE_CONFIG (fewer rows than the large tile, by
     validation) unsplit."""
     t = tuning
-    if config == t.WAVE_CONFIG:  # chosen where its tiles fill one wave: unsplit
+    if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG):  # chosen by workgroups an SM: unsplit
         return 1
     if config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG):  # split only below LARGE_MIN_TILES (65-MID_MAX_M rows)
         if tiles >= t.LARGE_MIN_TILES:
@@ -101,7 +103,11 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG
     above. With B staged as it lies (bc) the large tile is BC_LARGE_CONFIG (the same tile, other subgroups) and
     the 65-MID_MAX_M-row tile BC_MID_CONFIG. Above MID_MAX_M rows WAVE_CONFIG takes the large tile's place where its
-    own tiles are at most WAVE_MAX_GROUPS (one wave of one workgroup an SM)."""
+    own tiles put no more workgroups on the busiest SM (ceil(tiles / WAVE_MAX_GROUPS)) than the large tiles do, and
+    at most WAVE_MAX_PER_SM: one wave of shorter tiles, or two an SM where the large tiles make two too; with bc and
+    one an SM, BC_WAVE_CONFIG (the same tile, deeper). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle
+    tile's place where it puts fewer workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer
+    rows a tile."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
@@ -109,22 +115,35 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     tiles = -(-M // tm) * -(-N // tn) * batch
     if (tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES)
             or (not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES)):
-        wm, wn = COOPMAT_CONFIGS[t.WAVE_CONFIG][:2]
-        if M > t.MID_MAX_M and -(-M // wm) * -(-N // wn) * batch <= t.WAVE_MAX_GROUPS:
-            return t.WAVE_CONFIG
+        if M > t.MID_MAX_M and t.WAVE_MAX_GROUPS:  # workgroups on the busiest SM: the wave tile's no more, both few
+            per_sm = _per_sm(M, N, batch, t.WAVE_CONFIG, t)
+            if per_sm <= min(t.WAVE_MAX_PER_SM, _per_sm(M, N, batch, t.LARGE_CONFIG, t)):
+                return t.BC_WAVE_CONFIG if bc and per_sm == 1 else t.WAVE_CONFIG
         return t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
     if M <= t.MID_MAX_M:
-        return t.BC_MID_CONFIG if bc else t.MID_CONFIG
+        mid = t.BC_MID_CONFIG if bc else t.MID_CONFIG
+        mtiles = -(-M // COOPMAT_CONFIGS[mid][0]) * -(-N // COOPMAT_CONFIGS[mid][1]) * batch
+        if t.WAVE_MAX_GROUPS and auto_split(mtiles, 1 << 30, mid, t) == 1:  # the middle tile unsplit: by SMs, rows
+            w, m = _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), _per_sm(M, N, batch, mid, t)
+            if w <= t.WAVE_MAX_PER_SM and (w < m or (w == m and COOPMAT_CONFIGS[t.MID_WAVE_CONFIG][0] < COOPMAT_CONFIGS[mid][0])):
+                return t.MID_WAVE_CONFIG
+        return mid
     return t.FEW_TILES_CONFIG
+
+
+def _per_sm(M: int, N: int, batch: int, config: str, t: QlmmTuning) -> int:
+    """Workgroups on the busiest SM when `config`'s tiles spread over WAVE_MAX_GROUPS SMs."""
+    tm, tn = COOPMAT_CONFIGS[config][:2]
+    return -(-(-(-M // tm) * -(-N // tn) * batch) // t.WAVE_MAX_GROUPS)
 
 
 def auto_configs(tuning: QlmmTuning = DEFAULT) -> Tuple[str, ...]:
     """Every tile auto_config() may pick under `tuning` (the self-check covers each)."""
     t = tuning
     return (t.LARGE_CONFIG, t.BC_LARGE_CONFIG, t.FEW_TILES_CONFIG, t.SMALL_CONFIG, t.LOW_CONFIG, t.MID_CONFIG,
-            t.BC_MID_CONFIG, t.WAVE_CONFIG)
+            t.BC_MID_CONFIG, t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG)
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool,
@@ -257,8 +276,9 @@ def self_check(dev, split: bool = False) -> bool:
     stream = [(a, b, zp, f"nr{nr}", 3 if split else 1, cols) for nr in qlmm_stream.TILES
               for a, b, zp, cols in ((np.int8, np.int8, False, False), (np.uint8, np.uint8, True, True))]
     # B column-major staged as it lies (BC), with and without zero-point sums
-    bc = [(np.int8, np.int8, False, c, 3 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.BC_MID_CONFIG)]
-    bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG)]
+    bc = [(np.int8, np.int8, False, c, 3 if split else 1, True)
+          for c in (T.BC_LARGE_CONFIG, T.BC_MID_CONFIG, T.BC_WAVE_CONFIG, T.MID_WAVE_CONFIG)]
+    bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG, T.BC_WAVE_CONFIG)]
     # row-major B transposed first (BC_TRANSPOSE_MIN_M rows), with zero-point sums; split without
     tr = (np.int8, np.int8, False, "transposed", 2, False) if split else (np.uint8, np.int8, True, "transposed", 1, False)
     bc = (bc + ([tr] if T.BC_TRANSPOSE_MIN_M else [])) if T.COOPMAT_BC else []

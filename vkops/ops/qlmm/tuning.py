@@ -47,8 +47,11 @@ class QlmmTuning(Tuning):
     SMALL_CONFIG: str = "32x64x128_4x1"  # up to 32 rows: 32 x 4096^2 0.0253 -> 0.0225 ms (#2026-11-24-session-10-tiles-by-row-count)
     LOW_CONFIG: str = "64x64x128_4x2"  # 33-64 rows: 64 x 8192^2 0.1005 -> 0.0816 ms (#2026-11-24-session-10-tiles-by-row-count)
     FEW_TILES_CONFIG: str = "64x64x64_2x2"  # > MID_MAX_M rows with too few large tiles (#which-kernel-runs-where)
-    WAVE_CONFIG: str = "96x128x64_4x1"  # > MID_MAX_M rows where the large tiles run in one wave: fewer rows a tile, one wave still: 384 x 4096^2 B column-major 0.046 -> 0.040 ms (#2026-11-27-session-36-96-row-tiles-for-one-wave)
-    WAVE_MAX_GROUPS: int = 132  # ... where its tiles are at most this many, one an H100 SM (0: never); 384 x 4096 x 11008's 344 lost 0.077 -> 0.13 (#2026-11-27-session-36-96-row-tiles-for-one-wave)
+    WAVE_CONFIG: str = "96x128x64_4x1"  # > MID_MAX_M rows, the large tile's place where shorter tiles keep the workgroups an SM: 384 x 4096^2 B column-major 0.046 -> 0.040 ms (#2026-11-27-session-36-96-row-tiles-for-one-wave)
+    WAVE_MAX_GROUPS: int = 132  # ... the SMs both tiles' workgroups are counted on (H100's; 0: never); 384 x 4096 x 11008's 344 lost 0.077 -> 0.13 (#2026-11-27-session-36-96-row-tiles-for-one-wave)
+    WAVE_MAX_PER_SM: int = 2  # ... and at most this many an SM (two fit one): 768 x 4096^2 0.094 -> 0.085 ms, 1024 (three) lost 0.099 -> 0.170 (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
+    BC_WAVE_CONFIG: str = "96x128x128_2x2"  # WAVE_CONFIG's tile, 128 deep, where B is staged as it lies and one runs an SM: 320 x 4096^2 0.0397 -> 0.0356 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
+    MID_WAVE_CONFIG: str = "96x64x128_2x2"  # 65-MID_MAX_M rows, the unsplit middle tile's place with fewer an SM (or fewer rows): 192 x 4096^2 B column-major 0.0283 -> 0.0243 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
     COOPMAT_SPLIT_K: Union[str, int] = "auto"  # split-K by tiles and chunks; an int forces it (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_TARGET_GROUPS: int = 256  # H200 32x4096^2: split 4 (256 groups) 37 TOPS, 8: 33, none: 23 (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_MIN_CHUNKS: int = 4  # each split keeps at least this many K chunks (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
@@ -122,6 +125,9 @@ class QlmmTuning(Tuning):
                  "tiles)", self.BC_LARGE_CONFIG)
         if COOPMAT_CONFIGS[self.WAVE_CONFIG][0] >= COOPMAT_CONFIGS[self.LARGE_CONFIG][0]:  # never the large tile itself
             fail("WAVE_CONFIG", f"a tile of fewer rows than LARGE_CONFIG's ({self.LARGE_CONFIG})", self.WAVE_CONFIG)
+        if COOPMAT_CONFIGS[self.BC_WAVE_CONFIG][:2] != COOPMAT_CONFIGS[self.WAVE_CONFIG][:2]:
+            fail("BC_WAVE_CONFIG", f"a tile of WAVE_CONFIG's rows and columns ({self.WAVE_CONFIG}: the rule counts its "
+                 "tiles)", self.BC_WAVE_CONFIG)
         if self.BC_TRANSPOSE_TILE not in (64, 128):
             fail("BC_TRANSPOSE_TILE", "64 or 128", self.BC_TRANSPOSE_TILE)
         if not isinstance(self.BT_CONFIGS, tuple):
