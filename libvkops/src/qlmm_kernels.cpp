@@ -72,7 +72,7 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
         const std::string &mid = bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
         std::vector<i64> mc = cm_config(mid);
         i64 mtiles = ceil_div(M, mc[0]) * ceil_div(N, mc[1]) * batch;
-        if (t.WAVE_MAX_GROUPS && cm_auto_split(mtiles, (i64)1 << 30, mid, t) == 1) {  // the middle tile unsplit
+        if (t.WAVE_MAX_GROUPS && cm_auto_split(mtiles, (i64)1 << 30, mid, t) == 1) {  // the middle tile unsplit, K aside
             i64 w = cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), m = cm_per_sm(M, N, batch, mid, t);
             if (w <= (i64)t.WAVE_MAX_PER_SM && (w < m || (w == m && cm_config(t.MID_WAVE_CONFIG)[0] < mc[0])))
                 return t.MID_WAVE_CONFIG;

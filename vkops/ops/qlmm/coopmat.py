@@ -46,7 +46,7 @@ COOPMAT_CONFIGS = {
     "32x64x128_4x1": (32, 64, 128, 4, 1),
     "64x64x128_4x2": (64, 64, 128, 4, 2),
     "128x64x128_4x2": (128, 64, 128, 4, 2),
-    # WAVE_CONFIG: 96 rows a tile (4 subgroups of 96 x 32) where the large tiles run in one wave
+    # WAVE_CONFIG: 96 rows a tile (4 subgroups of 96 x 32) where that puts no more workgroups on an SM than 128 rows
     "96x128x64_4x1": (96, 128, 64, 4, 1),
     "96x128x128_2x2": (96, 128, 128, 2, 2),  # BC_WAVE_CONFIG: the same tile, deeper, B column-major one an SM
     "96x64x128_2x2": (96, 64, 128, 2, 2),  # MID_WAVE_CONFIG: 96 rows of 64 columns in the middle rows
@@ -65,8 +65,8 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     """Split-K for few output tiles (small M, N and batch): a factor so that about SPLIT_TARGET_GROUPS
     (MID_TARGET_GROUPS for the middle tiles MID_CONFIG, BC_MID_CONFIG and LOW_CONFIG) workgroups run, each with at least
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
-    LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit); WAVE_CONFIG (fewer rows than the large tile, by
-    validation) unsplit."""
+    LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit); the 96-row tiles WAVE_CONFIG (fewer rows than the
+    large tile, by validation), BC_WAVE_CONFIG and MID_WAVE_CONFIG unsplit (auto_config counts their workgroups)."""
     t = tuning
     if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG):  # chosen by workgroups an SM: unsplit
         return 1
@@ -125,7 +125,7 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     if M <= t.MID_MAX_M:
         mid = t.BC_MID_CONFIG if bc else t.MID_CONFIG
         mtiles = -(-M // COOPMAT_CONFIGS[mid][0]) * -(-N // COOPMAT_CONFIGS[mid][1]) * batch
-        if t.WAVE_MAX_GROUPS and auto_split(mtiles, 1 << 30, mid, t) == 1:  # the middle tile unsplit: by SMs, rows
+        if t.WAVE_MAX_GROUPS and auto_split(mtiles, 1 << 30, mid, t) == 1:  # the middle tile unsplit, K aside
             w, m = _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), _per_sm(M, N, batch, mid, t)
             if w <= t.WAVE_MAX_PER_SM and (w < m or (w == m and COOPMAT_CONFIGS[t.MID_WAVE_CONFIG][0] < COOPMAT_CONFIGS[mid][0])):
                 return t.MID_WAVE_CONFIG
