@@ -252,6 +252,23 @@ def test_gemv_shared_bytes_mirror_the_modules(manifest):
                 assert shared_bytes(m["shared_memory"], {0: QG.WG}, defaults) == QG.shared_bytes(mr, sk, bc), (mr, bc, sk)
 
 
+def test_coopmat_shared_bytes_mirror_the_modules(manifest):
+    """ops/qlmm/coopmat.py's shared_bytes, what the rule holds a cooperative-matrix tile to against the device, is
+    what every qlmm_coopmat build declares at every tile of COOPMAT_CONFIGS; and every tile the rule picks under the
+    default tuning fits the 48 KiB coopmat_supported asks for, in every build but the two-buffer research ones."""
+    cm = qlmm_coopmat
+    builds = [k for k in manifest["modules"] if k.startswith("qlmm_coopmat")]
+    assert len(builds) == 18, builds  # plain, zp, bt, bc, zp_bc, db, zp_db, bt_db, direct, each with _sk
+    for k in builds:
+        m = manifest["modules"][k]
+        defaults = {c["id"]: int(c["default"]) for c in m["spec_constants"]}
+        for name, (tm, tn, tk, sw, sh) in cm.COOPMAT_CONFIGS.items():
+            spec = {0: cm.LANES * sw * sh, 1: tm, 2: tn, 3: tk, 4: sw, 5: sh}
+            assert shared_bytes(m["shared_memory"], spec, defaults) == cm.shared_bytes(name, k), (k, name)
+    for name in cm.auto_configs():
+        assert max(cm.shared_bytes(name, k) for k in builds if "_db" not in k) <= cm.COOPMAT_MIN_SHARED, name
+
+
 def test_a_wrong_shared_memory_term_is_caught(manifest, tmp_path):
     m = json.loads(json.dumps(manifest["modules"]["qlmm_coopmat"]))
     ash = m["shared_memory"]["terms"][0]

@@ -91,7 +91,9 @@ def test_auto_kernel_rule_for_small_m():
     assert TUNING.DB_CONFIGS == ()
     tun = TUNING.replace(GEMV=False, DB_CONFIGS=(TUNING.LARGE_CONFIG, TUNING.MID_CONFIG))
     assert kernel(h100, 1024) == "qlmm_coopmat_db" and kernel(h100, 1024, U8, I8, zp=True) == "qlmm_coopmat_zp_db"
-    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_db_sk" and kernel(h100, 128) == "qlmm_coopmat_bt_db_sk"
+    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_db_sk"
+    # MID_CONFIG's B-transposed tiles doubled declare 55 KiB, over this device's 48: the rule passes on to portable
+    assert kernel(h100, 128) == "qlmm" and kernel(h100.replace(shared_memory_bytes=56 * 1024), 128) == "qlmm_coopmat_bt_db_sk"
     tun = TUNING.replace(GEMV=False, STREAM=False)
     cap = TUNING.DOT_COOP_MAX_M
     assert kernel(h100, 16).startswith("qlmm_coopmat_direct") and kernel(h100, cap + 1).startswith("qlmm_coopmat_direct")
@@ -304,3 +306,28 @@ def test_every_knob_says_why_and_links_its_measurements():
         assert line, name
         link = re.search(r"  # .+ \(#([\w-]+)\)$", line.group(0))
         assert link and link.group(1) in anchors, (name, line.group(0))
+
+
+@pytest.mark.host_only
+@pytest.mark.parametrize("cols", [False, True])
+def test_a_tile_past_the_devices_shared_memory_is_not_planned(cols):
+    """A cooperative-matrix tile whose builds declare more shared memory than the device has (128x64x256_4x1, a
+    research tile of the table: 58 KiB with B row-major, 51 KiB staged as it lies, against the H100's 48) is never
+    dispatched: forced by the tuning, kernel='auto' passes on to the portable kernel; forced as config= with
+    kernel='coopmat', a DeviceLimitError names the tile, its bytes and the device's."""
+    big = "128x64x256_4x1"
+    kname = "qlmm_coopmat_bc" if cols else "qlmm_coopmat"
+    need = qmod.coopmat.shared_bytes(big, kname + "_sk")
+    assert need > COOPMAT_H100.shared_memory_bytes
+    g = last_gemm(300, 4096, 4096, 1, cols, False, TUNING.replace(COOPMAT_CONFIG=big))
+    assert g.kernel == "qlmm", g.kernel
+    roomy = COOPMAT_H100.replace(shared_memory_bytes=need)
+    b = TensorDesc(I8, (1, 1, 4096, 4096), (0, 0, 1, 4096)) if cols else TensorDesc(I8, (1, 1, 4096, 4096))
+    one = TensorDesc(np.float32, (1, 1, 1, 1))
+    d = vkops.QuantizedLinearMatMulDesc(TensorDesc(I8, (1, 1, 300, 4096)), one, None, b, one, None, one, None,
+                                        TensorDesc(I8, (1, 1, 300, 4096))).validate()
+    assert gemms(qmod.plan(d, roomy, kernel="coopmat", config=big))[-1].spec[1:3] == (128, 64)
+    with pytest.raises(vkops.DeviceLimitError) as e:
+        qmod.plan(d, COOPMAT_H100, kernel="coopmat", config=big)
+    assert str(e.value) == (f"kernel='coopmat' cannot run this product: tile {big} ({kname}) needs {need} bytes of shared "
+                            f"memory; {COOPMAT_H100.name} has {COOPMAT_H100.shared_memory_bytes}"), e.value

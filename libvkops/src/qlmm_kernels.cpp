@@ -48,6 +48,18 @@ std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &con
     return s >= 2 ? std::pair<i64, i64>{tiles - tail, s} : std::pair<i64, i64>{0, 1};
 }
 
+// Bytes of shared memory qlmm_coopmat.comp's build kname (qlmm_coopmat[_zp][_bt|_bc][_db][_direct][_sk]) declares at
+// tile config (coopmat.py's shared_bytes).
+i64 cm_shared_bytes(const std::string &config, const std::string &kname) {
+    std::vector<i64> c = cm_config(config);
+    i64 tm = c[0], tn = c[1], tk = c[2], sw = c[3], sh = c[4];
+    auto has = [&](const char *v) { return (kname + "_").find(std::string("_") + v + "_", 12) != std::string::npos; };
+    i64 bufs = has("db") ? 2 : 1;
+    i64 b = has("direct") ? 0 : (has("bt") || has("bc")) ? tn * (tk + 16) : tk * (tn + 16);
+    i64 csh = has("db") || has("bc") ? 0 : 4 * 256 * sw * sh;
+    return bufs * (tm * (tk + 16) + b) + csh + (has("zp") ? 4 * (tm + tn) : 0) + (has("sk") ? 4 : 0);
+}
+
 // Workgroups on the busiest SM when config's tiles spread over WAVE_MAX_GROUPS SMs.
 static i64 cm_per_sm(i64 M, i64 N, i64 batch, const std::string &config, const QlmmTuning &t) {
     std::vector<i64> c = cm_config(config);

@@ -107,7 +107,9 @@ struct Facts {
                                    p.b_cols || b_transpose());
         return resolved_;
     }
-    bool direct() { return coopmat() && resolved().second == "qlmm_coopmat_direct"; }
+    // The tile within the device's shared memory, split-K's flag included (rule.py's Facts.fits).
+    bool fits() { return cm_shared_bytes(resolved().first, resolved().second + "_sk") <= (i64)lim.shared_memory_bytes; }
+    bool direct() { return coopmat() && fits() && resolved().second == "qlmm_coopmat_direct"; }
 };
 }  // namespace
 
@@ -125,7 +127,7 @@ QChoice qlmm_choose(const Limits &lim, const QProduct &p, const QlmmTuning &t) {
     } else if (f.dot() && dot_preferred(p.M, p.b_cols, f.direct(), t)) {
         c.kernel = "dot";
         c.dot = f.dot();
-    } else if (f.coopmat()) {
+    } else if (f.coopmat() && f.fits()) {
         c.kernel = "coopmat";
         c.config = f.resolved().first;
         c.kname = f.resolved().second;

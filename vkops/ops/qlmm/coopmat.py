@@ -180,6 +180,18 @@ def check_config(name: str) -> Tuple[int, int, int, int, int]:
     return cfg
 
 
+def shared_bytes(config: str, kname: str) -> int:
+    """Bytes of shared memory kernels/qlmm/qlmm_coopmat.comp's build `kname` (qlmm_coopmat[_zp][_bt|_bc][_db][_direct]
+    [_sk]) declares at tile `config`: A's skewed tile; B's, row-major or (BT, BC) n-major, none where read directly; two
+    of each with DB; the epilogue's 16 x 16 slices, in A's space for BC and DB; the zero-point sums; split-K's flag."""
+    tm, tn, tk, sw, sh = COOPMAT_CONFIGS[config]
+    v = set(kname.split("_")[2:])
+    bufs = 2 if "db" in v else 1
+    b = 0 if "direct" in v else tn * (tk + 16) if v & {"bt", "bc"} else tk * (tn + 16)
+    c = 0 if v & {"db", "bc"} else 4 * 256 * sw * sh
+    return bufs * (tm * (tk + 16) + b) + c + (4 * (tm + tn) if "zp" in v else 0) + (4 if "sk" in v else 0)
+
+
 COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
 COOPMAT_MIN_SHARED = 48 * 1024  # bytes of shared memory a device must offer for the cooperative-matrix kernels' tiles
 def coopmat_supported(dev) -> bool:

@@ -113,10 +113,22 @@ class Facts:
         return cm.resolve(self.config or self.t.COOPMAT_CONFIG, p.M, p.N, p.K, p.batches, p.a_free and p.b_free,
                           p.b_signed, self.t, p.b_cols or self.b_transpose)
 
+    @cached_property
+    def shared(self) -> int:
+        """Bytes of shared memory the cooperative-matrix tile declares, split-K's flag included."""
+        config, kname = self.resolved
+        return cm.shared_bytes(config, kname + "_sk")
+
+    @property
+    def fits(self) -> bool:
+        """The cooperative-matrix tile within the device's shared memory (every auto tile is within the 48 KiB
+        coopmat_supported asks; a forced one need not be)."""
+        return self.shared <= self.lim.shared_memory_bytes
+
     @property
     def direct(self) -> bool:
         """The cooperative-matrix kernel would run and read B directly."""
-        return self.coopmat and self.resolved[1] == "qlmm_coopmat_direct"
+        return self.coopmat and self.fits and self.resolved[1] == "qlmm_coopmat_direct"
 
     gemv = property(lambda self: self.gemv_why[0])
     stream = property(lambda self: self.stream_why[0])
@@ -135,8 +147,9 @@ AUTO_RULE = (
     ("dot", lambda f: f.dot is not None and qd.preferred(f.p.M, f.p.b_cols, f.direct, f.t),
      "decoding-sized M on integer dot products (beside cooperative matrices: column-major B, zero-point "
      "sums or up to DOT_COOP_MAX_M rows, where direct B would not win)"),
-    ("coopmat", lambda f: f.coopmat,
-     "verified cooperative matrices and K, N, strides in whole 16-element steps: the tiled tensor-core kernel"),
+    ("coopmat", lambda f: f.coopmat and f.fits,
+     "verified cooperative matrices, K, N, strides in whole 16-element steps and the tile in shared memory: the tiled "
+     "tensor-core kernel"),
     ("portable", lambda f: True, "anything else: the portable tiled kernel"),
 )
 
@@ -167,6 +180,10 @@ def choose_kernel(lim: Limits, p: Product, kernel: str = "auto", config: Optiona
         if not p.aligned:
             raise ValidationError(f"kernel={kernel!r} needs K and N multiples of 16 and 16-element aligned strides; "
                                   f"got K={p.K}, N={p.N}, a strides {p.a_st}, b strides {p.b_st}")
+    if kernel == "coopmat" and not f.fits:
+        config, kname = f.resolved
+        raise DeviceLimitError(f"kernel='coopmat' cannot run this product: tile {config} ({kname}) needs {f.shared} "
+                               f"bytes of shared memory; {lim.name} has {lim.shared_memory_bytes}")
     for name in ("stream", "dot", "gemv"):
         if kernel == name:
             found, why = getattr(f, name + "_why")
