@@ -74,7 +74,7 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
         (!sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES)) {
         if (M > (i64)t.MID_MAX_M && t.WAVE_MAX_GROUPS) {  // fewer rows a tile, no more workgroups on the busiest SM
             i64 per_sm = cm_per_sm(M, N, batch, t.WAVE_CONFIG, t);
-            if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, cm_per_sm(M, N, batch, t.LARGE_CONFIG, t)))
+            if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, ceil_div(tiles, (i64)t.WAVE_MAX_GROUPS)))
                 return bc && per_sm == 1 ? t.BC_WAVE_CONFIG : t.WAVE_CONFIG;
         }
         return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
@@ -85,7 +85,7 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
         std::vector<i64> mc = cm_config(mid);
         i64 mtiles = ceil_div(M, mc[0]) * ceil_div(N, mc[1]) * batch;
         if (t.WAVE_MAX_GROUPS && cm_auto_split(mtiles, (i64)1 << 30, mid, t) == 1) {  // the middle tile unsplit, K aside
-            i64 w = cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), m = cm_per_sm(M, N, batch, mid, t);
+            i64 w = cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), m = ceil_div(mtiles, (i64)t.WAVE_MAX_GROUPS);
             if (w <= (i64)t.WAVE_MAX_PER_SM && (w < m || (w == m && cm_config(t.MID_WAVE_CONFIG)[0] < mc[0])))
                 return t.MID_WAVE_CONFIG;
         }

@@ -117,7 +117,7 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
             or (not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES)):
         if M > t.MID_MAX_M and t.WAVE_MAX_GROUPS:  # workgroups on the busiest SM: the wave tile's no more, both few
             per_sm = _per_sm(M, N, batch, t.WAVE_CONFIG, t)
-            if per_sm <= min(t.WAVE_MAX_PER_SM, _per_sm(M, N, batch, t.LARGE_CONFIG, t)):
+            if per_sm <= min(t.WAVE_MAX_PER_SM, -(-tiles // t.WAVE_MAX_GROUPS)):
                 return t.BC_WAVE_CONFIG if bc and per_sm == 1 else t.WAVE_CONFIG
         return t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
     if M <= LOW_MAX_M:
@@ -126,7 +126,7 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
         mid = t.BC_MID_CONFIG if bc else t.MID_CONFIG
         mtiles = -(-M // COOPMAT_CONFIGS[mid][0]) * -(-N // COOPMAT_CONFIGS[mid][1]) * batch
         if t.WAVE_MAX_GROUPS and auto_split(mtiles, 1 << 30, mid, t) == 1:  # the middle tile unsplit, K aside
-            w, m = _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), _per_sm(M, N, batch, mid, t)
+            w, m = _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), -(-mtiles // t.WAVE_MAX_GROUPS)
             if w <= t.WAVE_MAX_PER_SM and (w < m or (w == m and COOPMAT_CONFIGS[t.MID_WAVE_CONFIG][0] < COOPMAT_CONFIGS[mid][0])):
                 return t.MID_WAVE_CONFIG
         return mid
