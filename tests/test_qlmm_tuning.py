@@ -238,8 +238,8 @@ def test_wave_tile_where_it_keeps_the_workgroups_an_sm(M, K, N, batch, wave):
 @pytest.mark.host_only
 def test_mid_wave_tile_where_it_puts_fewer_workgroups_on_an_sm(M, N, cols, zp, mid_wave):
     """MID_WAVE_CONFIG (96 x 64 tiles) in the unsplit middle tile's place (65-MID_MAX_M rows) where its tiles put fewer
-    workgroups on the busiest SM, or as many with fewer rows a tile, at most WAVE_MAX_PER_SM; unsplit. Row-major B
-    without zero points keeps the large tile's split-K (its own rule); WAVE_MAX_GROUPS 0: never."""
+    workgroups on the busiest SM, or as many with fewer rows a tile, at most WAVE_MAX_PER_SM; unsplit (row-major B
+    without zero points where the large tile would split: the next test); WAVE_MAX_GROUPS 0: never."""
     g = last_gemm(M, 4096, N, 1, cols, zp)
     if mid_wave:
         assert g.spec[1:6] == (96, 64, 128, 2, 2) and "_sk" not in g.kernel, (g.kernel, g.spec)
@@ -248,7 +248,39 @@ def test_mid_wave_tile_where_it_puts_fewer_workgroups_on_an_sm(M, N, cols, zp, m
         assert off.spec[1:3] == ((64, 64) if cols else (128, 64)), off.spec
     else:
         assert g.spec[1:3] != (96, 64), (g.kernel, g.spec)
-    assert last_gemm(M, 4096, N, 1, False, False).spec[1:3] != (96, 64)  # row-major int8: the large or middle tile, split
+
+
+@pytest.mark.parametrize("M, K, N, want", [
+    (160, 4096, 4096, "wave"),   # 128 tiles of 96 x 64 (one an SM) in the large tile's split-K place, B 16 MiB
+    (129, 4096, 4096, "wave"),
+    (192, 6144, 4096, "wave"),   # K = MID_WAVE_SPLIT_MAX_K
+    (192, 6176, 4096, "large"),  # deeper: the large tile (split)
+    (160, 8192, 4096, "large"),
+    (96, 4096, 8192, "wave"),    # B = MID_WAVE_BT_MAX_B (32 MiB)
+    (96, 4096, 8320, "large"),   # B past it (130 tiles: still one an SM)
+    (160, 4096, 6144, "large"),  # 192 tiles of 96 x 64: two an SM
+    (193, 4096, 4096, "large"),  # 192 tiles: two an SM
+    (160, 8192, 3072, "mid"),    # the middle tile's place (the large tiles too few to split), B 24 MiB: transposed
+    (80, 8192, 6144, "plain"),   # ... B 48 MiB: staged row-major
+])
+@pytest.mark.host_only
+def test_mid_wave_tile_before_the_large_split_b_staged_transposed(M, K, N, want):
+    """Row-major B without zero points: MID_WAVE_CONFIG stages B transposed (the BT build) where B has at most
+    MID_WAVE_BT_MAX_B bytes, and there, one an SM and at most MID_WAVE_SPLIT_MAX_K deep, takes the place of the large
+    tile's split-K; either knob 0: the large tile again. Zero points and column-major B keep their builds."""
+    g = last_gemm(M, K, N, 1, False, False)
+    if want == "large":  # split-K where it splits (160 x 6144: 96 large tiles, unsplit by LARGE_MIN_TILES)
+        assert g.spec[1:3] == (128, 128), (g.kernel, g.spec)
+        return
+    assert g.spec[1:6] == (96, 64, 128, 2, 2) and "_sk" not in g.kernel, (g.kernel, g.spec)
+    assert g.groups == (-(-N // 64), -(-M // 96), 1), g.groups
+    assert ("_bt" in g.kernel) == (want != "plain"), g.kernel
+    if want == "wave":  # in the large tile's place: either knob 0 gives it back
+        for off in (TUNING.replace(MID_WAVE_SPLIT_MAX_K=0), TUNING.replace(MID_WAVE_BT_MAX_B=0)):
+            o = last_gemm(M, K, N, 1, False, False, off)
+            assert o.spec[1:3] == (128, 128) and "_sk" in o.kernel, (o.kernel, o.spec)  # these split 2
+    zp, cols = last_gemm(M, K, N, 1, False, True), last_gemm(M, K, N, 1, True, False)
+    assert "_bt" not in zp.kernel and "_bt" not in cols.kernel, (zp.kernel, cols.kernel)
 
 
 @pytest.mark.parametrize("M, K, whole, S", [

@@ -66,12 +66,28 @@ static i64 cm_per_sm(i64 M, i64 N, i64 batch, const std::string &config, const Q
     return ceil_div(ceil_div(M, c[0]) * ceil_div(N, c[1]) * batch, (i64)t.WAVE_MAX_GROUPS);
 }
 
-std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums, bool bc) {
+// MID_WAVE_CONFIG in the middle tile's place (65-MID_MAX_M rows): where that tile runs unsplit (K aside) and the
+// 96-row tiles put fewer workgroups on the busiest SM, at most WAVE_MAX_PER_SM, or as many with fewer rows a tile.
+static bool cm_mid_wave(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool bc) {
+    const std::string &mid = bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
+    std::vector<i64> mc = cm_config(mid);
+    i64 mtiles = ceil_div(M, mc[0]) * ceil_div(N, mc[1]) * batch;
+    if (!t.WAVE_MAX_GROUPS || cm_auto_split(mtiles, (i64)1 << 30, mid, t) != 1) return false;
+    i64 w = cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), m = ceil_div(mtiles, (i64)t.WAVE_MAX_GROUPS);
+    return w <= (i64)t.WAVE_MAX_PER_SM && (w < m || (w == m && cm_config(t.MID_WAVE_CONFIG)[0] < mc[0]));
+}
+
+std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums, bool bc, i64 K) {
     if (M <= (i64)ops_qlmm_coopmat::SMALL_MAX_M) return t.SMALL_CONFIG;
     std::vector<i64> large = cm_config(t.LARGE_CONFIG);
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
-    if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) ||
-        (!sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_SPLIT_MIN_TILES)) {
+    bool split = !sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M &&
+                 tiles >= (i64)t.LARGE_SPLIT_MIN_TILES;
+    if (split && tiles < (i64)t.AUTO_MIN_GROUPS && K <= (i64)t.MID_WAVE_SPLIT_MAX_K &&
+        K * N * batch <= (i64)t.MID_WAVE_BT_MAX_B &&
+        cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t) == 1 && cm_mid_wave(M, N, batch, t, bc))
+        return t.MID_WAVE_CONFIG;
+    if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) || split) {
         if (M > (i64)t.MID_MAX_M && t.WAVE_MAX_GROUPS) {  // fewer rows a tile, no more workgroups on the busiest SM
             i64 per_sm = cm_per_sm(M, N, batch, t.WAVE_CONFIG, t);
             if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, ceil_div(tiles, (i64)t.WAVE_MAX_GROUPS)))
@@ -80,17 +96,8 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
         return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
     }
     if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
-    if (M <= (i64)t.MID_MAX_M) {
-        const std::string &mid = bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
-        std::vector<i64> mc = cm_config(mid);
-        i64 mtiles = ceil_div(M, mc[0]) * ceil_div(N, mc[1]) * batch;
-        if (t.WAVE_MAX_GROUPS && cm_auto_split(mtiles, (i64)1 << 30, mid, t) == 1) {  // the middle tile unsplit, K aside
-            i64 w = cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), m = ceil_div(mtiles, (i64)t.WAVE_MAX_GROUPS);
-            if (w <= (i64)t.WAVE_MAX_PER_SM && (w < m || (w == m && cm_config(t.MID_WAVE_CONFIG)[0] < mc[0])))
-                return t.MID_WAVE_CONFIG;
-        }
-        return mid;
-    }
+    if (M <= (i64)t.MID_MAX_M)
+        return cm_mid_wave(M, N, batch, t, bc) ? t.MID_WAVE_CONFIG : bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
     return t.FEW_TILES_CONFIG;
 }
 
@@ -102,7 +109,7 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
     if (config == "auto") {
         bool bc_db = false;
         for (auto &c : t.DB_CONFIGS) bc_db |= c == t.BC_LARGE_CONFIG;
-        config = cm_auto_config(M, N, batches, t, !free, bc && !bc_db);
+        config = cm_auto_config(M, N, batches, t, !free, bc && !bc_db, K);
         if (direct_ok && K % cm_config(t.DIRECT_CONFIG)[2] == 0) config = t.DIRECT_CONFIG;
     }
     i64 tk = cm_check_config(config)[2];
@@ -112,9 +119,9 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
         if (c == config) db = "_db";
     if (bc && db.empty()) return {config, free ? "qlmm_coopmat_bc" : "qlmm_coopmat_zp_bc"};
     if (!free) return {config, "qlmm_coopmat_zp" + db};
-    for (auto &c : t.BT_CONFIGS)
-        if (c == config) return {config, "qlmm_coopmat_bt" + db};
-    return {config, "qlmm_coopmat" + db};
+    bool bt = config == t.MID_WAVE_CONFIG && K * N * batches <= (i64)t.MID_WAVE_BT_MAX_B;
+    for (auto &c : t.BT_CONFIGS) bt |= c == config;
+    return {config, (bt ? "qlmm_coopmat_bt" : "qlmm_coopmat") + db};
 }
 
 // ------------------------------------------------------------------ dot.py

@@ -48,10 +48,11 @@ const Case SPLIT[] = {
 const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8}};
 // The 96-row tiles, cooperative matrices only (QlmmTuning.WAVE_CONFIG: 300 rows of 4096 columns make 128 of its tiles,
 // one an SM, B row-major without zero points; BC_WAVE_CONFIG there, B column-major with them; 640 rows: WAVE_CONFIG
-// two an SM, B column-major; MID_WAVE_CONFIG: 160 rows, 128 tiles of 96 x 64, B column-major, row-major with zero points).
+// two an SM, B column-major; MID_WAVE_CONFIG: 160 rows, 128 tiles of 96 x 64, B column-major, row-major with zero points,
+// and row-major without them, staged transposed in the large tile's split-K place: MID_WAVE_BEFORE_SPLIT).
 const Case WAVE[] = {{1, 300, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 300, 64, 4096, DT::UINT8, DT::INT8, true, true},
                      {1, 640, 64, 4096, DT::INT8, DT::INT8, false, true},  {1, 160, 64, 4096, DT::INT8, DT::INT8, false, true},
-                     {1, 160, 64, 4096, DT::UINT8, DT::INT8, true, false}};
+                     {1, 160, 64, 4096, DT::UINT8, DT::INT8, true, false}, {1, 160, 64, 4096, DT::INT8, DT::INT8, false, false}};
 
 struct Rng {
     u64 s;

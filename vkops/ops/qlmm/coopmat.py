@@ -97,7 +97,8 @@ def tail_split(tiles: int, nchunks: int, config: str, sums: bool, tuning: QlmmTu
     return (tiles - tail, s) if s >= 2 else (0, 1)
 
 
-def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False, bc: bool = False) -> str:
+def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False, bc: bool = False,
+                K: int = 1) -> str:
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
     workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums, B row-major) LARGE_SPLIT_MIN_TILES
     in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG
@@ -107,14 +108,19 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     at most WAVE_MAX_PER_SM: one wave of shorter tiles, or two an SM where the large tiles make two too; with bc and
     one an SM, BC_WAVE_CONFIG (the same tile, deeper). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle
     tile's place where it puts fewer workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer
-    rows a tile."""
+    rows a tile; and, one an SM, before the large tile's split-K up to MID_WAVE_SPLIT_MAX_K deep where K x N x batch
+    (B's bytes, or more where one B serves the batches) is at most MID_WAVE_BT_MAX_B (resolve() stages B transposed
+    there)."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
     tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
     tiles = -(-M // tm) * -(-N // tn) * batch
-    if (tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES)
-            or (not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES)):
+    split = not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES
+    if (split and tiles < t.AUTO_MIN_GROUPS and K <= t.MID_WAVE_SPLIT_MAX_K and K * N * batch <= t.MID_WAVE_BT_MAX_B
+            and _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t) == 1 and _mid_wave(M, N, batch, t, bc)):
+        return t.MID_WAVE_CONFIG
+    if tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES) or split:
         if M > t.MID_MAX_M and t.WAVE_MAX_GROUPS:  # workgroups on the busiest SM: the wave tile's no more, both few
             per_sm = _per_sm(M, N, batch, t.WAVE_CONFIG, t)
             if per_sm <= min(t.WAVE_MAX_PER_SM, -(-tiles // t.WAVE_MAX_GROUPS)):
@@ -123,14 +129,19 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
     if M <= t.MID_MAX_M:
-        mid = t.BC_MID_CONFIG if bc else t.MID_CONFIG
-        mtiles = -(-M // COOPMAT_CONFIGS[mid][0]) * -(-N // COOPMAT_CONFIGS[mid][1]) * batch
-        if t.WAVE_MAX_GROUPS and auto_split(mtiles, 1 << 30, mid, t) == 1:  # the middle tile unsplit, K aside
-            w, m = _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), -(-mtiles // t.WAVE_MAX_GROUPS)
-            if w <= t.WAVE_MAX_PER_SM and (w < m or (w == m and COOPMAT_CONFIGS[t.MID_WAVE_CONFIG][0] < COOPMAT_CONFIGS[mid][0])):
-                return t.MID_WAVE_CONFIG
-        return mid
+        return t.MID_WAVE_CONFIG if _mid_wave(M, N, batch, t, bc) else t.BC_MID_CONFIG if bc else t.MID_CONFIG
     return t.FEW_TILES_CONFIG
+
+
+def _mid_wave(M: int, N: int, batch: int, t: QlmmTuning, bc: bool) -> bool:
+    """MID_WAVE_CONFIG in the middle tile's place (65-MID_MAX_M rows): where that tile runs unsplit (K aside) and the
+    96-row tiles put fewer workgroups on the busiest SM, at most WAVE_MAX_PER_SM, or as many with fewer rows a tile."""
+    mid = t.BC_MID_CONFIG if bc else t.MID_CONFIG
+    mtiles = -(-M // COOPMAT_CONFIGS[mid][0]) * -(-N // COOPMAT_CONFIGS[mid][1]) * batch
+    if not t.WAVE_MAX_GROUPS or auto_split(mtiles, 1 << 30, mid, t) != 1:
+        return False
+    w, m = _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), -(-mtiles // t.WAVE_MAX_GROUPS)
+    return w <= t.WAVE_MAX_PER_SM and (w < m or (w == m and COOPMAT_CONFIGS[t.MID_WAVE_CONFIG][0] < COOPMAT_CONFIGS[mid][0]))
 
 
 def _per_sm(M: int, N: int, batch: int, config: str, t: QlmmTuning) -> int:
@@ -156,7 +167,7 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
     direct_ok = t.COOPMAT_DIRECT and M <= t.DIRECT_MAX_M and free and b_signed
     bc = b_cols and t.COOPMAT_BC
     if config == "auto":
-        config = auto_config(M, N, batches, t, sums=not free, bc=bc and t.BC_LARGE_CONFIG not in t.DB_CONFIGS)
+        config = auto_config(M, N, batches, t, sums=not free, bc=bc and t.BC_LARGE_CONFIG not in t.DB_CONFIGS, K=K)
         if direct_ok and K % COOPMAT_CONFIGS[t.DIRECT_CONFIG][2] == 0:
             config = t.DIRECT_CONFIG
     tm, _, tk, _, _ = check_config(config)
@@ -167,7 +178,8 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
         return config, "qlmm_coopmat" + ("_bc" if free else "_zp_bc")
     if not free:
         return config, "qlmm_coopmat_zp" + db
-    return config, ("qlmm_coopmat_bt" if config in t.BT_CONFIGS else "qlmm_coopmat") + db
+    bt = config in t.BT_CONFIGS or (config == t.MID_WAVE_CONFIG and K * N * batches <= t.MID_WAVE_BT_MAX_B)
+    return config, ("qlmm_coopmat_bt" if bt else "qlmm_coopmat") + db
 
 
 def check_config(name: str) -> Tuple[int, int, int, int, int]:
@@ -272,10 +284,11 @@ def self_check(dev, split: bool = False) -> bool:
 
     T = DEFAULT
     rng = np.random.default_rng(1234)
+    bt_wave = (T.MID_WAVE_CONFIG,) if T.MID_WAVE_BT_MAX_B else ()  # staged transposed where B is small
     ok = True
     cases = [(np.uint8, np.int8, True, c) for c in auto_configs(T)] + [(np.int8, np.int8, False, T.LARGE_CONFIG),
                                                                        (np.uint8, np.uint8, True, T.LARGE_CONFIG)]
-    cases += [(np.int8, np.int8, False, c) for c in T.BT_CONFIGS]  # B staged transposed
+    cases += [(np.int8, np.int8, False, c) for c in T.BT_CONFIGS + bt_wave]  # B staged transposed
     cases += [(np.uint8, np.int8, True, c) for c in T.DB_CONFIGS] + [(np.int8, np.int8, False, c) for c in T.DB_CONFIGS]
     if T.COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, T.COOPMAT_CONFIG))
@@ -300,7 +313,7 @@ def self_check(dev, split: bool = False) -> bool:
                  (np.uint8, np.uint8, True, T.FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, T.MID_CONFIG, 2, False),
                  (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False), (np.uint8, np.int8, True, T.LARGE_CONFIG, 2, False),
                  (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream + bc
-        cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
+        cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS + bt_wave]  # B staged transposed
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.DB_CONFIGS]  # two shared buffers
         cases.append((np.int8, np.int8, False, "tail", None, False))  # a tail split (tail_split), below
     for a_dt, b_dt, zps, config, sk, cols in cases:

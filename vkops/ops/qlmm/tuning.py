@@ -52,6 +52,8 @@ class QlmmTuning(Tuning):
     WAVE_MAX_PER_SM: int = 2  # ... and at most this many an SM (two fit one): 768 x 4096^2 0.094 -> 0.085 ms, 1024 (three) lost 0.099 -> 0.170 (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
     BC_WAVE_CONFIG: str = "96x128x128_2x2"  # WAVE_CONFIG's tile, 128 deep, where B is staged as it lies and one runs an SM: 320 x 4096^2 0.0397 -> 0.0356 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
     MID_WAVE_CONFIG: str = "96x64x128_2x2"  # 65-MID_MAX_M rows, the unsplit middle tile's place with fewer an SM (or fewer rows): 192 x 4096^2 B column-major 0.0283 -> 0.0243 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
+    MID_WAVE_BT_MAX_B: int = 32 << 20  # ... B row-major without zero points: staged transposed up to this many bytes of B (0: never): 160 x 8192 x 3072 0.077 -> 0.0635 ms, 48 MiB lost 10% (#2026-11-27-session-38-the-middle-96-row-tile-before-the-large-split-b-staged-transposed)
+    MID_WAVE_SPLIT_MAX_K: int = 6144  # ... and there, one an SM, in LARGE_CONFIG's split-K place up to this K (0: never): 192 x 4096^2 0.0424 -> 0.0347 ms, K = 8192 lost 5% (#2026-11-27-session-38-the-middle-96-row-tile-before-the-large-split-b-staged-transposed)
     COOPMAT_SPLIT_K: Union[str, int] = "auto"  # split-K by tiles and chunks; an int forces it (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_TARGET_GROUPS: int = 256  # H200 32x4096^2: split 4 (256 groups) 37 TOPS, 8: 33, none: 23 (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_MIN_CHUNKS: int = 4  # each split keeps at least this many K chunks (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
@@ -115,7 +117,7 @@ class QlmmTuning(Tuning):
             v, kind = getattr(self, f.name), f.type
             if kind == "bool" and not isinstance(v, bool):
                 fail(f.name, "True or False", v)
-            low = 0 if f.name.endswith("_M") or f.name == "WAVE_MAX_GROUPS" else 1  # 0: never
+            low = 0 if f.name.endswith(("_M", "_MAX_B", "_MAX_K")) or f.name == "WAVE_MAX_GROUPS" else 1  # 0: never
             if kind == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < low):
                 fail(f.name, f"an int >= {low}", v)
             if f.name.endswith("_CONFIG") and not (f.name == "COOPMAT_CONFIG" and v == "auto"):
