@@ -235,12 +235,12 @@ def test_tile_and_threshold_boundaries():
             for kw in (dict(), dict(b_st=(0, 0, 1, 4096)), dict(adt="uint8", za="tensor"),
                        dict(adt="uint8", za="tensor", b_st=(0, 0, 1, 4096))):
                 same(OP, make(M, 4096, N, **kw), rec, LIMITS["h100"])
-    # row-major B without zero points: MID_WAVE_CONFIG staged transposed up to MID_WAVE_BT_MAX_B bytes of B, and in the
-    # large tile's split-K place up to MID_WAVE_SPLIT_MAX_K deep (both thresholds and one past each)
-    kmax, bmax = T.MID_WAVE_SPLIT_MAX_K, T.MID_WAVE_BT_MAX_B
+    # row-major B without zero points: MID_WAVE_CONFIG in the large tile's place up to MID_WAVE_SPLIT_MAX_K deep (the
+    # threshold and one step past it), one and two an SM (the N of 4096-8448: 64-132 tiles of 64 columns a row tile)
+    kmax = T.MID_WAVE_SPLIT_MAX_K
     for M in (65, 96, 128, 129, 160, 192, 193):
-        for K, N in ((kmax, 4096), (kmax + 16, 4096), (4096, bmax // 4096), (4096, bmax // 4096 + 16), (8192, bmax // 8192),
-                     (8192, bmax // 8192 + 16), (2048, 4096)):
+        for K, N in ((kmax, 4096), (kmax + 16, 4096), (4096, 6144), (4096, 8448), (4096, 8576), (4096, 11008),
+                     (2048, 4096)):
             same(OP, make(M, K, N), rec, LIMITS["h100"])
             same(OP, make(M, K, N, a_b=(2, 1), b_b=(2, 1)), rec, LIMITS["h100"])
     # folding: Bo*Co*M rows in 16-row tiles around maxComputeWorkGroupCount[1]

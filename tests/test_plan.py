@@ -233,10 +233,10 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m():
 
     assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", TUNING.DIRECT_CONFIG, 4)
     assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", TUNING.DIRECT_CONFIG, 8)
-    assert kernel(desc(17, 4096, 4096))[0] == "qlmm_coopmat_sk"                   # two row tiles
+    assert kernel(desc(17, 4096, 4096))[0] == "qlmm_coopmat_bt_sk"                   # two row tiles
     assert kernel(desc(16, 4096, 4096, b="uint8"))[0] == "qlmm_coopmat_zp_sk"     # B needs the offset flip
     assert kernel(desc(16, 4096, 4096, a="uint8", zp=True))[0] == "qlmm_coopmat_zp_sk"  # row/column sums
-    assert kernel(desc(16, 4000, 4096))[0] == "qlmm_coopmat_sk"                   # K not whole chunks
+    assert kernel(desc(16, 4000, 4096))[0] == "qlmm_coopmat_bt_sk"                   # K not whole chunks
     assert kernel(desc(16, 4096, 4096), kernel="portable")[0] == "qlmm"
     assert kernel(desc(16, 4096, 4096), split_k=1)[0] == "qlmm_coopmat_direct"
 
@@ -330,7 +330,7 @@ def test_qlmm_streams_b_for_decoding_sized_m():
     assert p.dispatches[0].push[3] & (1024 | 2048) == 1024 | 2048  # both sums: zero points unknown
     cols = qlmm.plan(desc(16, 4096, 4096, n_stride=4096), lim)
     assert [x.kernel for x in cols.dispatches] == ["qlmm_stream_m16n32p2"] and cols.note("b_layout") == "column-major"
-    assert plan(desc(17, 4096, 4096))[0] == ["qlmm_coopmat_sk"]  # above STREAM_MAX_M: the staged kernel
+    assert plan(desc(17, 4096, 4096))[0] == ["qlmm_coopmat_bt_sk"]  # above STREAM_MAX_M: the staged kernel
     assert plan(desc(16, 4096, 4096), lim.replace(coopmat_verified=False))[0] != ["qlmm_stream_m16n32p2"]
     assert plan(desc(16, 4096, 4096), lim.replace(coopmat_split_verified=False))[2] == 1
     assert plan(desc(16, 4096, 1024), lim.replace(coopmat_split_verified=False))[:3] == (["qlmm_stream_m16n32p2"], (32, 1, 1), 1)
@@ -386,9 +386,9 @@ def test_qlmm_tiles_by_rows():
     assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
     assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.LOW_CONFIG, 1, (128, 1, 1))  # 128 tiles
     # without zero-point sums, 65..MID_MAX_M rows: 128 x 128 tiles from LARGE_SPLIT_MIN_TILES of them, split
-    # toward SPLIT_TARGET_GROUPS, LARGE_SPLIT_MIN_CHUNKS (32) K chunks of 64 a split at least
-    assert plan(128, 8192, 8192, sums=False) == ("qlmm_coopmat_sk", TUNING.LARGE_CONFIG, 4, (256, 1, 1))  # 64 tiles
-    assert plan(256, 4096, 4096, sums=False) == ("qlmm_coopmat_sk", TUNING.LARGE_CONFIG, 2, (64, 2, 1))  # 64 chunks
+    # toward SPLIT_TARGET_GROUPS, LARGE_SPLIT_MIN_CHUNKS (32) K chunks of 64 a split at least; B staged transposed
+    assert plan(128, 8192, 8192, sums=False) == ("qlmm_coopmat_bt_sk", TUNING.LARGE_CONFIG, 4, (256, 1, 1))  # 64 tiles
+    assert plan(256, 4096, 4096, sums=False) == ("qlmm_coopmat_bt_sk", TUNING.LARGE_CONFIG, 2, (64, 2, 1))  # 64 chunks
     assert plan(256, 2048, 4096, sums=False)[1:3] == (TUNING.LARGE_CONFIG, 1)  # 32 chunks: one split
     assert plan(256, 4096, 8192, sums=False)[1:3] == (TUNING.LARGE_CONFIG, 1)  # LARGE_MIN_TILES (128): unsplit
     assert plan(128, 4096, 4096, sums=False)[:3] == ("qlmm_coopmat_bt_sk", TUNING.MID_CONFIG, 2)  # 32 tiles

@@ -69,14 +69,16 @@ def test_auto_kernel_rule_for_small_m():
     assert kernel(h100, 16, U8, I8, zp=True) == "qlmm_coopmat_zp_sk" and kernel(h100, 16, U8, I8, zp=True, cols=True) == "qlmm_coopmat_zp_bc_sk"
     assert kernel(h100, 16, U8, I8, zp=True, K=4000).startswith("qlmm_coopmat_zp")
     assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
-    # 65..MID_MAX_M rows take MID_CONFIG, whose plain kernel stages B transposed, with split-K (128 x 4096^2: 64
-    # tiles) and without (128 x 4096 x 6144: 96), where the large tile makes fewer than LARGE_SPLIT_MIN_TILES;
-    # from there (no zero-point sums) the large tile, split below LARGE_MIN_TILES (128 x 8192^2: 64 tiles) and
-    # unsplit from there (256 x 8192^2: 128); zero points and the large tile stage B row-major
-    assert TUNING.MID_CONFIG in TUNING.BT_CONFIGS and TUNING.LARGE_CONFIG not in TUNING.BT_CONFIGS
+    # 65..MID_MAX_M rows take MID_CONFIG, with split-K (128 x 4096^2: 64 tiles) and without (128 x 4096 x 6144: 96),
+    # where the large tile makes fewer than LARGE_SPLIT_MIN_TILES; from there (no zero-point sums) the large tile,
+    # split below LARGE_MIN_TILES (128 x 8192^2: 64 tiles) and unsplit from there (256 x 8192^2: 128); every auto
+    # tile stages row-major B transposed (the _bt builds) where no zero-point sums, which stage it row-major
+    bt = (TUNING.LARGE_CONFIG, TUNING.MID_CONFIG, TUNING.WAVE_CONFIG, TUNING.BC_WAVE_CONFIG, TUNING.MID_WAVE_CONFIG,
+          TUNING.SMALL_CONFIG, TUNING.LOW_CONFIG, TUNING.FEW_TILES_CONFIG)
+    assert set(bt) <= set(TUNING.BT_CONFIGS), TUNING.BT_CONFIGS
     assert kernel(h100, 128, N=6144) == kernel(h100, 256, N=3968) == "qlmm_coopmat_bt"  # 62 large tiles
-    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_sk" and kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat"
-    assert kernel(h100, 128) == "qlmm_coopmat_bt_sk" and kernel(h100, 2047) == "qlmm_coopmat"
+    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_bt_sk" and kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat_bt"
+    assert kernel(h100, 128) == "qlmm_coopmat_bt_sk" and kernel(h100, 2047) == "qlmm_coopmat_bt"
     assert kernel(h100, 2048) == "qlmm_coopmat_bc"  # BC_TRANSPOSE_MIN_M: B transposed first (test_plan.py)
     assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk"
     assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp"  # zero points: MID_CONFIG, unsplit
@@ -90,8 +92,8 @@ def test_auto_kernel_rule_for_small_m():
     # research knob: the tiles of DB_CONFIGS staged in two shared buffers (every kernel of the tile, split or not)
     assert TUNING.DB_CONFIGS == ()
     tun = TUNING.replace(GEMV=False, DB_CONFIGS=(TUNING.LARGE_CONFIG, TUNING.MID_CONFIG))
-    assert kernel(h100, 1024) == "qlmm_coopmat_db" and kernel(h100, 1024, U8, I8, zp=True) == "qlmm_coopmat_zp_db"
-    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_db_sk"
+    assert kernel(h100, 1024) == "qlmm_coopmat_bt_db" and kernel(h100, 1024, U8, I8, zp=True) == "qlmm_coopmat_zp_db"
+    assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_bt_db_sk"
     # MID_CONFIG's B-transposed tiles doubled declare 55 KiB, over this device's 48: the rule passes on to portable
     assert kernel(h100, 128) == "qlmm" and kernel(h100.replace(shared_memory_bytes=56 * 1024), 128) == "qlmm_coopmat_bt_db_sk"
     tun = TUNING.replace(GEMV=False, STREAM=False)
@@ -197,8 +199,8 @@ def test_tuning_validates_its_fields(knob, value, rule):
 def test_wave_tile_where_it_keeps_the_workgroups_an_sm(M, K, N, batch, wave):
     """WAVE_CONFIG (96-row tiles) in the large tile's place above MID_MAX_M rows where its own tiles put no more
     workgroups on the busiest SM (ceil(tiles / WAVE_MAX_GROUPS)) than the large tiles do and at most WAVE_MAX_PER_SM,
-    unsplit, for B row-major and column-major, zero points or not; WAVE_MAX_GROUPS 0: the large tile everywhere;
-    WAVE_MAX_PER_SM 1: only where the 96-row tiles make one wave."""
+    unsplit, for B row-major and column-major, zero points or not (row-major int8 staged transposed); WAVE_MAX_GROUPS
+    0: the large tile everywhere; WAVE_MAX_PER_SM 1: only where the 96-row tiles make one wave."""
     last = lambda cols, zp, tun=TUNING: last_gemm(M, K, N, batch, cols, zp, tun)  # noqa: E731
     if M <= TUNING.MID_MAX_M:  # the middle tiles' rows: not this rule's
         assert all(last(c, z).spec[1:3] != (96, 128) for c in (False, True) for z in (False, True))
@@ -209,11 +211,16 @@ def test_wave_tile_where_it_keeps_the_workgroups_an_sm(M, K, N, batch, wave):
         for zp in (False, True):
             g = last(cols, zp)
             bc = "_bc" if cols else ""
-            want = ("qlmm_coopmat_zp" + bc) if zp else ("qlmm_coopmat" + bc)
+            want = ("qlmm_coopmat_zp" + bc) if zp else ("qlmm_coopmat" + (bc or "_bt"))  # row-major int8: transposed
             assert g.kernel == want, (cols, zp, g.kernel)  # unsplit: no _sk build
             assert g.spec[1:3] == (tm, tn) and g.groups == (-(-N // tn), -(-M // tm), batch), (cols, zp, g.spec, g.groups)
-            if wave:  # 4 x 1 subgroups of 96 x 32, 64 deep; B column-major one an SM: BC_WAVE_CONFIG, 2 x 2, 128 deep
-                assert g.spec[3:6] == ((128, 2, 2) if cols and one_an_sm else (64, 4, 1)), (cols, g.spec)
+            if wave:  # 4 x 1 subgroups of 96 x 32, 64 deep; B staged n-major (column-major as it lies, or row-major
+                # transposed: no zero points) one an SM: BC_WAVE_CONFIG, 2 x 2, 128 deep; BT_CONFIGS without it: not so
+                deep = (cols or not zp) and one_an_sm
+                assert g.spec[3:6] == ((128, 2, 2) if deep else (64, 4, 1)), (cols, zp, g.spec)
+                bt = tuple(c for c in TUNING.BT_CONFIGS if c != TUNING.BC_WAVE_CONFIG)
+                assert last(cols, zp, TUNING.replace(BT_CONFIGS=bt)).spec[3:6] == ((128, 2, 2) if cols and one_an_sm
+                                                                                   else (64, 4, 1))
                 off = last(cols, zp, TUNING.replace(WAVE_MAX_GROUPS=0))
                 assert off.spec[1:3] == (128, 128), off.spec
                 single = last(cols, zp, TUNING.replace(WAVE_MAX_PER_SM=1)).spec[1:3]
@@ -251,34 +258,34 @@ def test_mid_wave_tile_where_it_puts_fewer_workgroups_on_an_sm(M, N, cols, zp, m
 
 
 @pytest.mark.parametrize("M, K, N, want", [
-    (160, 4096, 4096, "wave"),   # 128 tiles of 96 x 64 (one an SM) in the large tile's split-K place, B 16 MiB
+    (160, 4096, 4096, "wave"),    # 128 tiles of 96 x 64 (one an SM) in the large tile's split-K place
     (129, 4096, 4096, "wave"),
-    (192, 6144, 4096, "wave"),   # K = MID_WAVE_SPLIT_MAX_K
-    (192, 6176, 4096, "large"),  # deeper: the large tile (split)
-    (160, 8192, 4096, "large"),
-    (96, 4096, 8192, "wave"),    # B = MID_WAVE_BT_MAX_B (32 MiB)
-    (96, 4096, 8320, "large"),   # B past it (130 tiles: still one an SM)
-    (160, 4096, 6144, "large"),  # 192 tiles of 96 x 64: two an SM
-    (193, 4096, 4096, "large"),  # 192 tiles: two an SM
-    (160, 8192, 3072, "mid"),    # the middle tile's place (the large tiles too few to split), B 24 MiB: transposed
-    (80, 8192, 6144, "plain"),   # ... B 48 MiB: staged row-major
+    (192, 8192, 4096, "wave"),    # K = MID_WAVE_SPLIT_MAX_K
+    (192, 8208, 4096, "large"),   # deeper: the large tile, split
+    (160, 4096, 6144, "wave"),    # 192 tiles of 96 x 64 against the middle tile's 192: two an SM, fewer rows
+    (160, 4096, 8192, "wave"),    # 256 against 256
+    (80, 4096, 11008, "wave"),    # 172 against 172
+    (193, 4096, 4096, "large"),   # 192 against the middle tile's 128: two on some SMs against one
+    (160, 4096, 16384, "large"),  # 512: four an SM, past WAVE_MAX_PER_SM (the large tile unsplit, 256 tiles)
+    (160, 8192, 3072, "mid"),     # the middle tile's place (too few large tiles to split)
 ])
 @pytest.mark.host_only
 def test_mid_wave_tile_before_the_large_split_b_staged_transposed(M, K, N, want):
-    """Row-major B without zero points: MID_WAVE_CONFIG stages B transposed (the BT build) where B has at most
-    MID_WAVE_BT_MAX_B bytes, and there, one an SM and at most MID_WAVE_SPLIT_MAX_K deep, takes the place of the large
-    tile's split-K; either knob 0: the large tile again. Zero points and column-major B keep their builds."""
+    """Row-major B without zero points: where MID_WAVE_CONFIG stages B transposed (in BT_CONFIGS) and holds by its
+    rule (fewer workgroups on the busiest SM than the middle tile, or as many with fewer rows, at most
+    WAVE_MAX_PER_SM), it takes the large tile's place (split-K below LARGE_MIN_TILES) up to MID_WAVE_SPLIT_MAX_K deep; that knob 0, or
+    the tile staged row-major, gives the large tile back. Zero points and column-major B keep their builds."""
     g = last_gemm(M, K, N, 1, False, False)
-    if want == "large":  # split-K where it splits (160 x 6144: 96 large tiles, unsplit by LARGE_MIN_TILES)
-        assert g.spec[1:3] == (128, 128), (g.kernel, g.spec)
+    if want == "large":
+        assert g.spec[1:3] == (128, 128) and g.kernel.startswith("qlmm_coopmat_bt"), (g.kernel, g.spec)
         return
-    assert g.spec[1:6] == (96, 64, 128, 2, 2) and "_sk" not in g.kernel, (g.kernel, g.spec)
+    assert g.spec[1:6] == (96, 64, 128, 2, 2) and g.kernel == "qlmm_coopmat_bt", (g.kernel, g.spec)
     assert g.groups == (-(-N // 64), -(-M // 96), 1), g.groups
-    assert ("_bt" in g.kernel) == (want != "plain"), g.kernel
-    if want == "wave":  # in the large tile's place: either knob 0 gives it back
-        for off in (TUNING.replace(MID_WAVE_SPLIT_MAX_K=0), TUNING.replace(MID_WAVE_BT_MAX_B=0)):
+    if want == "wave":  # in the large tile's place: either knob gives it back
+        bt = tuple(c for c in TUNING.BT_CONFIGS if c != TUNING.MID_WAVE_CONFIG)
+        for off in (TUNING.replace(MID_WAVE_SPLIT_MAX_K=0), TUNING.replace(BT_CONFIGS=bt)):
             o = last_gemm(M, K, N, 1, False, False, off)
-            assert o.spec[1:3] == (128, 128) and "_sk" in o.kernel, (o.kernel, o.spec)  # these split 2
+            assert o.spec[1:3] == (128, 128), (o.kernel, o.spec)  # split 2 below LARGE_MIN_TILES
     zp, cols = last_gemm(M, K, N, 1, False, True), last_gemm(M, K, N, 1, True, False)
     assert "_bt" not in zp.kernel and "_bt" not in cols.kernel, (zp.kernel, cols.kernel)
 
@@ -309,7 +316,7 @@ def test_tail_split_plan(M, K, whole, S):
     g = p.dispatches[-1]
     slot = 128 * 128 + 256
     tr = M >= TUNING.BC_TRANSPOSE_MIN_M  # B transposed first, then the BC builds
-    kname, copy = ("qlmm_coopmat_bc", [K * N]) if tr else ("qlmm_coopmat", [])
+    kname, copy = ("qlmm_coopmat_bc", [K * N]) if tr else ("qlmm_coopmat_bt", [])  # B staged transposed (BT_CONFIGS)
     assert [x.kernel for x in p.dispatches[:-1]] == (["qlmm_transpose"] if tr else [])
     if whole:
         assert g.kernel == kname + "_sk" and g.groups == (whole + (tiles - whole) * S, 1, 1)

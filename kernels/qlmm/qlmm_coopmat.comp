@@ -92,15 +92,29 @@ const uint STRIDE_A = TILE_K + 16u;  // bytes per shared row, skewed by 16 again
 const uint STRIDE_B = TILE_N + 16u;
 const uint ASZ = TILE_M * STRIDE_A / 16u;  // uvec4s a buffer of A's tile
 #if DB
-shared uvec4 Ash[2u * ASZ];
+const uint ASH_A = 2u * ASZ;
 #else
-shared uvec4 Ash[ASZ];
+const uint ASH_A = ASZ;
 #endif
+#if DB || BC || BT
+const uint ASH_N = ASH_A > NSG * 64u ? ASH_A : NSG * 64u;  // and at least the epilogue's slices (CSH, below)
+#else
+const uint ASH_N = ASH_A;
+#endif
+shared uvec4 Ash[ASH_N];
 #if BT || BC
 const uint STRIDE_BT = TILE_K + 16u;  // bytes per shared column of B, skewed like A's rows
+#if BT
+// BT: each 16-column block of B's tile BT_PAD bytes (32 / IPR_B words, in whole uvec4s) past the last, so that a
+// warp's word stores (32 / IPR_B k groups of its IPR_B blocks, below) fall in distinct banks; BC stores whole
+// columns and needs none.
+const uint BT_PAD = 16u * (TILE_N > 128u ? 1u : 8u / (TILE_N / 16u)), BT_BLK = 16u * STRIDE_BT + BT_PAD;  // bytes
+const uint BSZ = (TILE_N / 16u) * BT_BLK / 16u;
+#else
+const uint BSZ = TILE_N * STRIDE_BT / 16u;
+#endif
 // uvec4, though stored a word at a time: the loads below need 16-byte alignment, which a uint array need not
 // get (as one, the split-K build, whose shared uint last_flag is declared first, summed wrongly on an H100).
-const uint BSZ = TILE_N * STRIDE_BT / 16u;
 #if DB
 shared uvec4 BshT[2u * BSZ];
 #else
@@ -114,10 +128,11 @@ shared uvec4 Bsh[2u * BSZ];
 shared uvec4 Bsh[BSZ];
 #endif
 #endif
-#if DB || BC
-// DB, BC: the epilogue's 16x16 slices (256 ints a subgroup) live in Ash, dead after the K loop (DB's last step ends
-// with a barrier, BC's epilogue starts with one): BC's n-major B tile and the zero-point sums, or DB's two buffers,
-// stay within the 24 KiB that keeps two 128-invocation workgroups an SM on the H100 (docs/tuning/qlmm.md, session 28).
+#if DB || BC || BT
+// DB, BC, BT: the epilogue's 16x16 slices (256 ints a subgroup) live in Ash, dead after the K loop (DB's last step
+// ends with a barrier, BC's and BT's epilogue starts with one): the n-major B tiles (BT's padded) and the zero-point
+// sums, or DB's two buffers, stay within the 24 KiB that keeps two 128-invocation workgroups an SM on the H100
+// (docs/tuning/qlmm.md, session 28).
 #define CSH Ash
 #define CSH_BASE (sg * 64u)  // uvec4s
 #define CSH_STRIDE 4u
@@ -141,15 +156,16 @@ const uint IPR_B = TILE_K / 16u, RB = INV / IPR_B, B_PASSES = TILE_N / RB;  // B
 const uint IPR_B = TILE_N / 16u, RB = INV / IPR_B, B_PASSES = TILE_K / RB;
 #endif
 #if BT
-// BT: slot = (k group of 4 rows, 16-column block), k groups fastest; BT_PASSES slots a thread.
+// BT: slot = (k group of 4 rows, 16-column block), blocks fastest: a warp's loads read whole row pieces of IPR_B x 16
+// bytes (k groups fastest read 16 bytes of a 32-byte sector a row, 32 rows an instruction); BT_PASSES slots a thread.
 const uint KG = TILE_K / 4u, SLOTS_B = KG * IPR_B;
 const uint BT_PASSES = SLOTS_B >= INV ? SLOTS_B / INV : 1u;
 // This thread's slots' 4 rows from k row kb on into tB, zero outside B (the first fetch and each prefetch).
 #define BT_FETCH(kb) \
     [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) { \
-        uint sl = lid + p * INV, n = n0 + 16u * (sl / KG); \
+        uint sl = lid + p * INV, n = n0 + 16u * (sl % IPR_B); \
         [[unroll]] for (uint r = 0u; r < 4u; ++r) { \
-            uint k = (kb) + 4u * (sl % KG) + r; \
+            uint k = (kb) + 4u * (sl / IPR_B) + r; \
             GET_B(tB[4u * p + r], 4u * p + r, sl < SLOTS_B && k < K && n < N, bbase + k * pc.b_sk + n) \
         } \
     }
@@ -289,23 +305,16 @@ void main() {
 #if BT
         [[unroll]] for (uint i = 0u; i < 4u * BT_PASSES; ++i) tB[i] = PUT_B(tB[i], i);
         [[unroll]] for (uint p = 0u; p < BT_PASSES; ++p) {
-            uint sl = lid + p * INV, kg = sl % KG, nb = sl / KG;
+            uint sl = lid + p * INV, kg = sl / IPR_B, nb = sl % IPR_B;
             if (sl < SLOTS_B) {
-                // With 16 k groups a warp holds two column blocks, 16 rows apart (the same banks):
-                // the odd one stores its columns rotated by 4, 20 rows apart.
-                bool rot = KG == 16u && (nb & 1u) != 0u;
                 [[unroll]] for (uint c4 = 0u; c4 < 4u; ++c4) {
                     uint x0 = tB[4u * p][c4], x1 = tB[4u * p + 1u][c4], x2 = tB[4u * p + 2u][c4], x3 = tB[4u * p + 3u][c4];
-                    uint y0 = tB[4u * p][(c4 + 1u) & 3u], y1 = tB[4u * p + 1u][(c4 + 1u) & 3u];
-                    uint y2 = tB[4u * p + 2u][(c4 + 1u) & 3u], y3 = tB[4u * p + 3u][(c4 + 1u) & 3u];
-                    uint ce = rot ? (c4 + 1u) & 3u : c4;
-                    if (rot) { x0 = y0; x1 = y1; x2 = y2; x3 = y3; }
                     // 4 k rows x 4 columns of bytes -> 4 column words of 4 k bytes
                     uint t0 = (x0 & 0x00FF00FFu) | ((x1 & 0x00FF00FFu) << 8u);
                     uint t1 = ((x0 >> 8u) & 0x00FF00FFu) | (x1 & 0xFF00FF00u);
                     uint t2 = (x2 & 0x00FF00FFu) | ((x3 & 0x00FF00FFu) << 8u);
                     uint t3 = ((x2 >> 8u) & 0x00FF00FFu) | (x3 & 0xFF00FF00u);
-                    uint at = (16u * nb + 4u * ce) * (STRIDE_BT / 4u) + kg;  // in words
+                    uint at = nb * (BT_BLK / 4u) + 4u * c4 * (STRIDE_BT / 4u) + kg;  // in words
                     BshT[bb + (at >> 2)][at & 3u] = (t0 & 0xFFFFu) | (t2 << 16u);
                     at += STRIDE_BT / 4u;
                     BshT[bb + (at >> 2)][at & 3u] = (t1 & 0xFFFFu) | (t3 << 16u);
@@ -379,7 +388,10 @@ void main() {
                 else
                     coopMatLoad(matB, b_buf, (bbase + (k0 + 32u * kk) * pc.b_sk + n0 + sj) >> 4, pc.b_sk >> 4,
                                 gl_CooperativeMatrixLayoutRowMajor);
-#elif BT || BC
+#elif BT
+                coopMatLoad(matB, BshT, cbb + (((sj >> 4) * BT_BLK + 32u * kk) >> 4), STRIDE_BT >> 4,
+                            gl_CooperativeMatrixLayoutColumnMajor);
+#elif BC
                 coopMatLoad(matB, BshT, cbb + ((sj * STRIDE_BT + 32u * kk) >> 4), STRIDE_BT >> 4,
                             gl_CooperativeMatrixLayoutColumnMajor);
 #else

@@ -2,7 +2,7 @@
 // slots (the last split of a tile to arrive adds the others) and the requantizing epilogue. A fragment of main(),
 // not a function: it reads main()'s accumulators, tile coordinates and sums, and the SPIR-V is the one the single
 // file gave.
-#if BC && !DB
+#if (BC || BT) && !DB
     barrier();  // the last tile's multiplies are done: Ash holds the epilogue's slices (CSH)
 #endif
     int kpad128 = int(nchunks * TILE_K * 128u);

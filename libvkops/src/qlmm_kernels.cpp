@@ -55,9 +55,11 @@ i64 cm_shared_bytes(const std::string &config, const std::string &kname) {
     i64 tm = c[0], tn = c[1], tk = c[2], sw = c[3], sh = c[4];
     auto has = [&](const char *v) { return (kname + "_").find(std::string("_") + v + "_", 12) != std::string::npos; };
     i64 bufs = has("db") ? 2 : 1;
-    i64 b = has("direct") ? 0 : (has("bt") || has("bc")) ? tn * (tk + 16) : tk * (tn + 16);
-    i64 csh = has("db") || has("bc") ? 0 : 4 * 256 * sw * sh;
-    return bufs * (tm * (tk + 16) + b) + csh + (has("zp") ? 4 * (tm + tn) : 0) + (has("sk") ? 4 : 0);
+    i64 bt_pad = 16 * std::max((i64)1, 8 / (tn / 16));  // BT's 16-column blocks padded apart
+    i64 b = has("direct") ? 0 : has("bt") ? tn / 16 * (16 * (tk + 16) + bt_pad) : has("bc") ? tn * (tk + 16) : tk * (tn + 16);
+    i64 csh = 4 * 256 * sw * sh, a = bufs * tm * (tk + 16);
+    a = has("db") || has("bc") || has("bt") ? std::max(a, csh) : a + csh;  // the epilogue's slices in A's space
+    return a + bufs * b + (has("zp") ? 4 * (tm + tn) : 0) + (has("sk") ? 4 : 0);
 }
 
 // Workgroups on the busiest SM when config's tiles spread over WAVE_MAX_GROUPS SMs.
@@ -83,15 +85,19 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
     bool split = !sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M &&
                  tiles >= (i64)t.LARGE_SPLIT_MIN_TILES;
-    if (split && tiles < (i64)t.AUTO_MIN_GROUPS && K <= (i64)t.MID_WAVE_SPLIT_MAX_K &&
-        K * N * batch <= (i64)t.MID_WAVE_BT_MAX_B &&
-        cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t) == 1 && cm_mid_wave(M, N, batch, t, bc))
+    bool mid_wave_bt = false;  // MID_WAVE_CONFIG stages B transposed: row-major B without zero-point sums
+    for (auto &c : t.BT_CONFIGS) mid_wave_bt |= c == t.MID_WAVE_CONFIG;
+    if (split && tiles < (i64)t.AUTO_MIN_GROUPS && K <= (i64)t.MID_WAVE_SPLIT_MAX_K && mid_wave_bt &&
+        cm_mid_wave(M, N, batch, t, bc))
         return t.MID_WAVE_CONFIG;
     if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) || split) {
         if (M > (i64)t.MID_MAX_M && t.WAVE_MAX_GROUPS) {  // fewer rows a tile, no more workgroups on the busiest SM
             i64 per_sm = cm_per_sm(M, N, batch, t.WAVE_CONFIG, t);
-            if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, ceil_div(tiles, (i64)t.WAVE_MAX_GROUPS)))
-                return bc && per_sm == 1 ? t.BC_WAVE_CONFIG : t.WAVE_CONFIG;
+            if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, ceil_div(tiles, (i64)t.WAVE_MAX_GROUPS))) {
+                bool deep = bc;  // B staged n-major: as it lies, or transposed (BC_WAVE_CONFIG in BT_CONFIGS)
+                for (auto &c : t.BT_CONFIGS) deep |= !sums && c == t.BC_WAVE_CONFIG;
+                return deep && per_sm == 1 ? t.BC_WAVE_CONFIG : t.WAVE_CONFIG;
+            }
         }
         return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
     }
@@ -119,9 +125,9 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
         if (c == config) db = "_db";
     if (bc && db.empty()) return {config, free ? "qlmm_coopmat_bc" : "qlmm_coopmat_zp_bc"};
     if (!free) return {config, "qlmm_coopmat_zp" + db};
-    bool bt = config == t.MID_WAVE_CONFIG && K * N * batches <= (i64)t.MID_WAVE_BT_MAX_B;
-    for (auto &c : t.BT_CONFIGS) bt |= c == config;
-    return {config, (bt ? "qlmm_coopmat_bt" : "qlmm_coopmat") + db};
+    for (auto &c : t.BT_CONFIGS)
+        if (c == config) return {config, "qlmm_coopmat_bt" + db};
+    return {config, "qlmm_coopmat" + db};
 }
 
 // ------------------------------------------------------------------ dot.py

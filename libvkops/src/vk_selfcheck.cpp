@@ -46,12 +46,14 @@ const Case SPLIT[] = {
 // would take lavapipe half a minute): 272 tiles, 264 whole, the last 8 (in the raster: rows 2048-2175, columns
 // 1024-2047) split 8 ways; every 8th row of that tile row compared. B is transposed first (BC_TRANSPOSE_MIN_M).
 const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8}};
-// The 96-row tiles, cooperative matrices only (QlmmTuning.WAVE_CONFIG: 300 rows of 4096 columns make 128 of its tiles,
-// one an SM, B row-major without zero points; BC_WAVE_CONFIG there, B column-major with them; 640 rows: WAVE_CONFIG
-// two an SM, B column-major; MID_WAVE_CONFIG: 160 rows, 128 tiles of 96 x 64, B column-major, row-major with zero points,
-// and row-major without them, staged transposed in the large tile's split-K place: MID_WAVE_BEFORE_SPLIT).
+// The 96-row tiles, cooperative matrices only (300 rows of 4096 columns make 128 of WAVE_CONFIG's tiles, one an SM:
+// BC_WAVE_CONFIG there, B row-major without zero points (staged transposed), B column-major with them; 640 rows:
+// WAVE_CONFIG two an SM, B column-major, and row-major with zero points and without (staged transposed);
+// MID_WAVE_CONFIG: 160 rows, 128 tiles of 96 x 64, B column-major, row-major with zero points, and row-major without
+// them, staged transposed in the large tile's split-K place: MID_WAVE_SPLIT_MAX_K).
 const Case WAVE[] = {{1, 300, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 300, 64, 4096, DT::UINT8, DT::INT8, true, true},
-                     {1, 640, 64, 4096, DT::INT8, DT::INT8, false, true},  {1, 160, 64, 4096, DT::INT8, DT::INT8, false, true},
+                     {1, 640, 64, 4096, DT::INT8, DT::INT8, false, true},  {1, 640, 64, 4096, DT::INT8, DT::INT8, false, false},
+                     {1, 640, 64, 4096, DT::UINT8, DT::INT8, true, false}, {1, 160, 64, 4096, DT::INT8, DT::INT8, false, true},
                      {1, 160, 64, 4096, DT::UINT8, DT::INT8, true, false}, {1, 160, 64, 4096, DT::INT8, DT::INT8, false, false}};
 
 struct Rng {

@@ -105,26 +105,27 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     above. With B staged as it lies (bc) the large tile is BC_LARGE_CONFIG (the same tile, other subgroups) and
     the 65-MID_MAX_M-row tile BC_MID_CONFIG. Above MID_MAX_M rows WAVE_CONFIG takes the large tile's place where its
     own tiles put no more workgroups on the busiest SM (ceil(tiles / WAVE_MAX_GROUPS)) than the large tiles do, and
-    at most WAVE_MAX_PER_SM: one wave of shorter tiles, or two an SM where the large tiles make two too; with bc and
-    one an SM, BC_WAVE_CONFIG (the same tile, deeper). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle
+    at most WAVE_MAX_PER_SM: one wave of shorter tiles, or two an SM where the large tiles make two too; with bc (or B
+    staged transposed: BC_WAVE_CONFIG in BT_CONFIGS, no zero-point sums) and one an SM, BC_WAVE_CONFIG (the same tile,
+    deeper). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle
     tile's place where it puts fewer workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer
-    rows a tile; and, one an SM, before the large tile's split-K up to MID_WAVE_SPLIT_MAX_K deep where K x N x batch
-    (B's bytes, or more where one B serves the batches) is at most MID_WAVE_BT_MAX_B (resolve() stages B transposed
-    there)."""
+    rows a tile, and there also before the large tile's split-K, up to MID_WAVE_SPLIT_MAX_K deep, where it stages B
+    transposed (MID_WAVE_CONFIG in BT_CONFIGS: row-major B without zero-point sums)."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
     tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
     tiles = -(-M // tm) * -(-N // tn) * batch
     split = not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES
-    if (split and tiles < t.AUTO_MIN_GROUPS and K <= t.MID_WAVE_SPLIT_MAX_K and K * N * batch <= t.MID_WAVE_BT_MAX_B
-            and _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t) == 1 and _mid_wave(M, N, batch, t, bc)):
+    if (split and tiles < t.AUTO_MIN_GROUPS and K <= t.MID_WAVE_SPLIT_MAX_K and t.MID_WAVE_CONFIG in t.BT_CONFIGS
+            and _mid_wave(M, N, batch, t, bc)):
         return t.MID_WAVE_CONFIG
     if tiles >= t.AUTO_MIN_GROUPS or (M > t.MID_MAX_M and tiles >= t.LARGE_MIN_TILES) or split:
         if M > t.MID_MAX_M and t.WAVE_MAX_GROUPS:  # workgroups on the busiest SM: the wave tile's no more, both few
             per_sm = _per_sm(M, N, batch, t.WAVE_CONFIG, t)
             if per_sm <= min(t.WAVE_MAX_PER_SM, -(-tiles // t.WAVE_MAX_GROUPS)):
-                return t.BC_WAVE_CONFIG if bc and per_sm == 1 else t.WAVE_CONFIG
+                deep = bc or (not sums and t.BC_WAVE_CONFIG in t.BT_CONFIGS)  # B staged n-major: as it lies, or transposed
+                return t.BC_WAVE_CONFIG if deep and per_sm == 1 else t.WAVE_CONFIG
         return t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
@@ -178,8 +179,7 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
         return config, "qlmm_coopmat" + ("_bc" if free else "_zp_bc")
     if not free:
         return config, "qlmm_coopmat_zp" + db
-    bt = config in t.BT_CONFIGS or (config == t.MID_WAVE_CONFIG and K * N * batches <= t.MID_WAVE_BT_MAX_B)
-    return config, ("qlmm_coopmat_bt" if bt else "qlmm_coopmat") + db
+    return config, ("qlmm_coopmat_bt" if config in t.BT_CONFIGS else "qlmm_coopmat") + db
 
 
 def check_config(name: str) -> Tuple[int, int, int, int, int]:
@@ -194,14 +194,18 @@ def check_config(name: str) -> Tuple[int, int, int, int, int]:
 
 def shared_bytes(config: str, kname: str) -> int:
     """Bytes of shared memory kernels/qlmm/qlmm_coopmat.comp's build `kname` (qlmm_coopmat[_zp][_bt|_bc][_db][_direct]
-    [_sk]) declares at tile `config`: A's skewed tile; B's, row-major or (BT, BC) n-major, none where read directly; two
-    of each with DB; the epilogue's 16 x 16 slices, in A's space for BC and DB; the zero-point sums; split-K's flag."""
+    [_sk]) declares at tile `config`: A's skewed tile; B's, row-major or (BT, BC) n-major (BT's 16-column blocks padded
+    apart), none where read directly; two of each with DB; the epilogue's 16 x 16 slices, in A's space (at least theirs)
+    for BC, BT and DB; the zero-point sums; split-K's flag."""
     tm, tn, tk, sw, sh = COOPMAT_CONFIGS[config]
     v = set(kname.split("_")[2:])
     bufs = 2 if "db" in v else 1
-    b = 0 if "direct" in v else tn * (tk + 16) if v & {"bt", "bc"} else tk * (tn + 16)
-    c = 0 if v & {"db", "bc"} else 4 * 256 * sw * sh
-    return bufs * (tm * (tk + 16) + b) + c + (4 * (tm + tn) if "zp" in v else 0) + (4 if "sk" in v else 0)
+    bt_pad = 16 * max(1, 8 // (tn // 16))
+    b = (0 if "direct" in v else tn // 16 * (16 * (tk + 16) + bt_pad) if "bt" in v else tn * (tk + 16) if "bc" in v
+         else tk * (tn + 16))
+    c = 4 * 256 * sw * sh
+    a = max(bufs * tm * (tk + 16), c) if v & {"db", "bc", "bt"} else bufs * tm * (tk + 16) + c  # slices in A's space
+    return a + bufs * b + (4 * (tm + tn) if "zp" in v else 0) + (4 if "sk" in v else 0)
 
 
 COOPMAT_SHAPE = (16, 16, 32, "s8", "s8", "s32", "s32")
@@ -284,11 +288,10 @@ def self_check(dev, split: bool = False) -> bool:
 
     T = DEFAULT
     rng = np.random.default_rng(1234)
-    bt_wave = (T.MID_WAVE_CONFIG,) if T.MID_WAVE_BT_MAX_B else ()  # staged transposed where B is small
     ok = True
     cases = [(np.uint8, np.int8, True, c) for c in auto_configs(T)] + [(np.int8, np.int8, False, T.LARGE_CONFIG),
                                                                        (np.uint8, np.uint8, True, T.LARGE_CONFIG)]
-    cases += [(np.int8, np.int8, False, c) for c in T.BT_CONFIGS + bt_wave]  # B staged transposed
+    cases += [(np.int8, np.int8, False, c) for c in T.BT_CONFIGS]  # B staged transposed
     cases += [(np.uint8, np.int8, True, c) for c in T.DB_CONFIGS] + [(np.int8, np.int8, False, c) for c in T.DB_CONFIGS]
     if T.COOPMAT_CONFIG != "auto":
         cases.append((np.int8, np.uint8, True, T.COOPMAT_CONFIG))
@@ -313,7 +316,7 @@ def self_check(dev, split: bool = False) -> bool:
                  (np.uint8, np.uint8, True, T.FEW_TILES_CONFIG, 4, False), (np.int8, np.uint8, True, T.MID_CONFIG, 2, False),
                  (np.uint8, np.int8, True, T.LOW_CONFIG, 3, False), (np.uint8, np.int8, True, T.LARGE_CONFIG, 2, False),
                  (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream + bc
-        cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS + bt_wave]  # B staged transposed
+        cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.DB_CONFIGS]  # two shared buffers
         cases.append((np.int8, np.int8, False, "tail", None, False))  # a tail split (tail_split), below
     for a_dt, b_dt, zps, config, sk, cols in cases:

@@ -36,7 +36,7 @@ class QlmmTuning(Tuning):
     MID_TARGET_GROUPS: int = 128  # MID_CONFIG's, BC_MID_CONFIG's and LOW_CONFIG's split-K toward one workgroup an SM; LOW 64 x 4096^2 split 4 -> 2: 0.0281 -> 0.0250 ms (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     LARGE_SPLIT_MIN_TILES: int = 64  # 65-MID_MAX_M rows without zero-point sums: LARGE_CONFIG split-K from this many of its tiles; 128 x 8192^2 0.092 -> 0.071 ms (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     LARGE_SPLIT_MIN_CHUNKS: int = 32  # LARGE_CONFIG's splits keep this many 64-deep K chunks: 192 x 4096^2 split 2 0.0425 ms, 4: 0.0459 (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
-    BT_CONFIGS: Tuple[str, ...] = ("128x64x128_4x2",)  # MID_CONFIG stages B transposed: 0.146 -> 0.131 ms (#2026-11-25-session-15-b-staged-transposed)
+    BT_CONFIGS: Tuple[str, ...] = ("128x128x64_4x1", "128x64x128_4x2", "96x128x64_4x1", "96x128x128_2x2", "96x64x128_2x2", "32x64x128_4x1", "64x64x128_4x2", "64x64x64_2x2")  # row-major B staged transposed on every auto tile: 384 x 4096^2 0.057 -> 0.042 ms, 1024 x 4096 x 11008 0.290 -> 0.240 (#2026-11-27-session-38-row-major-b-staged-transposed-on-every-tile)
     DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research: one an SM past 24 KiB) (#2026-11-26-session-28-the-large-tiles-knobs-re-swept-two-shared-buffers-and-the-h100s-24-kib-a-workgroup)
     BC_TRANSPOSE_MIN_M: int = 2048  # row-major B (one matrix) transposed into a scratch for the BC builds from this many rows (0: never): 4096^3 0.374 -> 0.324 ms, 1024 rows lost 0.095 -> 0.109 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     BC_TRANSPOSE_TILE: int = 64  # ... in tiles of this many bytes a side, 64 or 128: tied (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
@@ -52,8 +52,7 @@ class QlmmTuning(Tuning):
     WAVE_MAX_PER_SM: int = 2  # ... and at most this many an SM (two fit one): 768 x 4096^2 0.094 -> 0.085 ms, 1024 (three) lost 0.099 -> 0.170 (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
     BC_WAVE_CONFIG: str = "96x128x128_2x2"  # WAVE_CONFIG's tile, 128 deep, where B is staged as it lies and one runs an SM: 320 x 4096^2 0.0397 -> 0.0356 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
     MID_WAVE_CONFIG: str = "96x64x128_2x2"  # 65-MID_MAX_M rows, the unsplit middle tile's place with fewer an SM (or fewer rows): 192 x 4096^2 B column-major 0.0283 -> 0.0243 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
-    MID_WAVE_BT_MAX_B: int = 32 << 20  # ... B row-major without zero points: staged transposed up to this many bytes of B (0: never): 160 x 8192 x 3072 0.077 -> 0.0635 ms, 48 MiB lost 10% (#2026-11-27-session-38-the-middle-96-row-tile-before-the-large-split-b-staged-transposed)
-    MID_WAVE_SPLIT_MAX_K: int = 6144  # ... and there, one an SM, in LARGE_CONFIG's split-K place up to this K (0: never): 192 x 4096^2 0.0424 -> 0.0347 ms, K = 8192 lost 5% (#2026-11-27-session-38-the-middle-96-row-tile-before-the-large-split-b-staged-transposed)
+    MID_WAVE_SPLIT_MAX_K: int = 8192  # ... also in LARGE_CONFIG's split-K place (B row-major, no zero points, staged transposed) up to this K (0: never): 160 x 4096 x 8192 0.0652 -> 0.0459 ms, 192 x 11008 x 4096 tied (#2026-11-27-session-38-row-major-b-staged-transposed-on-every-tile)
     COOPMAT_SPLIT_K: Union[str, int] = "auto"  # split-K by tiles and chunks; an int forces it (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_TARGET_GROUPS: int = 256  # H200 32x4096^2: split 4 (256 groups) 37 TOPS, 8: 33, none: 23 (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
     SPLIT_MIN_CHUNKS: int = 4  # each split keeps at least this many K chunks (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
@@ -117,7 +116,7 @@ class QlmmTuning(Tuning):
             v, kind = getattr(self, f.name), f.type
             if kind == "bool" and not isinstance(v, bool):
                 fail(f.name, "True or False", v)
-            low = 0 if f.name.endswith(("_M", "_MAX_B", "_MAX_K")) or f.name == "WAVE_MAX_GROUPS" else 1  # 0: never
+            low = 0 if f.name.endswith(("_M", "_MAX_K")) or f.name == "WAVE_MAX_GROUPS" else 1  # 0: never
             if kind == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < low):
                 fail(f.name, f"an int >= {low}", v)
             if f.name.endswith("_CONFIG") and not (f.name == "COOPMAT_CONFIG" and v == "auto"):
