@@ -107,10 +107,10 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     own tiles put no more workgroups on the busiest SM (ceil(tiles / WAVE_MAX_GROUPS)) than the large tiles do, and
     at most WAVE_MAX_PER_SM: one wave of shorter tiles, or two an SM where the large tiles make two too; with bc (or B
     staged transposed: BC_WAVE_CONFIG in BT_CONFIGS, no zero-point sums) and one an SM, BC_WAVE_CONFIG (the same tile,
-    deeper). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle
-    tile's place where it puts fewer workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer
-    rows a tile, and there also before the large tile's split-K, up to MID_WAVE_SPLIT_MAX_K deep, where it stages B
-    transposed (MID_WAVE_CONFIG in BT_CONFIGS: row-major B without zero-point sums)."""
+    deeper). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle tile's place where it puts fewer
+    workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer rows a tile, and there also the
+    large tile's (split-K) place, up to MID_WAVE_SPLIT_MAX_K deep, where it stages B transposed (MID_WAVE_CONFIG in
+    BT_CONFIGS: row-major B without zero-point sums)."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
