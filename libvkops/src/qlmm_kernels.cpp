@@ -68,6 +68,10 @@ static i64 cm_per_sm(i64 M, i64 N, i64 batch, const std::string &config, const Q
     return ceil_div(ceil_div(M, c[0]) * ceil_div(N, c[1]) * batch, (i64)t.WAVE_MAX_GROUPS);
 }
 
+static bool listed(const std::vector<std::string> &tiles, const std::string &config) {
+    return std::find(tiles.begin(), tiles.end(), config) != tiles.end();
+}
+
 // MID_WAVE_CONFIG in the middle tile's place (65-MID_MAX_M rows): where that tile runs unsplit (K aside) and the
 // 96-row tiles put fewer workgroups on the busiest SM, at most WAVE_MAX_PER_SM, or as many with fewer rows a tile.
 static bool cm_mid_wave(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool bc) {
@@ -85,17 +89,14 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
     bool split = !sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M &&
                  tiles >= (i64)t.LARGE_SPLIT_MIN_TILES;
-    bool mid_wave_bt = false;  // MID_WAVE_CONFIG stages B transposed: row-major B without zero-point sums
-    for (auto &c : t.BT_CONFIGS) mid_wave_bt |= c == t.MID_WAVE_CONFIG;
-    if (split && tiles < (i64)t.AUTO_MIN_GROUPS && K <= (i64)t.MID_WAVE_SPLIT_MAX_K && mid_wave_bt &&
-        cm_mid_wave(M, N, batch, t, bc))
+    if (split && tiles < (i64)t.AUTO_MIN_GROUPS && K <= (i64)t.MID_WAVE_SPLIT_MAX_K &&
+        listed(t.BT_CONFIGS, t.MID_WAVE_CONFIG) && cm_mid_wave(M, N, batch, t, bc))  // staged transposed there
         return t.MID_WAVE_CONFIG;
     if (tiles >= (i64)t.AUTO_MIN_GROUPS || (M > (i64)t.MID_MAX_M && tiles >= (i64)t.LARGE_MIN_TILES) || split) {
         if (M > (i64)t.MID_MAX_M && t.WAVE_MAX_GROUPS) {  // fewer rows a tile, no more workgroups on the busiest SM
             i64 per_sm = cm_per_sm(M, N, batch, t.WAVE_CONFIG, t);
             if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, ceil_div(tiles, (i64)t.WAVE_MAX_GROUPS))) {
-                bool deep = bc;  // B staged n-major: as it lies, or transposed (BC_WAVE_CONFIG in BT_CONFIGS)
-                for (auto &c : t.BT_CONFIGS) deep |= !sums && c == t.BC_WAVE_CONFIG;
+                bool deep = bc || (!sums && listed(t.BT_CONFIGS, t.BC_WAVE_CONFIG));  // B n-major: as it lies, or BT
                 return deep && per_sm == 1 ? t.BC_WAVE_CONFIG : t.WAVE_CONFIG;
             }
         }
@@ -113,21 +114,15 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
     bool direct_ok = t.COOPMAT_DIRECT && M <= (i64)t.DIRECT_MAX_M && free && b_signed;
     bool bc = b_cols && t.COOPMAT_BC;
     if (config == "auto") {
-        bool bc_db = false;
-        for (auto &c : t.DB_CONFIGS) bc_db |= c == t.BC_LARGE_CONFIG;
-        config = cm_auto_config(M, N, batches, t, !free, bc && !bc_db, K);
+        config = cm_auto_config(M, N, batches, t, !free, bc && !listed(t.DB_CONFIGS, t.BC_LARGE_CONFIG), K);
         if (direct_ok && K % cm_config(t.DIRECT_CONFIG)[2] == 0) config = t.DIRECT_CONFIG;
     }
     i64 tk = cm_check_config(config)[2];
     if (direct_ok && cm_config(config)[4] == 1 && K % tk == 0) return {config, "qlmm_coopmat_direct"};
-    std::string db;
-    for (auto &c : t.DB_CONFIGS)
-        if (c == config) db = "_db";
+    std::string db = listed(t.DB_CONFIGS, config) ? "_db" : "";
     if (bc && db.empty()) return {config, free ? "qlmm_coopmat_bc" : "qlmm_coopmat_zp_bc"};
     if (!free) return {config, "qlmm_coopmat_zp" + db};
-    for (auto &c : t.BT_CONFIGS)
-        if (c == config) return {config, "qlmm_coopmat_bt" + db};
-    return {config, "qlmm_coopmat" + db};
+    return {config, (listed(t.BT_CONFIGS, config) ? "qlmm_coopmat_bt" : "qlmm_coopmat") + db};
 }
 
 // ------------------------------------------------------------------ dot.py
