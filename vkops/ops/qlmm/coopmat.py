@@ -97,8 +97,8 @@ def tail_split(tiles: int, nchunks: int, config: str, sums: bool, tuning: QlmmTu
     return (tiles - tail, s) if s >= 2 else (0, 1)
 
 
-def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False, bc: bool = False,
-                K: int = 1) -> str:
+def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False, bc: bool = False, *,
+                K: int) -> str:
     """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
     workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums, B row-major) LARGE_SPLIT_MIN_TILES
     in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG
