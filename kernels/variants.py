@@ -21,6 +21,8 @@ QLMM = [
     ("qlmm_coopmat_zp_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 1, "SPLIT_K": 1}),
     ("qlmm_coopmat_bt", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "BT": 1}),
     ("qlmm_coopmat_bt_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "BT": 1}),
+    ("qlmm_coopmat_zp_bt", "qlmm_coopmat.comp", {"HAS_SUMS": 1, "BT": 1}),
+    ("qlmm_coopmat_zp_bt_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 1, "SPLIT_K": 1, "BT": 1}),
     ("qlmm_coopmat_bc", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "BC": 1}),
     ("qlmm_coopmat_bc_sk", "qlmm_coopmat.comp", {"HAS_SUMS": 0, "SPLIT_K": 1, "BC": 1}),
     ("qlmm_coopmat_zp_bc", "qlmm_coopmat.comp", {"HAS_SUMS": 1, "BC": 1}),

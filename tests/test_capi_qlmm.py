@@ -76,7 +76,7 @@ def test_the_plan_grid():
             same(OP, d, rec, lim)
             n += 1
     assert n > 20000 and len(groups) == 3 * 3 * 4 * 4 * 3 * 2 + 12 + 30 + 1
-    for k in ("qlmm", "qlmm_dot", "qlmm_gemv", "qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_bt",
+    for k in ("qlmm", "qlmm_dot", "qlmm_gemv", "qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_bt", "qlmm_coopmat_zp_bt",
               "qlmm_stream_m16n32p2", "packed", "folded"):
         assert any(x.startswith(k) for x in rec.kernels), (k, rec.kernels)
     assert any(x.endswith("_sk") for x in rec.kernels)
@@ -158,7 +158,7 @@ def test_random_shapes(limits):
             rec.kernels["error"] += 1
     assert WANT[limits] <= set(rec.kernels), rec.kernels
     if limits == "h100":
-        assert {"qlmm_coopmat_zp", "qlmm_stream_m16n32p2"} <= set(rec.kernels)
+        assert {"qlmm_coopmat_zp_bt", "qlmm_stream_m16n32p2"} <= set(rec.kernels)
         assert any(k.startswith("qlmm_coopmat") and k.endswith("_sk") for k in rec.kernels), rec.kernels
 
 

@@ -258,7 +258,7 @@ def test_coopmat_shared_bytes_mirror_the_modules(manifest):
     default tuning fits the 48 KiB coopmat_supported asks for, in every build but the two-buffer research ones."""
     cm = qlmm_coopmat
     builds = [k for k in manifest["modules"] if k.startswith("qlmm_coopmat")]
-    assert len(builds) == 18, builds  # plain, zp, bt, bc, zp_bc, db, zp_db, bt_db, direct, each with _sk
+    assert len(builds) == 20, builds  # plain, zp, bt, zp_bt, bc, zp_bc, db, zp_db, bt_db, direct, each with _sk
     for k in builds:
         m = manifest["modules"][k]
         defaults = {c["id"]: int(c["default"]) for c in m["spec_constants"]}

@@ -234,8 +234,8 @@ def test_qlmm_reads_b_directly_for_decoding_sized_m():
     assert kernel(desc(16, 4096, 4096)) == ("qlmm_coopmat_direct_sk", TUNING.DIRECT_CONFIG, 4)
     assert kernel(desc(5, 8192, 8192)) == ("qlmm_coopmat_direct_sk", TUNING.DIRECT_CONFIG, 8)
     assert kernel(desc(17, 4096, 4096))[0] == "qlmm_coopmat_bt_sk"                   # two row tiles
-    assert kernel(desc(16, 4096, 4096, b="uint8"))[0] == "qlmm_coopmat_zp_sk"     # B needs the offset flip
-    assert kernel(desc(16, 4096, 4096, a="uint8", zp=True))[0] == "qlmm_coopmat_zp_sk"  # row/column sums
+    assert kernel(desc(16, 4096, 4096, b="uint8"))[0] == "qlmm_coopmat_zp_bt_sk"     # B needs the offset flip
+    assert kernel(desc(16, 4096, 4096, a="uint8", zp=True))[0] == "qlmm_coopmat_zp_bt_sk"  # row/column sums
     assert kernel(desc(16, 4000, 4096))[0] == "qlmm_coopmat_bt_sk"                   # K not whole chunks
     assert kernel(desc(16, 4096, 4096), kernel="portable")[0] == "qlmm"
     assert kernel(desc(16, 4096, 4096), split_k=1)[0] == "qlmm_coopmat_direct"
@@ -325,7 +325,7 @@ def test_qlmm_streams_b_for_decoding_sized_m():
     assert plan(desc(16, 4096, 1024))[:3] == (["qlmm_stream_m16n32p2_sk"], (128, 1, 1), 4)  # 32 tiles
     assert plan(desc(16, 4096, 6144))[:3] == (["qlmm_stream_m16n32p2"], (192, 1, 1), 1)  # 64 wide would split
     assert plan(desc(15, 4096, 4096, "uint8", "uint8", zp=True))[0] == ["qlmm_stream_m16n32p2"]  # + row of ones
-    assert plan(desc(16, 4096, 4096, "uint8", zp=True))[0] == ["qlmm_coopmat_zp_sk"]  # no row left: the 32-row tile
+    assert plan(desc(16, 4096, 4096, "uint8", zp=True))[0] == ["qlmm_coopmat_zp_bt_sk"]  # no row left: the 32-row tile
     p = qlmm.plan(desc(15, 4096, 4096, zp=True), lim)
     assert p.dispatches[0].push[3] & (1024 | 2048) == 1024 | 2048  # both sums: zero points unknown
     cols = qlmm.plan(desc(16, 4096, 4096, n_stride=4096), lim)
@@ -368,23 +368,23 @@ def test_qlmm_tiles_by_rows():
         d = p.dispatches[-1]
         return d.kernel, p.note("config"), p.note("split_k"), d.groups
 
-    # (uint8 A: the _zp variants, which shift A into int8)
-    assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
-    assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.MID_WAVE_CONFIG, 1, (128, 1, 1))  # 128 tiles of 96 rows
-    assert plan(65, 8192, 8192, tuning=TUNING.replace(WAVE_MAX_GROUPS=0)) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (128, 1, 1))
-    assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.MID_CONFIG, 1, (64, 2, 1))
+    # (uint8 A: the _zp variants, which shift A into int8; B row-major staged transposed, _zp_bt)
+    assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_bt_sk", TUNING.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
+    assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp_bt", TUNING.MID_WAVE_CONFIG, 1, (128, 1, 1))  # 128 tiles of 96 rows
+    assert plan(65, 8192, 8192, tuning=TUNING.replace(WAVE_MAX_GROUPS=0)) == ("qlmm_coopmat_zp_bt", TUNING.MID_CONFIG, 1, (128, 1, 1))
+    assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp_bt", TUNING.MID_CONFIG, 1, (64, 2, 1))
     # above MID_MAX_M: 128 x 128 tiles from LARGE_MIN_TILES of them, unsplit (96-row ones, WAVE_CONFIG, where those
     # put no more workgroups on an SM: test_qlmm_tuning); fewer: 64 x 64 x 64
-    assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp", TUNING.WAVE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles of 96 rows
-    assert plan(257, 4096, 8192) == ("qlmm_coopmat_zp", TUNING.WAVE_CONFIG, 1, (64, 3, 1))  # 192 of 96 rows, two an SM as 192 large
+    assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp_bt", TUNING.WAVE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles of 96 rows
+    assert plan(257, 4096, 8192) == ("qlmm_coopmat_zp_bt", TUNING.WAVE_CONFIG, 1, (64, 3, 1))  # 192 of 96 rows, two an SM as 192 large
     assert plan(257, 4096, 11264)[1] == TUNING.WAVE_CONFIG  # 264 either way: two an SM
-    assert plan(257, 4096, 11392) == ("qlmm_coopmat_zp", TUNING.LARGE_CONFIG, 1, (89, 3, 1))  # 267: three on some SMs
+    assert plan(257, 4096, 11392) == ("qlmm_coopmat_zp_bt", TUNING.LARGE_CONFIG, 1, (89, 3, 1))  # 267: three on some SMs
     assert plan(257, 4096, 2048)[1:3] == (TUNING.FEW_TILES_CONFIG, 1) and TUNING.FEW_TILES_CONFIG == "64x64x64_2x2"
     assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.WAVE_CONFIG  # 93 / 96 tiles
     assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many
     assert plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
-    assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.LOW_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
-    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp", TUNING.LOW_CONFIG, 1, (128, 1, 1))  # 128 tiles
+    assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_bt_sk", TUNING.LOW_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
+    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_bt", TUNING.LOW_CONFIG, 1, (128, 1, 1))  # 128 tiles
     # without zero-point sums, 65..MID_MAX_M rows: 128 x 128 tiles from LARGE_SPLIT_MIN_TILES of them, split
     # toward SPLIT_TARGET_GROUPS, LARGE_SPLIT_MIN_CHUNKS (32) K chunks of 64 a split at least; B staged transposed
     assert plan(128, 8192, 8192, sums=False) == ("qlmm_coopmat_bt_sk", TUNING.LARGE_CONFIG, 4, (256, 1, 1))  # 64 tiles
@@ -394,7 +394,7 @@ def test_qlmm_tiles_by_rows():
     assert plan(128, 4096, 4096, sums=False)[:3] == ("qlmm_coopmat_bt_sk", TUNING.MID_CONFIG, 2)  # 32 tiles
     assert plan(64, 8192, 8192, sums=False)[1] == TUNING.LOW_CONFIG  # up to 64 rows, LOW_CONFIG
     assert plan(257, 4096, 2048, sums=False)[1] == TUNING.FEW_TILES_CONFIG  # above MID_MAX_M as before
-    assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_sk", TUNING.SMALL_CONFIG, 4, (256, 1, 1))
+    assert plan(32, 4096, 4096) == ("qlmm_coopmat_zp_bt_sk", TUNING.SMALL_CONFIG, 4, (256, 1, 1))
     for c, rows in ((TUNING.SMALL_CONFIG, 32), (TUNING.LOW_CONFIG, 64), (TUNING.MID_CONFIG, 128)):
         tm, tn, tk, sw, sh = QC.check_config(c)
         assert (tm, tn, tn // sw) == (rows, 64, 16) and c in QC.auto_configs(TUNING)

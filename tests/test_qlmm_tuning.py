@@ -66,13 +66,13 @@ def test_auto_kernel_rule_for_small_m():
               kernel(h100, 15, I8, U8, zp=True), kernel(h100, 16, I8, U8)):  # B's offset: row sums of A only
         assert k.startswith("qlmm_stream"), k
     # B's column sums: no row left; the 32-row tile, not the dot kernel (DOT_MAX_M_COOPMAT), either layout
-    assert kernel(h100, 16, U8, I8, zp=True) == "qlmm_coopmat_zp_sk" and kernel(h100, 16, U8, I8, zp=True, cols=True) == "qlmm_coopmat_zp_bc_sk"
+    assert kernel(h100, 16, U8, I8, zp=True) == "qlmm_coopmat_zp_bt_sk" and kernel(h100, 16, U8, I8, zp=True, cols=True) == "qlmm_coopmat_zp_bc_sk"
     assert kernel(h100, 16, U8, I8, zp=True, K=4000).startswith("qlmm_coopmat_zp")
     assert kernel(h100, 17).startswith("qlmm_coopmat") and kernel(h100, 16, K=4000).startswith("qlmm_stream")
     # 65..MID_MAX_M rows take MID_CONFIG, with split-K (128 x 4096^2: 64 tiles) and without (128 x 4096 x 6144: 96),
     # where the large tile makes fewer than LARGE_SPLIT_MIN_TILES; from there (no zero-point sums) the large tile,
     # split below LARGE_MIN_TILES (128 x 8192^2: 64 tiles) and unsplit from there (256 x 8192^2: 128); every auto
-    # tile stages row-major B transposed (the _bt builds) where no zero-point sums, which stage it row-major
+    # tile stages row-major B transposed (the _bt builds), with zero-point sums too (BT_SUMS; else row-major)
     bt = (TUNING.LARGE_CONFIG, TUNING.MID_CONFIG, TUNING.WAVE_CONFIG, TUNING.BC_WAVE_CONFIG, TUNING.MID_WAVE_CONFIG,
           TUNING.SMALL_CONFIG, TUNING.LOW_CONFIG, TUNING.FEW_TILES_CONFIG)
     assert set(bt) <= set(TUNING.BT_CONFIGS), TUNING.BT_CONFIGS
@@ -80,8 +80,10 @@ def test_auto_kernel_rule_for_small_m():
     assert kernel(h100, 128, K=8192, N=8192) == "qlmm_coopmat_bt_sk" and kernel(h100, 256, K=8192, N=8192) == "qlmm_coopmat_bt"
     assert kernel(h100, 128) == "qlmm_coopmat_bt_sk" and kernel(h100, 2047) == "qlmm_coopmat_bt"
     assert kernel(h100, 2048) == "qlmm_coopmat_bc"  # BC_TRANSPOSE_MIN_M: B transposed first (test_plan.py)
-    assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk"
-    assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp"  # zero points: MID_CONFIG, unsplit
+    assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_bt_sk"
+    assert kernel(h100, 128, U8, I8, zp=True, K=8192, N=8192) == "qlmm_coopmat_zp_bt"  # zero points: MID_CONFIG, unsplit
+    tun = TUNING.replace(GEMV=False, BT_SUMS=False)
+    assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk" and kernel(h100, 128) == "qlmm_coopmat_bt_sk"
     tun = TUNING.replace(GEMV=False, BT_CONFIGS=())
     assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, N=6144) == "qlmm_coopmat"
     # the large tile's last wave, under half full, split-K (TAIL_SPLIT) without zero-point sums; 4096 rows' last
@@ -89,6 +91,8 @@ def test_auto_kernel_rule_for_small_m():
     # zero-point kernel
     assert kernel(h100, 1536) == kernel(h100, 1280, K=8192) == "qlmm_coopmat_sk" and kernel(h100, 4096) == "qlmm_coopmat_bc"
     assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp" and kernel(h100, 1024) == "qlmm_coopmat"
+    tun = TUNING.replace(GEMV=False)
+    assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp_bt" and kernel(h100, 1024) == "qlmm_coopmat_bt"
     # research knob: the tiles of DB_CONFIGS staged in two shared buffers (every kernel of the tile, split or not)
     assert TUNING.DB_CONFIGS == ()
     tun = TUNING.replace(GEMV=False, DB_CONFIGS=(TUNING.LARGE_CONFIG, TUNING.MID_CONFIG))
@@ -211,7 +215,7 @@ def test_wave_tile_where_it_keeps_the_workgroups_an_sm(M, K, N, batch, wave):
         for zp in (False, True):
             g = last(cols, zp)
             bc = "_bc" if cols else ""
-            want = ("qlmm_coopmat_zp" + bc) if zp else ("qlmm_coopmat" + (bc or "_bt"))  # row-major int8: transposed
+            want = "qlmm_coopmat" + ("_zp" if zp else "") + (bc or "_bt")  # row-major: transposed
             assert g.kernel == want, (cols, zp, g.kernel)  # unsplit: no _sk build
             assert g.spec[1:3] == (tm, tn) and g.groups == (-(-N // tn), -(-M // tm), batch), (cols, zp, g.spec, g.groups)
             if wave:  # 4 x 1 subgroups of 96 x 32, 64 deep; B staged n-major (column-major as it lies, or row-major
@@ -287,7 +291,7 @@ def test_mid_wave_tile_before_the_large_split_b_staged_transposed(M, K, N, want)
             o = last_gemm(M, K, N, 1, False, False, off)
             assert o.spec[1:3] == (128, 128), (o.kernel, o.spec)  # split 2 below LARGE_MIN_TILES
     zp, cols = last_gemm(M, K, N, 1, False, True), last_gemm(M, K, N, 1, True, False)
-    assert "_bt" not in zp.kernel and "_bt" not in cols.kernel, (zp.kernel, cols.kernel)
+    assert zp.kernel == "qlmm_coopmat_zp_bt" and "_bt" not in cols.kernel, (zp.kernel, cols.kernel)  # their own rules
 
 
 @pytest.mark.parametrize("M, K, whole, S", [

@@ -9,7 +9,7 @@
 // UINT8 inputs are shifted into int8 on the way in (x ^ 0x80 = x - 128), and zero points are folded
 // in the epilogue: sum (a-za)(b-zb) = sum a'b' - zb' sum a' - za' sum b' + K za' zb' with
 // a' = a - oa, za' = za - oa (oa = 128 for UINT8, else 0). The HAS_SUMS variant accumulates the row
-// sums of A and column sums of B from the staged registers (SWAR byte sums); the other variant is
+// sums of A and column sums of B from the staged registers (dot products with ones, below); the other variant is
 // used when za' and zb' are all zero. The requantization is fused: each 16x16 accumulator goes
 // through a small per-subgroup shared buffer to lanes that write packed 8-bit output words.
 // Host requirements: K % 16 == 0, N % 16 == 0, A/B row and batch strides multiples of 16 elements,
@@ -35,12 +35,13 @@
 // BT: B staged transposed (n-major: each column's TILE_K bytes contiguous), so its cooperative-matrix
 // loads are column-major, the order the int8 MMA takes B in (row-major int8 B has no transposing
 // shared-memory load: each 32-bit fragment register would gather 4 bytes from 4 rows). A thread loads 4
-// consecutive k rows of 16 columns and transposes them in registers (4x4 byte blocks).
+// consecutive k rows of 16 columns and transposes them in registers (4x4 byte blocks); HAS_SUMS takes B's column
+// sums from those rows, as the row-major build does.
 #ifndef BT
 #define BT 0
 #endif
-#if BT && (DIRECT_B || HAS_SUMS)
-#error BT stages B for the kernel without zero-point sums only
+#if BT && DIRECT_B
+#error BT stages B through shared memory
 #endif
 // BC: B column-major in the buffer (F_B_COLS: a transposed view of an N x K weight, PyTorch Linear's order),
 // staged n-major as BT stages it but without the byte transposes: its columns are loaded and stored as A's rows
@@ -58,6 +59,16 @@
 // docs/tuning/qlmm.md, session 28).
 #ifndef DB
 #define DB 0
+#endif
+#if HAS_SUMS
+// The zero-point sums on packed 4 x 8-bit dot products with ones (OpSDot: one instruction a word), signed: A's rows
+// from its loaded words; B's columns from BT's transposed words or BC's loaded ones (row-major B: SWAR byte sums of
+// its rows, below). Against byte sums these took 16-29% off the zero-point products (docs/tuning/qlmm.md, session 39).
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4(uint a, uint b, spirv_literal int fmt);
+#define ONES4(w) sdot4((w), 0x01010101u, 0)
+#define ONES16(v) (ONES4((v).x) + ONES4((v).y) + ONES4((v).z) + ONES4((v).w))
 #endif
 #if DB && DIRECT_B
 #error DB double-buffers the staged tiles
@@ -206,12 +217,6 @@ const uint BT_PASSES = SLOTS_B >= INV ? SLOTS_B / INV : 1u;
     } \
     FETCH_B(kb)
 
-uint bsum(uvec4 v) {  // sum of the 16 bytes
-    uvec4 s = (v & 0x00FF00FFu) + ((v >> 8) & 0x00FF00FFu);
-    uint t = s.x + s.y + s.z + s.w;
-    return (t & 0xFFFFu) + (t >> 16);
-}
-
 void main() {
     uint M = pc.M, N = pc.N, K = pc.K;
     uint lid = gl_LocalInvocationID.x;
@@ -260,15 +265,19 @@ void main() {
 #if HAS_SUMS
     for (uint i = lid; i < TILE_M; i += INV) rowS[i] = 0;
     for (uint i = lid; i < TILE_N; i += INV) colS[i] = 0;
-    uint rowacc[A_PASSES];
-    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] = 0u;
+    int rowacc[A_PASSES];  // signed sums (dot products with ones)
+    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] = 0;
 #if BC
-    uint colacc[B_PASSES];
-    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) colacc[p] = 0u;
-#endif
-    uvec4 colE = uvec4(0u), colO = uvec4(0u);
-    const uint FLUSH = max(1u, 256u / B_PASSES);  // 16-bit lanes: at most 256 adds of 255
+    int colacc[B_PASSES];  // a column's: its loaded words
+    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) colacc[p] = 0;
+#elif BT
+    int colD[16];  // the 16 columns of this thread's block: the transposed words
+    [[unroll]] for (uint c = 0u; c < 16u; ++c) colD[c] = 0;
+#else
+    uvec4 colE = uvec4(0u), colO = uvec4(0u);  // row-major: offset-binary byte sums in 16-bit lanes, flushed
+    const uint FLUSH = max(1u, 256u / B_PASSES);  // at most 256 adds of 255
     uint since_flush = 0u;
+#endif
 #endif
 
     uvec4 tA[A_PASSES];
@@ -315,13 +324,21 @@ void main() {
                     uint t2 = (x2 & 0x00FF00FFu) | ((x3 & 0x00FF00FFu) << 8u);
                     uint t3 = ((x2 >> 8u) & 0x00FF00FFu) | (x3 & 0xFF00FF00u);
                     uint at = nb * (BT_BLK / 4u) + 4u * c4 * (STRIDE_BT / 4u) + kg;  // in words
-                    BshT[bb + (at >> 2)][at & 3u] = (t0 & 0xFFFFu) | (t2 << 16u);
+                    uint w0 = (t0 & 0xFFFFu) | (t2 << 16u), w1 = (t1 & 0xFFFFu) | (t3 << 16u);
+                    uint w2 = (t0 >> 16u) | (t2 & 0xFFFF0000u), w3 = (t1 >> 16u) | (t3 & 0xFFFF0000u);
+                    BshT[bb + (at >> 2)][at & 3u] = w0;
                     at += STRIDE_BT / 4u;
-                    BshT[bb + (at >> 2)][at & 3u] = (t1 & 0xFFFFu) | (t3 << 16u);
+                    BshT[bb + (at >> 2)][at & 3u] = w1;
                     at += STRIDE_BT / 4u;
-                    BshT[bb + (at >> 2)][at & 3u] = (t0 >> 16u) | (t2 & 0xFFFF0000u);
+                    BshT[bb + (at >> 2)][at & 3u] = w2;
                     at += STRIDE_BT / 4u;
-                    BshT[bb + (at >> 2)][at & 3u] = (t1 >> 16u) | (t3 & 0xFFFF0000u);
+                    BshT[bb + (at >> 2)][at & 3u] = w3;
+#if HAS_SUMS
+                    colD[4u * c4] += ONES4(w0);
+                    colD[4u * c4 + 1u] += ONES4(w1);
+                    colD[4u * c4 + 2u] += ONES4(w2);
+                    colD[4u * c4 + 3u] += ONES4(w3);
+#endif
                 }
             }
         }
@@ -337,11 +354,11 @@ void main() {
         }
 #endif
 #if HAS_SUMS
-        // Offset-binary bytes (x' ^ 0x80 = x' + 128): plain unsigned byte sums.
-        [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] += bsum(tA[p] ^ 0x80808080u);
+        [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) rowacc[p] += ONES16(tA[p]);
 #if BC
-        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) colacc[p] += bsum(tB[p] ^ 0x80808080u);
-#else
+        [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) colacc[p] += ONES16(tB[p]);
+#elif !BT  // (BT: colD, from the transposed words above)
+        // Offset-binary bytes (x' ^ 0x80 = x' + 128): plain unsigned byte sums of 4-column words.
         [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) {
             uvec4 v = tB[p] ^ 0x80808080u;
             colE += v & 0x00FF00FFu;
@@ -358,7 +375,7 @@ void main() {
             colE = uvec4(0u);
             colO = uvec4(0u);
         }
-#endif  // BC
+#endif
 #endif
         }  // do_store
 #if !DB

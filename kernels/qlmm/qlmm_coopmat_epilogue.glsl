@@ -5,12 +5,18 @@
 #if (BC || BT) && !DB
     barrier();  // the last tile's multiplies are done: Ash holds the epilogue's slices (CSH)
 #endif
-    int kpad128 = int(nchunks * TILE_K * 128u);
+#if BC || BT
+    const int kpadB = 0;  // B's column sums signed, as A's row sums: zeros outside added nothing
+#else
+    int kpadB = int(nchunks * TILE_K * 128u);  // row-major B's offset-binary sums: 128 a k row, padding included
+#endif
     int oa = has(F_A_SIGNED) ? 0 : 128, ob = has(F_B_SIGNED) ? 0 : 128;
 #if HAS_SUMS
-    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) atomicAdd(rowS[ar + p * RA], int(rowacc[p]));
+    [[unroll]] for (uint p = 0u; p < A_PASSES; ++p) atomicAdd(rowS[ar + p * RA], rowacc[p]);
 #if BC
-    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) atomicAdd(colS[bk + p * RB], int(colacc[p]));
+    [[unroll]] for (uint p = 0u; p < B_PASSES; ++p) atomicAdd(colS[bk + p * RB], colacc[p]);
+#elif BT
+    if (lid < SLOTS_B) [[unroll]] for (uint c = 0u; c < 16u; ++c) atomicAdd(colS[bn + c], colD[c]);
 #endif
     barrier();
 #endif
@@ -73,7 +79,7 @@
             sa = sa_at(m); so = so_at(m); zo = zo_at(m);
 #if HAS_SUMS
             zap = za_at(m) - oa;
-            sum_a = rowS[ml] - kpad128;
+            sum_a = rowS[ml];
 #endif
         }
         [[unroll]] for (uint j = 0u; j < C_COLS; ++j) {
@@ -87,7 +93,7 @@
                     acc[t] = CSH_AT(r * 16u + c8 + t);
 #if HAS_SUMS
                     int zbp = zb_at(n + t) - ob;
-                    acc[t] += -zbp * sum_a - zap * (colS[nl + t] - kpad128) + int(K) * zap * zbp;
+                    acc[t] += -zbp * sum_a - zap * (colS[nl + t] - kpadB) + int(K) * zap * zbp;
 #endif
                 }
                 uint v[8];

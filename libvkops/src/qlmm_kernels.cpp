@@ -121,7 +121,8 @@ std::pair<std::string, std::string> cm_resolve(const std::string &config_in, i64
     if (direct_ok && cm_config(config)[4] == 1 && K % tk == 0) return {config, "qlmm_coopmat_direct"};
     std::string db = listed(t.DB_CONFIGS, config) ? "_db" : "";
     if (bc && db.empty()) return {config, free ? "qlmm_coopmat_bc" : "qlmm_coopmat_zp_bc"};
-    if (!free) return {config, "qlmm_coopmat_zp" + db};
+    if (!free)  // zero-point sums: B staged transposed (no _zp_bt_db build), or row-major
+        return {config, "qlmm_coopmat_zp" + (t.BT_SUMS && listed(t.BT_CONFIGS, config) && db.empty() ? std::string("_bt") : db)};
     return {config, (listed(t.BT_CONFIGS, config) ? "qlmm_coopmat_bt" : "qlmm_coopmat") + db};
 }
 

@@ -256,7 +256,7 @@ extern "C" vkops_status vkops_context_self_check(vkops_context *c, VkQueue queue
         lim.coopmat_verified = true;
         lim.coopmat_split_verified = false;
         bool ok = check(c, queue, cmd, lim, NONSPLIT, sizeof NONSPLIT / sizeof *NONSPLIT,
-                        {"qlmm_coopmat", "qlmm_coopmat_bt", "qlmm_coopmat_zp", "qlmm_stream", "qlmm_coopmat_bc",
+                        {"qlmm_coopmat", "qlmm_coopmat_bt", "qlmm_coopmat_zp_bt", "qlmm_stream", "qlmm_coopmat_bc",
                          "qlmm_coopmat_zp_bc", "qlmm_transpose"}) &&
                   check(c, queue, cmd, lim, WAVE, sizeof WAVE / sizeof *WAVE,
                         {"qlmm_coopmat", "qlmm_coopmat_zp_bc", "qlmm_coopmat_bc", "qlmm_coopmat_zp"});
@@ -264,7 +264,7 @@ extern "C" vkops_status vkops_context_self_check(vkops_context *c, VkQueue queue
         if (ok) {
             lim.coopmat_split_verified = true;
             split = check(c, queue, cmd, lim, SPLIT, sizeof SPLIT / sizeof *SPLIT,
-                          {"qlmm_coopmat", "qlmm_stream", "_sk", "_bc_sk"}) &&
+                          {"qlmm_coopmat", "qlmm_stream", "_sk", "_bc_sk", "_zp_bt_sk"}) &&
                     check(c, queue, cmd, lim, TAIL, 1, {"qlmm_transpose", "qlmm_coopmat_bc_sk"});
         }
         std::lock_guard<std::mutex> lock(c->mutex);

@@ -163,7 +163,8 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
     """The tile config and kernel for a product ("auto" picks by shape). B is read straight into
     cooperative matrices (DIRECT_B, no shared staging) for one 16-row tile with signed B (no offset
     flip), no zero-point sums and whole K chunks; column-major B (b_cols) is staged as it lies (BC,
-    COOPMAT_BC) by a tile outside DB_CONFIGS, and the other kernels read B packed row-major."""
+    COOPMAT_BC) by a tile outside DB_CONFIGS, row-major B staged transposed (BT) by the tiles of BT_CONFIGS (with
+    zero-point sums where BT_SUMS, outside DB_CONFIGS), and the other kernels stage B row-major."""
     t = tuning
     direct_ok = t.COOPMAT_DIRECT and M <= t.DIRECT_MAX_M and free and b_signed
     bc = b_cols and t.COOPMAT_BC
@@ -177,8 +178,8 @@ def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_sig
     db = "_db" if config in t.DB_CONFIGS else ""
     if bc and not db:
         return config, "qlmm_coopmat" + ("_bc" if free else "_zp_bc")
-    if not free:
-        return config, "qlmm_coopmat_zp" + db
+    if not free:  # zero-point sums: B staged transposed (no _zp_bt_db build), or row-major
+        return config, "qlmm_coopmat_zp" + ("_bt" if t.BT_SUMS and config in t.BT_CONFIGS and not db else db)
     return config, ("qlmm_coopmat_bt" if config in t.BT_CONFIGS else "qlmm_coopmat") + db
 
 
@@ -220,7 +221,7 @@ def coopmat_supported(dev) -> bool:
 
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
-                    "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk", "qlmm_coopmat_bc", "qlmm_coopmat_bc_sk",
+                    "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk", "qlmm_coopmat_zp_bt", "qlmm_coopmat_zp_bt_sk", "qlmm_coopmat_bc", "qlmm_coopmat_bc_sk",
                     "qlmm_coopmat_zp_bc", "qlmm_coopmat_zp_bc_sk",
                     "qlmm_coopmat_db", "qlmm_coopmat_zp_db", "qlmm_coopmat_bt_db",
                     "qlmm_coopmat_db_sk", "qlmm_coopmat_zp_db_sk", "qlmm_coopmat_bt_db_sk",
@@ -319,6 +320,7 @@ def self_check(dev, split: bool = False) -> bool:
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.DB_CONFIGS]  # two shared buffers
         cases.append((np.int8, np.int8, False, "tail", None, False))  # a tail split (tail_split), below
+    ran = set()  # the kernels the cases ran: B staged transposed among them, with zero-point sums and without
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K
         batches, tun = 2, T
@@ -366,9 +368,13 @@ def self_check(dev, split: bool = False) -> bool:
             assert p.note("b_layout") == "column-major", p.notes
         execute(p, batch, [t for t in ts if t is not None], [out])
         batch.run()
+        ran.update(d.kernel for d in p.dispatches)
         got = out.numpy()
         diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
         ok &= bool(diff.max() <= 1 and (diff == 0).mean() >= 0.99)
+    sk = "_sk" if split else ""
+    need = {"qlmm_coopmat_bt" + sk} | ({"qlmm_coopmat_zp_bt" + sk} if T.BT_SUMS else set()) if T.BT_CONFIGS else set()
+    assert need <= ran, (need, ran)  # the check ran what it vouches for
     return ok
 
 
