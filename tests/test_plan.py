@@ -351,7 +351,7 @@ def test_qlmm_streams_b_for_decoding_sized_m():
 def test_qlmm_tiles_by_rows():
     """Where 128 x 128 tiles leave too few workgroups, tiles of subgroups 16 columns wide by row count: up to
     32 rows SMALL_CONFIG, 33..64 LOW_CONFIG (split-K toward MID_TARGET_GROUPS, as MID_CONFIG's 256
-    invocations), 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward MID_TARGET_GROUPS), or without
+    invocations; toward LOW_TARGET_GROUPS from LOW_TARGET_MIN_K deep), 65..MID_MAX_M 128 x 64 tiles of 8 subgroups (split-K toward MID_TARGET_GROUPS), or without
     zero-point sums 128 x 128 from LARGE_SPLIT_MIN_TILES of them, split toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split; more rows 128 x 128 where that makes LARGE_MIN_TILES tiles (unsplit),
     else 64 x 64 x 64; large products 128 x 128. Each is in the self-check. (Row-major B as it lies: the
@@ -384,7 +384,8 @@ def test_qlmm_tiles_by_rows():
     assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many
     assert plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
     assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_bt_sk", TUNING.LOW_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
-    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_bt", TUNING.LOW_CONFIG, 1, (128, 1, 1))  # 128 tiles
+    assert plan(33, 8192, 8192) == ("qlmm_coopmat_zp_bt_sk", TUNING.LOW_CONFIG, 2, (256, 1, 1))  # 128 tiles, K 8192: split 2
+    assert plan(33, 4096, 8192) == ("qlmm_coopmat_zp_bt", TUNING.LOW_CONFIG, 1, (128, 1, 1))  # shallower: unsplit
     # without zero-point sums, 65..MID_MAX_M rows: 128 x 128 tiles from LARGE_SPLIT_MIN_TILES of them, split
     # toward SPLIT_TARGET_GROUPS, LARGE_SPLIT_MIN_CHUNKS (32) K chunks of 64 a split at least; B staged transposed
     assert plan(128, 8192, 8192, sums=False) == ("qlmm_coopmat_bt_sk", TUNING.LARGE_CONFIG, 4, (256, 1, 1))  # 64 tiles

@@ -294,6 +294,36 @@ def test_mid_wave_tile_before_the_large_split_b_staged_transposed(M, K, N, want)
     assert zp.kernel == "qlmm_coopmat_zp_bt" and "_bt" not in cols.kernel, (zp.kernel, cols.kernel)  # their own rules
 
 
+@pytest.mark.parametrize("M, K, N, split", [
+    (64, 8192, 8192, 2),   # 128 tiles of 64 x 64, 64 K chunks: toward two workgroups an SM
+    (33, 8192, 8192, 2),
+    (40, 8192, 4096, 4),   # 64 tiles: 4 splits of 16 chunks
+    (64, 11008, 4096, 4),  # 86 chunks
+    (64, 8064, 8192, 1),   # 63 chunks, under LOW_TARGET_MIN_K: toward one an SM (128 tiles: unsplit)
+    (64, 4096, 4096, 2),   # 64 tiles, 32 chunks: one an SM
+    (64, 4096, 8192, 1),
+    (64, 8192, 16384, 1),  # 256 tiles: unsplit either way
+])
+@pytest.mark.host_only
+def test_low_tile_splits_toward_two_an_sm_from_deep_k(M, K, N, split):
+    """33-64 rows on LOW_CONFIG split K toward LOW_TARGET_GROUPS (two workgroups an SM) from LOW_TARGET_MIN_K deep (K
+    in whole chunks), shallower toward MID_TARGET_GROUPS (one an SM), either layout of B, zero points or not; the
+    knobs move the line."""
+    def splits(cols, zp, tun=TUNING):
+        g = last_gemm(M, K, N, 1, cols, zp, tun)
+        assert g.spec[1:6] == (64, 64, 128, 4, 2), g.spec  # LOW_CONFIG
+        s = g.groups[0] // -(-N // 64)
+        assert g.kernel.endswith("_sk") == (s > 1), (g.kernel, s)
+        return s
+    for cols in (False, True):
+        for zp in (False, True):
+            assert splits(cols, zp) == split, (cols, zp)
+            shallow = splits(cols, zp, TUNING.replace(LOW_TARGET_MIN_K=1 << 20))  # all toward one an SM
+            assert shallow == (split // 2 if K >= 8192 and split > 1 else split), (cols, zp, shallow)
+            deep = splits(cols, zp, TUNING.replace(LOW_TARGET_MIN_K=1))  # all toward two an SM
+            assert deep == (split if K >= 8192 or N > 8192 else 2 * split), (cols, zp, deep)
+
+
 @pytest.mark.parametrize("M, K, whole, S", [
     (1536, 4096, 264, 2),   # 384 large tiles: 264 whole, the last 120 split 2 ways (264 // 120)
     (1280, 8192, 264, 4),   # 320: the last 56 split 4 ways (264 // 56)

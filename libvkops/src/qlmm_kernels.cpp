@@ -34,8 +34,10 @@ i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmT
         return s >= 2 ? s : 1;
     }
     if (tiles >= (i64)t.AUTO_MIN_GROUPS / 2) return 1;
-    i64 target = config == t.MID_CONFIG || config == t.BC_MID_CONFIG || config == t.LOW_CONFIG ? t.MID_TARGET_GROUPS
-                                                                                                : t.SPLIT_TARGET_GROUPS;
+    bool deep = nchunks * cm_config(config)[2] >= (i64)t.LOW_TARGET_MIN_K;  // K, in whole chunks
+    i64 target = config == t.LOW_CONFIG && deep ? t.LOW_TARGET_GROUPS
+                 : config == t.MID_CONFIG || config == t.BC_MID_CONFIG || config == t.LOW_CONFIG ? t.MID_TARGET_GROUPS
+                                                                                                 : t.SPLIT_TARGET_GROUPS;
     i64 s = std::min({(i64)t.SPLIT_MAX, std::max<i64>(1, target / tiles), std::max<i64>(1, nchunks / t.SPLIT_MIN_CHUNKS)});
     return s >= 2 ? s : 1;
 }

@@ -63,7 +63,8 @@ SMALL_MAX_M, LOW_MAX_M = 32, 64  # auto_config: SMALL_CONFIG up to 32 rows, LOW_
 
 def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAULT) -> int:
     """Split-K for few output tiles (small M, N and batch): a factor so that about SPLIT_TARGET_GROUPS
-    (MID_TARGET_GROUPS for the middle tiles MID_CONFIG, BC_MID_CONFIG and LOW_CONFIG) workgroups run, each with at least
+    (MID_TARGET_GROUPS for the middle tiles MID_CONFIG, BC_MID_CONFIG and LOW_CONFIG; LOW_TARGET_GROUPS for LOW_CONFIG
+    from LOW_TARGET_MIN_K deep) workgroups run, each with at least
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit); the 96-row tiles WAVE_CONFIG (fewer rows than the
     large tile, by validation), BC_WAVE_CONFIG and MID_WAVE_CONFIG unsplit (auto_config counts their workgroups)."""
@@ -77,7 +78,9 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
         return s if s >= 2 else 1
     if tiles >= t.AUTO_MIN_GROUPS // 2:
         return 1
-    target = t.MID_TARGET_GROUPS if config in (t.MID_CONFIG, t.BC_MID_CONFIG, t.LOW_CONFIG) else t.SPLIT_TARGET_GROUPS
+    deep = nchunks * COOPMAT_CONFIGS[config][2] >= t.LOW_TARGET_MIN_K  # K, in whole chunks
+    target = (t.LOW_TARGET_GROUPS if config == t.LOW_CONFIG and deep else
+              t.MID_TARGET_GROUPS if config in (t.MID_CONFIG, t.BC_MID_CONFIG, t.LOW_CONFIG) else t.SPLIT_TARGET_GROUPS)
     s = min(t.SPLIT_MAX, max(1, target // tiles), max(1, nchunks // t.SPLIT_MIN_CHUNKS))
     return s if s >= 2 else 1
 

@@ -34,6 +34,8 @@ class QlmmTuning(Tuning):
     MID_CONFIG: str = "128x64x128_4x2"  # 65-256 rows: 128 x 4096^2 0.047 -> 0.0385 ms (#2026-11-24-session-10-tiles-by-row-count)
     MID_MAX_M: int = 256  # MID_CONFIG up to here, FEW_TILES_CONFIG above (#2026-11-24-session-10-tiles-by-row-count)
     MID_TARGET_GROUPS: int = 128  # MID_CONFIG's, BC_MID_CONFIG's and LOW_CONFIG's split-K toward one workgroup an SM; LOW 64 x 4096^2 split 4 -> 2: 0.0281 -> 0.0250 ms (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
+    LOW_TARGET_GROUPS: int = 256  # LOW_CONFIG's split-K toward two workgroups an SM from LOW_TARGET_MIN_K: 64 x 8192^2 0.075 -> 0.052 ms, 64 x 11008 x 4096 0.056 -> 0.040 (#2026-11-27-session-39-33-64-rows-split-toward-two-workgroups-an-sm-from-k--8192)
+    LOW_TARGET_MIN_K: int = 8192  # ... shallower, toward MID_TARGET_GROUPS: 64 x 4096 x 8192 B column-major lost 0.021 -> 0.024 ms split (#2026-11-27-session-39-33-64-rows-split-toward-two-workgroups-an-sm-from-k--8192)
     LARGE_SPLIT_MIN_TILES: int = 64  # 65-MID_MAX_M rows without zero-point sums: LARGE_CONFIG split-K from this many of its tiles; 128 x 8192^2 0.092 -> 0.071 ms (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     LARGE_SPLIT_MIN_CHUNKS: int = 32  # LARGE_CONFIG's splits keep this many 64-deep K chunks: 192 x 4096^2 split 2 0.0425 ms, 4: 0.0459 (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     BT_CONFIGS: Tuple[str, ...] = ("128x128x64_4x1", "128x64x128_4x2", "96x128x64_4x1", "96x128x128_2x2", "96x64x128_2x2", "32x64x128_4x1", "64x64x128_4x2", "64x64x64_2x2")  # row-major B staged transposed on every auto tile: 384 x 4096^2 0.057 -> 0.042 ms, 1024 x 4096 x 11008 0.290 -> 0.240 (#2026-11-27-session-38-row-major-b-staged-transposed-on-every-tile)
