@@ -60,18 +60,18 @@
 #ifndef DB
 #define DB 0
 #endif
+#if DB && DIRECT_B
+#error DB double-buffers the staged tiles
+#endif
 #if HAS_SUMS
 // The zero-point sums on packed 4 x 8-bit dot products with ones (OpSDot: one instruction a word), signed: A's rows
 // from its loaded words; B's columns from BT's transposed words or BC's loaded ones (row-major B: SWAR byte sums of
-// its rows, below). Against byte sums these took 16-29% off the zero-point products (docs/tuning/qlmm.md, session 39).
+// its rows, below). Against byte sums these took 14-29% off the zero-point products (docs/tuning/qlmm.md, session 39).
 #extension GL_EXT_spirv_intrinsics : require
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int sdot4(uint a, uint b, spirv_literal int fmt);
 #define ONES4(w) sdot4((w), 0x01010101u, 0)
 #define ONES16(v) (ONES4((v).x) + ONES4((v).y) + ONES4((v).z) + ONES4((v).w))
-#endif
-#if DB && DIRECT_B
-#error DB double-buffers the staged tiles
 #endif
 
 layout(local_size_x_id = 0) in;  // 32 * SG_W * SG_H
