@@ -378,7 +378,8 @@ def test_qlmm_tiles_by_rows():
     assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp_bt", TUNING.WAVE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles of 96 rows
     assert plan(257, 4096, 8192) == ("qlmm_coopmat_zp_bt", TUNING.WAVE_CONFIG, 1, (64, 3, 1))  # 192 of 96 rows, two an SM as 192 large
     assert plan(257, 4096, 11264)[1] == TUNING.WAVE_CONFIG  # 264 either way: two an SM
-    assert plan(257, 4096, 11392) == ("qlmm_coopmat_zp_bt", TUNING.LARGE_CONFIG, 1, (89, 3, 1))  # 267: three on some SMs
+    assert plan(257, 4096, 11392) == ("qlmm_coopmat_zp_bt_sk", TUNING.LARGE_CONFIG, 8, (288, 1, 1))  # 267: three on some
+    # SMs; a wave of 264 whole, the last 3 split 8 ways (TAIL_SPLIT)
     assert plan(257, 4096, 2048)[1:3] == (TUNING.FEW_TILES_CONFIG, 1) and TUNING.FEW_TILES_CONFIG == "64x64x64_2x2"
     assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.WAVE_CONFIG  # 93 / 96 tiles
     assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many

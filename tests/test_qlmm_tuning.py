@@ -86,13 +86,12 @@ def test_auto_kernel_rule_for_small_m():
     assert kernel(h100, 128, U8, I8, zp=True) == "qlmm_coopmat_zp_sk" and kernel(h100, 128) == "qlmm_coopmat_bt_sk"
     tun = TUNING.replace(GEMV=False, BT_CONFIGS=())
     assert kernel(h100, 128) == "qlmm_coopmat_sk" and kernel(h100, 128, N=6144) == "qlmm_coopmat"
-    # the large tile's last wave, under half full, split-K (TAIL_SPLIT) without zero-point sums; 4096 rows' last
-    # wave of 232 tiles (on the BC build after B's transposed copy) and one matrix's 8 are left whole, as the
-    # zero-point kernel
+    # the large tile's last wave, under half full, split-K (TAIL_SPLIT), zero-point sums or not; 4096 rows' last
+    # wave of 232 tiles (on the BC build after B's transposed copy) and one matrix's 8 are left whole
     assert kernel(h100, 1536) == kernel(h100, 1280, K=8192) == "qlmm_coopmat_sk" and kernel(h100, 4096) == "qlmm_coopmat_bc"
-    assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp" and kernel(h100, 1024) == "qlmm_coopmat"
+    assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp_sk" and kernel(h100, 1024) == "qlmm_coopmat"
     tun = TUNING.replace(GEMV=False)
-    assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp_bt" and kernel(h100, 1024) == "qlmm_coopmat_bt"
+    assert kernel(h100, 1536, U8, I8, zp=True) == "qlmm_coopmat_zp_bt_sk" and kernel(h100, 1024) == "qlmm_coopmat_bt"
     # research knob: the tiles of DB_CONFIGS staged in two shared buffers (every kernel of the tile, split or not)
     assert TUNING.DB_CONFIGS == ()
     tun = TUNING.replace(GEMV=False, DB_CONFIGS=(TUNING.LARGE_CONFIG, TUNING.MID_CONFIG))
@@ -333,17 +332,21 @@ def test_low_tile_splits_toward_two_an_sm_from_deep_k(M, K, N, split):
     (4096, 4096, 0, 1),     # 1024: a last wave of 232 tiles, over half full: whole
     (1024, 4096, 0, 1),     # 256 tiles: no whole wave
 ])
+@pytest.mark.parametrize("zp", [False, True])
 @pytest.mark.host_only
-def test_tail_split_plan(M, K, whole, S):
+def test_tail_split_plan(M, K, whole, S, zp):
     """TAIL_SPLIT: the large tile's whole waves (AUTO_MIN_GROUPS workgroups) run whole and the last wave's tiles, fewer
     than half a wave, split-K on a one-matrix grid of F + (tiles - F) * S workgroups; the push constants' splits word
-    carries S | F << 8, the slots and counters are the split tiles' only. Off: the whole grid unsplit. From
-    BC_TRANSPOSE_MIN_M rows the same on the BC builds, after B's transposed copy (a scratch of K x N bytes)."""
+    carries S | F << 8, the slots (the tile, its row and column sums) and counters are the split tiles' only. Off: the
+    whole grid unsplit. From BC_TRANSPOSE_MIN_M rows the same on the BC builds, after B's transposed copy (a scratch of
+    K x N bytes). Zero-point sums or not (zp: uint8 A with zero points, the _zp builds)."""
     N = 4096
     t = lambda dt, shape: vkops.TensorDesc(dt, shape)
     one = (1, 1, 1, 1)
-    d = vkops.QuantizedLinearMatMulDesc(t("int8", (1, 1, M, K)), t("float32", one), None, t("int8", (1, 1, K, N)),
-                                        t("float32", one), None, t("float32", one), None, t("int8", (1, 1, M, N))).validate()
+    adt = "uint8" if zp else "int8"
+    d = vkops.QuantizedLinearMatMulDesc(t(adt, (1, 1, M, K)), t("float32", one), t(adt, one) if zp else None,
+                                        t("int8", (1, 1, K, N)), t("float32", one), t("int8", one) if zp else None,
+                                        t("float32", one), None, t(adt, (1, 1, M, N))).validate()
     h100 = COOPMAT_H100
     tiles = -(-M // 128) * (N // 128)
     p = qmod.python_plan(d, h100, tuning=TUNING.replace(GEMV=False))
@@ -351,6 +354,7 @@ def test_tail_split_plan(M, K, whole, S):
     slot = 128 * 128 + 256
     tr = M >= TUNING.BC_TRANSPOSE_MIN_M  # B transposed first, then the BC builds
     kname, copy = ("qlmm_coopmat_bc", [K * N]) if tr else ("qlmm_coopmat_bt", [])  # B staged transposed (BT_CONFIGS)
+    kname = kname.replace("coopmat_", "coopmat_zp_") if zp else kname
     assert [x.kernel for x in p.dispatches[:-1]] == (["qlmm_transpose"] if tr else [])
     if whole:
         assert g.kernel == kname + "_sk" and g.groups == (whole + (tiles - whole) * S, 1, 1)

@@ -9,7 +9,7 @@ docs/tuning/qlmm.md, session 10.
         --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
     bash bench/gpu.sh python3 bench/research/research_mid.py --before '{"STREAM_SUMS": false}' \
         --now '{"STREAM_SUMS": true}' --also '{"STREAM_SUMS": true, "STREAM_SUMS_TARGET": 1024}' 16x4096x4096
-A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run. `--int8` times only int8 x int8 (no zero points). Each
+A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run. `--int8` times only int8 x int8 (no zero points), `--zp` only uint8 x int8 with them. Each
 `--also '<JSON>'` (repeatable) is one more side, DEFAULT with those knobs, timed beside now and before. Each side
 prints (GPU ms, exact within 1 on min(M, 16) rows, its last dispatch's kernel and workgroups).
 """
@@ -27,8 +27,8 @@ BEFORE = {"MID_MAX_M": 0, "SMALL_CONFIG": "32x64x128_2x2", "LOW_CONFIG": "64x64x
 args = sys.argv[1:]
 opts, ALSO = {}, []
 B_COLS = "--b-cols" in args  # B a transposed view of an N x K matrix (column-major), as PyTorch's Linear weight
-INT8 = "--int8" in args  # only the int8 rows (no zero points)
-args = [a for a in args if a not in ("--b-cols", "--int8")]
+INT8, ZP = "--int8" in args, "--zp" in args  # only the int8 rows (no zero points), or only the zero-point ones
+args = [a for a in args if a not in ("--b-cols", "--int8", "--zp")]
 while args and args[0] in ("--now", "--before", "--also"):
     if args[0] == "--also":
         ALSO.append(json.loads(args[1]))
@@ -48,7 +48,7 @@ SHAPES = [tuple(map(int, a.split("x"))) for a in args] or [
     (32, 4096, 4096), (32, 8192, 8192), (64, 4096, 4096), (64, 8192, 8192), (128, 4096, 4096),
     (256, 4096, 4096), (128, 8192, 8192), (96, 4096, 4096)]
 for (M, K, N) in SHAPES:
-    for zp in (False,) if INT8 else (True, False):
+    for zp in (False,) if INT8 else (True,) if ZP else (True, False):
         a = rng.integers(0, 256, (M, K), dtype=np.uint8) if zp else rng.integers(-128, 128, (M, K), dtype=np.int8)
         b = rng.integers(-128, 128, (K, N), dtype=np.int8)
         za = np.uint8(120) if zp else None; zb = np.int8(3) if zp else None

@@ -48,7 +48,7 @@ QChoice qlmm_choose(const Limits &lim, const QProduct &p, const QlmmTuning &t);
 std::vector<i64> cm_config(const std::string &name);  // COOPMAT_CONFIGS[name]: TILE_M, TILE_N, TILE_K, SG_W, SG_H
 std::vector<i64> cm_check_config(const std::string &name);
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t);
-std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &config, bool sums, const QlmmTuning &t);
+std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t);
 std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums, bool bc, i64 K);
 i64 cm_shared_bytes(const std::string &config, const std::string &kname);
 std::pair<std::string, std::string> cm_resolve(const std::string &config, i64 M, i64 N, i64 K, i64 batches, bool free,

@@ -42,10 +42,10 @@ i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmT
     return s >= 2 ? s : 1;
 }
 
-std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &config, bool sums, const QlmmTuning &t) {
+std::pair<i64, i64> cm_tail_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
     i64 wave = t.AUTO_MIN_GROUPS, tail = tiles % wave;
     bool large = config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG;
-    if (!t.TAIL_SPLIT || sums || !large || tiles < wave || tail == 0 || 2 * tail > wave) return {0, 1};
+    if (!t.TAIL_SPLIT || !large || tiles < wave || tail == 0 || 2 * tail > wave) return {0, 1};
     i64 s = std::min({(i64)t.SPLIT_MAX, wave / tail, nchunks / (i64)t.TAIL_MIN_CHUNKS});
     return s >= 2 ? std::pair<i64, i64>{tiles - tail, s} : std::pair<i64, i64>{0, 1};
 }

@@ -150,7 +150,7 @@ static std::string lower(Builder &bld, const Qlmm &q, Ref in[Q_FIELDS], const Ql
                                                          : cm_auto_split(tiles, nchunks, config, t);
         sk = sk > 1 && lim.coopmat_split_verified ? sk : 1;
         if (sk == 1 && groups[2] == 1 && lim.coopmat_split_verified)
-            std::tie(whole, sk) = cm_tail_split(tiles, nchunks, config, !(prod.a_free && prod.b_free), t);
+            std::tie(whole, sk) = cm_tail_split(tiles, nchunks, config, t);
         slot = tm * tn + tm + tn;  // the int32 tile, then its row and column sums
     } else if (which == "dot") {
         sk = dot_splits(tiles, K, spec[0], t);

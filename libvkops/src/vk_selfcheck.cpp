@@ -45,7 +45,8 @@ const Case SPLIT[] = {
 // The large tile's tail split (QlmmTuning.TAIL_SPLIT), cooperative matrices only (through the portable kernel it
 // would take lavapipe half a minute): 272 tiles, 264 whole, the last 8 (in the raster: rows 2048-2175, columns
 // 1024-2047) split 8 ways; every 8th row of that tile row compared. B is transposed first (BC_TRANSPOSE_MIN_M).
-const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8}};
+const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8},
+                     {1, 2176, 4096, 2048, DT::UINT8, DT::INT8, true, false, 2048, 8}};  // and with zero-point sums
 // The 96-row tiles, cooperative matrices only (300 rows of 4096 columns make 128 of WAVE_CONFIG's tiles, one an SM:
 // BC_WAVE_CONFIG there, B row-major without zero points (staged transposed), B column-major with them; 640 rows:
 // WAVE_CONFIG two an SM, B column-major, and row-major with zero points and without (staged transposed);
@@ -265,7 +266,8 @@ extern "C" vkops_status vkops_context_self_check(vkops_context *c, VkQueue queue
             lim.coopmat_split_verified = true;
             split = check(c, queue, cmd, lim, SPLIT, sizeof SPLIT / sizeof *SPLIT,
                           {"qlmm_coopmat", "qlmm_stream", "_sk", "_bc_sk", "_zp_bt_sk"}) &&
-                    check(c, queue, cmd, lim, TAIL, 1, {"qlmm_transpose", "qlmm_coopmat_bc_sk"});
+                    check(c, queue, cmd, lim, TAIL, sizeof TAIL / sizeof *TAIL,
+                          {"qlmm_transpose", "qlmm_coopmat_bc_sk", "qlmm_coopmat_zp_bc_sk"});
         }
         std::lock_guard<std::mutex> lock(c->mutex);
         c->limits.coopmat_verified = ok;

@@ -85,8 +85,8 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     return s if s >= 2 else 1
 
 
-def tail_split(tiles: int, nchunks: int, config: str, sums: bool, tuning: QlmmTuning = DEFAULT) -> Tuple[int, int]:
-    """(F, S) for LARGE_CONFIG's unsplit products of one matrix without zero-point sums: the first F tiles (whole
+def tail_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAULT) -> Tuple[int, int]:
+    """(F, S) for LARGE_CONFIG's unsplit products of one matrix, zero-point sums or not: the first F tiles (whole
     waves of AUTO_MIN_GROUPS, two workgroups an SM) run whole and the tiles of a last wave under half full split S
     ways (S tiles' worth of workgroups fill that wave, with at least TAIL_MIN_CHUNKS K chunks a split);
     (0, 1): none."""
@@ -94,7 +94,7 @@ def tail_split(tiles: int, nchunks: int, config: str, sums: bool, tuning: QlmmTu
     wave = t.AUTO_MIN_GROUPS
     tail = tiles % wave
     large = config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG)
-    if not t.TAIL_SPLIT or sums or not large or tiles < wave or tail == 0 or 2 * tail > wave:
+    if not t.TAIL_SPLIT or not large or tiles < wave or tail == 0 or 2 * tail > wave:
         return 0, 1
     s = min(t.SPLIT_MAX, wave // tail, nchunks // t.TAIL_MIN_CHUNKS)
     return (tiles - tail, s) if s >= 2 else (0, 1)
@@ -322,7 +322,8 @@ def self_check(dev, split: bool = False) -> bool:
                  (np.int8, np.int8, False, T.LARGE_CONFIG, 3, False)] + direct + stream + bc
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.BT_CONFIGS]  # B staged transposed
         cases += [(np.int8, np.int8, False, c, 2, False) for c in T.DB_CONFIGS]  # two shared buffers
-        cases.append((np.int8, np.int8, False, "tail", None, False))  # a tail split (tail_split), below
+        cases += [(np.int8, np.int8, False, "tail", None, False),  # a tail split (tail_split), below,
+                  (np.uint8, np.int8, True, "tail", None, False)]  # with zero-point sums too
     ran = set()  # the kernels the cases ran: B staged transposed among them, with zero-point sums and without
     for a_dt, b_dt, zps, config, sk, cols in cases:
         M, N, K = (72, 96, 144) if sk == 1 else (40, 96, 400)  # M not a tile multiple, K not of TILE_K

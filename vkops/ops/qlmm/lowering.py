@@ -193,7 +193,7 @@ def lower(batch: Builder, desc: QuantizedLinearMatMulDesc, a, a_scale, a_zp, b, 
                 cm.auto_split(tiles, nchunks, config, t)
             sk = sk if sk > 1 and lim.coopmat_split_verified else 1
             if sk == 1 and groups[2] == 1 and lim.coopmat_split_verified:
-                whole, sk = cm.tail_split(tiles, nchunks, config, not (a_free and b_free), t)
+                whole, sk = cm.tail_split(tiles, nchunks, config, t)
         else:
             sk = max(1, min(int(sk), nchunks, SPLITS_MAX))
         slot = tm * tn + tm + tn  # the int32 tile, then its row and column sums

@@ -45,7 +45,7 @@ class QlmmTuning(Tuning):
     BC_TRANSPOSE_TILE: int = 64  # ... in tiles of this many bytes a side, 64 or 128: tied (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     BC_LARGE_CONFIG: str = "128x128x64_2x2"  # LARGE_CONFIG's tile where B is staged as it lies (BC): 4096^3 0.302 -> 0.282 ms, with zero points 0.403 -> 0.376 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
     BC_MID_CONFIG: str = "64x64x128_2x2"  # MID_CONFIG's rows where B is staged as it lies (BC): 128 x 4096^2 0.0220 -> 0.0206 ms, 256 rows 0.0307 -> 0.0291 (#2026-11-27-session-34-the-middle-rows-tiles-and-splits)
-    TAIL_SPLIT: bool = True  # LARGE_CONFIG without zero-point sums: a last wave under half full split-K, the rest whole: 1536 x 4096^2 0.209 -> 0.166 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
+    TAIL_SPLIT: bool = True  # LARGE_CONFIG: a last wave under half full split-K, the rest whole: 1536 x 4096^2 0.209 -> 0.166 ms; with zero points 1280 x 4096^2 0.182 -> 0.160 (session 39) (#2026-11-26-session-28-the-last-partial-wave-split-k)
     TAIL_MIN_CHUNKS: int = 8  # a tail split's 64-deep K chunks a split, at least: 1280 x 4096^2 0.158 (32) -> 0.140 ms (#2026-11-26-session-28-the-last-partial-wave-split-k)
     SMALL_CONFIG: str = "32x64x128_4x1"  # up to 32 rows: 32 x 4096^2 0.0253 -> 0.0225 ms (#2026-11-24-session-10-tiles-by-row-count)
     LOW_CONFIG: str = "64x64x128_4x2"  # 33-64 rows: 64 x 8192^2 0.1005 -> 0.0816 ms (#2026-11-24-session-10-tiles-by-row-count)
