@@ -224,8 +224,8 @@ def coopmat_supported(dev) -> bool:
 
 
 _COOPMAT_KERNELS = ("qlmm_coopmat", "qlmm_coopmat_zp", "qlmm_coopmat_sk", "qlmm_coopmat_zp_sk",
-                    "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk", "qlmm_coopmat_zp_bt", "qlmm_coopmat_zp_bt_sk", "qlmm_coopmat_bc", "qlmm_coopmat_bc_sk",
-                    "qlmm_coopmat_zp_bc", "qlmm_coopmat_zp_bc_sk",
+                    "qlmm_coopmat_bt", "qlmm_coopmat_bt_sk", "qlmm_coopmat_zp_bt", "qlmm_coopmat_zp_bt_sk",
+                    "qlmm_coopmat_bc", "qlmm_coopmat_bc_sk", "qlmm_coopmat_zp_bc", "qlmm_coopmat_zp_bc_sk",
                     "qlmm_coopmat_db", "qlmm_coopmat_zp_db", "qlmm_coopmat_bt_db",
                     "qlmm_coopmat_db_sk", "qlmm_coopmat_zp_db_sk", "qlmm_coopmat_bt_db_sk",
                     "qlmm_coopmat_direct", "qlmm_coopmat_direct_sk") + tuple(
