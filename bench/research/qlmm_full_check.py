@@ -24,8 +24,9 @@ for (M, K, N, cols, i8) in shapes:
     want = np.clip(np.round(y), -128 if i8 else 0, 127 if i8 else 255).astype(np.int32)  # half to even; A's type out
     da = dev.tensor(a)
     db = dev.tensor(np.ascontiguousarray(b.T)).as_strided((K, N), (1, K)) if cols else dev.tensor(b)
-    for knobs in sides:  # JSON lists: the tuples QlmmTuning takes
-        tun = dataclasses.replace(DEFAULT, **{k: tuple(v) if isinstance(v, list) else v for k, v in knobs.items()})
+    for knobs in sides:
+        tun = dataclasses.replace(DEFAULT, **{k: tuple(v) if isinstance(v, list) else v  # JSON lists: QlmmTuning's tuples
+                                              for k, v in knobs.items()})
         r = vkops.quantized_linear_matmul(da, np.float32(0.02), za, db, np.float32(0.02), zb, so, None, tuning=tun).numpy()
         last = next(reversed(dev._plans._entries.values())).dispatches[-1]
         d = np.abs(r.astype(np.int32) - want)
