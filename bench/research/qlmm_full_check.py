@@ -1,4 +1,4 @@
-"""Research: every element of zero-point products (uint8 A with zero point 120 x int8 B with 3 -> uint8), under
+"""Research: every element of products (uint8 A with zero point 120 x int8 B with 3 -> uint8, or int8 x int8), under
 QlmmTuning sides, against a float64 oracle (BLAS: exact for these sums), within 1 and >= 99% equal as the
 self-checks ask; the full output, where the benchmarks check 16 rows. docs/tuning/qlmm.md, session 39.
 

@@ -10,7 +10,8 @@ docs/tuning/qlmm.md, session 10.
         --before '{"LARGE_CONFIG": "128x128x64_4x1"}' 4096x4096x4096     # any knobs against any others
     bash bench/gpu.sh python3 bench/research/research_mid.py --before '{"STREAM_SUMS": false}' \
         --now '{"STREAM_SUMS": true}' --also '{"STREAM_SUMS": true, "STREAM_SUMS_TARGET": 1024}' 16x4096x4096
-A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run. `--int8` times only int8 x int8 (no zero points), `--zp` only uint8 x int8 with them. Each
+A config not in vkops.ops.qlmm.coopmat.COOPMAT_CONFIGS ("TMxTNxTK_WxH") is added to it for the run. `--int8` times
+only int8 x int8 (no zero points), `--zp` only uint8 x int8 with them. Each
 `--also '<JSON>'` (repeatable) is one more side, DEFAULT with those knobs, timed beside now and before. Each side
 prints (GPU ms, exact within 1 on the first and last min(M, 16) rows, its last dispatch's kernel and workgroups).
 """
