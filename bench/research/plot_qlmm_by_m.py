@@ -25,11 +25,13 @@ for r in rows:
     name = r["implementation"] + (" (B row-major)" if "row-major" in (r.get("note") or "") else "")
     by.setdefault(name, []).append((r["shape"][-3], r["gpu_ms"]))
 K, N = rows[0]["shape"][-2:]
+cmd = doc.get("command") or []
+layout = cmd[cmd.index("--b-layout") + 1] if "--b-layout" in cmd else "row-major"  # vkops' B
 ms = sorted({m for v in by.values() for m, _ in v})
 fig, ax = plt.subplots(figsize=(8, 5))
 for name in ("vkops", "torch"):
     pts = sorted(by.get(name, []))
-    ax.plot([m for m, _ in pts], [t for _, t in pts], marker="o", label=name if name == "vkops" else "torch _int_mm (B column-major)")
+    ax.plot([m for m, _ in pts], [t for _, t in pts], marker="o", label=f"vkops (B {layout})" if name == "vkops" else "torch _int_mm (B column-major)")
 ax.plot(ms, [max(2 * m * K * N / 300e12, K * N / 2.5e12) * 1e3 for m in ms], "k--", label="goal: 300 TOPS / B at 2.5 TB/s")
 ax.plot(ms, [max(2 * m * K * N / a.peak, (m * K + K * N + m * N) / a.bw) * 1e3 for m in ms], "k:",
         label=f"limit: {a.peak / 1e12:.0f} TOPS / {a.bw / 1e12:.2f} TB/s")
