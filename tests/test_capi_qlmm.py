@@ -229,8 +229,9 @@ def test_tile_and_threshold_boundaries():
         for M, K, N in ((1536, 4096, 4096), (1280, 8192, 4096), (1152, 4096, 4096), (4096, 4096, 4096), (2560, 4096, 4096)):
             same(OP, make(M, K, N), rec, lim)
             same(OP, make(M, K, N, adt="uint8", za="tensor"), rec, lim)
-    # the 96-row tiles (WAVE_CONFIG, BC_WAVE_CONFIG, MID_WAVE_CONFIG) around their row tiles and their workgroups an SM
-    for M in (96, 97, 128, 129, 192, 193, 256, 257, 384, 385, 512, 513, 768, 769):
+    # the 96-row tiles (WAVE_CONFIG, BC_WAVE_CONFIG, MID_WAVE_CONFIG) and the 80- and 112-row fits (WAVE_FIT_CONFIGS)
+    # around their row tiles and their workgroups an SM
+    for M in (96, 97, 128, 129, 192, 193, 256, 257, 320, 321, 384, 385, 448, 449, 512, 513, 768, 769):
         for N in (4096, 4224, 4352, 8192, 8448, 8576, 16896, 17024):  # 32-34, 64-67 and 132-133 tiles of 128 columns
             for kw in (dict(), dict(b_st=(0, 0, 1, 4096)), dict(adt="uint8", za="tensor"),
                        dict(adt="uint8", za="tensor", b_st=(0, 0, 1, 4096))):

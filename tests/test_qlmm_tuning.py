@@ -8,6 +8,7 @@ from vkops.ops import qlmm as qmod
 from vkops.tensor import TensorDesc
 from vkops.ops.qlmm.tuning import DEFAULT as TUNING, QlmmTuning
 from qlmm_cases import I8, U8, gemms
+from vkops.ops.qlmm.coopmat import COOPMAT_CONFIGS
 
 # An H100's limits with verified cooperative matrices and no integer dot products (the large tiles' rules)
 COOPMAT_H100 = vkops.Limits(name="coopmat", subgroup_size=32, min_subgroup_size=32, max_subgroup_size=32,
@@ -203,9 +204,11 @@ def test_wave_tile_where_it_keeps_the_workgroups_an_sm(M, K, N, batch, wave):
     """WAVE_CONFIG (96-row tiles) in the large tile's place above MID_MAX_M rows where its own tiles put no more
     workgroups on the busiest SM (ceil(tiles / WAVE_MAX_GROUPS)) than the large tiles do and at most WAVE_MAX_PER_SM,
     unsplit, for B row-major and column-major, zero points or not (row-major int8 staged transposed); WAVE_MAX_GROUPS
-    0: the large tile everywhere; WAVE_MAX_PER_SM 1: only where the 96-row tiles make one wave."""
-    last = lambda cols, zp, tun=TUNING: last_gemm(M, K, N, batch, cols, zp, tun)  # noqa: E731
-    if M <= TUNING.MID_MAX_M:  # the middle tiles' rows: not this rule's
+    0: the large tile everywhere; WAVE_MAX_PER_SM 1: only where the 96-row tiles make one wave. Without
+    WAVE_FIT_CONFIGS (test_wave_fit_tiles)."""
+    T = TUNING.replace(WAVE_FIT_CONFIGS=())
+    last = lambda cols, zp, tun=T: last_gemm(M, K, N, batch, cols, zp, tun)  # noqa: E731
+    if M <= T.MID_MAX_M:  # the middle tiles' rows: not this rule's
         assert all(last(c, z).spec[1:3] != (96, 128) for c in (False, True) for z in (False, True))
         return
     tm, tn = (96, 128) if wave else (128, 128)
@@ -221,15 +224,52 @@ def test_wave_tile_where_it_keeps_the_workgroups_an_sm(M, K, N, batch, wave):
                 # transposed: no zero points) one an SM: BC_WAVE_CONFIG, 2 x 2, 128 deep; BT_CONFIGS without it: not so
                 deep = (cols or not zp) and one_an_sm
                 assert g.spec[3:6] == ((128, 2, 2) if deep else (64, 4, 1)), (cols, zp, g.spec)
-                bt = tuple(c for c in TUNING.BT_CONFIGS if c != TUNING.BC_WAVE_CONFIG)
-                assert last(cols, zp, TUNING.replace(BT_CONFIGS=bt)).spec[3:6] == ((128, 2, 2) if cols and one_an_sm
+                bt = tuple(c for c in T.BT_CONFIGS if c != T.BC_WAVE_CONFIG)
+                assert last(cols, zp, T.replace(BT_CONFIGS=bt)).spec[3:6] == ((128, 2, 2) if cols and one_an_sm
                                                                                    else (64, 4, 1))
-                off = last(cols, zp, TUNING.replace(WAVE_MAX_GROUPS=0))
+                off = last(cols, zp, T.replace(WAVE_MAX_GROUPS=0))
                 assert off.spec[1:3] == (128, 128), off.spec
-                single = last(cols, zp, TUNING.replace(WAVE_MAX_PER_SM=1)).spec[1:3]
+                single = last(cols, zp, T.replace(WAVE_MAX_PER_SM=1)).spec[1:3]
                 assert single == ((96, 128) if one_an_sm else (128, 128)), single
-                same = last(cols, zp, TUNING.replace(BC_WAVE_CONFIG=TUNING.WAVE_CONFIG)).spec[3:6]
+                same = last(cols, zp, T.replace(BC_WAVE_CONFIG=T.WAVE_CONFIG)).spec[3:6]
                 assert same == (64, 4, 1), same
+
+
+@pytest.mark.parametrize("M, N, batch, want", [
+    (257, 4096, 1, 80),    # 4 x 32 = 128 of 80 rows, one an SM (96 rows: 3 x 32 = 96)
+    (320, 4096, 1, 80),
+    (321, 4096, 1, 96),    # 5 x 32 = 160 of 80 rows: two on some SMs; 4 x 32 of 96
+    (384, 4096, 1, 96),
+    (385, 4096, 1, 112),   # 5 x 32 of 96 rows, 4 x 32 of 112 (the large tile's place: 128 of 128 rows)
+    (448, 4096, 1, 112),
+    (449, 4096, 1, 128),   # 5 x 32 of 112: the large tile
+    (300, 2048, 2, 80),    # two matrices (B batched: no fold), 2 x 4 x 16 = 128 of 80 rows
+    (768, 2048, 1, 96),    # 8 x 16 = 128 of 96 rows; 80 rows make 10 x 16
+    (1024, 2048, 1, 128),  # 128 large tiles: 112 rows make 10 x 16
+    (513, 4096, 1, 96),    # two an SM: not this rule's (WAVE_CONFIG)
+    (320, 8192, 1, 96),    # 3 x 64 of 96 rows, two an SM: not this rule's
+])
+@pytest.mark.host_only
+def test_wave_fit_tiles(M, N, batch, want):
+    """Above MID_MAX_M rows, where the rule's tile (96 or 128 rows, 128 columns) runs one workgroup an SM, the tile of
+    WAVE_FIT_CONFIGS with the fewest rows whose tiles run one an SM too takes its place (a wave's time is a tile's),
+    unsplit, either layout of B, zero points or not (staged transposed: in BT_CONFIGS); WAVE_FIT_CONFIGS () or
+    WAVE_MAX_GROUPS 0: the rule's tile; only the 112-row tile: 96 rows where 80 would run."""
+    fits = {c: COOPMAT_CONFIGS[c] for c in TUNING.WAVE_FIT_CONFIGS}
+    assert sorted(v[0] for v in fits.values()) == [80, 112] and all(v[1] == 128 for v in fits.values())
+    assert set(fits) <= set(TUNING.BT_CONFIGS)
+    only112 = TUNING.replace(WAVE_FIT_CONFIGS=tuple(c for c in fits if fits[c][0] == 112))
+    for cols in (False, True):
+        for zp in (False, True):
+            g = last_gemm(M, 4096, N, batch, cols, zp)
+            assert g.spec[1] == want and g.spec[2] == 128, (cols, zp, g.spec)
+            assert g.groups == (-(-N // 128), -(-M // want), batch), g.groups
+            assert g.kernel == "qlmm_coopmat" + ("_zp" if zp else "") + ("_bc" if cols else "_bt"), g.kernel  # unsplit
+            if want in (80, 112):
+                assert g.spec[3:6] == (128, 4, 1), g.spec
+                for off in (TUNING.replace(WAVE_FIT_CONFIGS=()), TUNING.replace(WAVE_MAX_GROUPS=0)):
+                    assert last_gemm(M, 4096, N, batch, cols, zp, off).spec[1] in (96, 128)
+                assert last_gemm(M, 4096, N, batch, cols, zp, only112).spec[1] == (112 if want == 112 else 96)
 
 
 @pytest.mark.parametrize("M, N, cols, zp, mid_wave", [

@@ -25,8 +25,12 @@ std::vector<i64> cm_check_config(const std::string &name) {
     return cfg;
 }
 
+static bool listed(const std::vector<std::string> &tiles, const std::string &config) {
+    return std::find(tiles.begin(), tiles.end(), config) != tiles.end();
+}
+
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
-    if (config == t.WAVE_CONFIG || config == t.BC_WAVE_CONFIG || config == t.MID_WAVE_CONFIG)
+    if (config == t.WAVE_CONFIG || config == t.BC_WAVE_CONFIG || config == t.MID_WAVE_CONFIG || listed(t.WAVE_FIT_CONFIGS, config))
         return 1;  // chosen by workgroups an SM: unsplit
     if (config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (65-256 rows)
         if (tiles >= (i64)t.LARGE_MIN_TILES) return 1;
@@ -70,8 +74,15 @@ static i64 cm_per_sm(i64 M, i64 N, i64 batch, const std::string &config, const Q
     return ceil_div(ceil_div(M, c[0]) * ceil_div(N, c[1]) * batch, (i64)t.WAVE_MAX_GROUPS);
 }
 
-static bool listed(const std::vector<std::string> &tiles, const std::string &config) {
-    return std::find(tiles.begin(), tiles.end(), config) != tiles.end();
+// Above MID_MAX_M rows, where config's tiles run one wave (one workgroup an SM): the tile of WAVE_FIT_CONFIGS with its
+// columns and the fewest rows whose tiles run one wave too, where fewer than config's (a wave's time is a tile's).
+static std::string cm_fit(const std::string &config, i64 M, i64 N, i64 batch, const QlmmTuning &t) {
+    if (!t.WAVE_MAX_GROUPS || cm_per_sm(M, N, batch, config, t) != 1) return config;
+    std::string best = config;
+    for (const std::string &c : t.WAVE_FIT_CONFIGS)
+        if (cm_config(c)[1] == cm_config(config)[1] && cm_per_sm(M, N, batch, c, t) == 1 && cm_config(c)[0] < cm_config(best)[0])
+            best = c;
+    return best;
 }
 
 // MID_WAVE_CONFIG in the middle tile's place (65-MID_MAX_M rows): where that tile runs unsplit (K aside) and the
@@ -99,10 +110,11 @@ std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool su
             i64 per_sm = cm_per_sm(M, N, batch, t.WAVE_CONFIG, t);
             if (per_sm <= std::min((i64)t.WAVE_MAX_PER_SM, ceil_div(tiles, (i64)t.WAVE_MAX_GROUPS))) {
                 bool deep = bc || (!sums && listed(t.BT_CONFIGS, t.BC_WAVE_CONFIG));  // B n-major: as it lies, or BT
-                return deep && per_sm == 1 ? t.BC_WAVE_CONFIG : t.WAVE_CONFIG;
+                return cm_fit(deep && per_sm == 1 ? t.BC_WAVE_CONFIG : t.WAVE_CONFIG, M, N, batch, t);
             }
         }
-        return bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
+        const std::string &large = bc ? t.BC_LARGE_CONFIG : t.LARGE_CONFIG;
+        return M > (i64)t.MID_MAX_M ? cm_fit(large, M, N, batch, t) : large;
     }
     if (M <= (i64)ops_qlmm_coopmat::LOW_MAX_M) return t.LOW_CONFIG;
     if (M <= (i64)t.MID_MAX_M)

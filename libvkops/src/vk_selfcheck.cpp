@@ -2,7 +2,7 @@
 // compared with a CPU reference before planning may use them (Python's ops/qlmm/coopmat.py self_check).
 // Python forces each tile config; here every case is planned as the rule would plan it with the kernels
 // verified, so the cases are shapes chosen to land on each auto tile (SMALL, LOW, MID staged transposed,
-// FEW_TILES, LARGE, the 96-row WAVE tiles) and on the B-streaming kernel, with and without zero points, row- and column-major B;
+// FEW_TILES, LARGE, the 96-row WAVE tiles and the 80- and 112-row fits) and on the B-streaming kernel, with and without zero points, row- and column-major B;
 // the split-K check repeats the few-tile shapes with a long K. A case passes as Python's does: every
 // element within 1 of the reference and at least 99% equal (float32 requantization of random scales).
 // The only libvkops call that allocates device memory and submits: its buffers, pool and command buffer
@@ -47,12 +47,16 @@ const Case SPLIT[] = {
 // 1024-2047) split 8 ways; every 8th row of that tile row compared. B is transposed first (BC_TRANSPOSE_MIN_M).
 const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 2048, 8},
                      {1, 2176, 4096, 2048, DT::UINT8, DT::INT8, true, false, 2048, 8}};  // and with zero-point sums
-// The 96-row tiles, cooperative matrices only (300 rows of 4096 columns make 128 of WAVE_CONFIG's tiles, one an SM:
-// BC_WAVE_CONFIG there, B row-major without zero points (staged transposed), B column-major with them; 640 rows:
+// The 96-row tiles, cooperative matrices only (380 rows of 4096 columns make 128 of WAVE_CONFIG's tiles, one an SM:
+// BC_WAVE_CONFIG there, B row-major without zero points (staged transposed); WAVE_FIT_CONFIGS' tiles one an SM: 300
+// rows on 80, B row-major without zero points and column-major with them, 448 on 112, B row-major with zero points
+// (staged transposed) and column-major without; 640 rows:
 // WAVE_CONFIG two an SM, B column-major, and row-major with zero points and without (staged transposed);
 // MID_WAVE_CONFIG: 160 rows, 128 tiles of 96 x 64, B column-major, row-major with zero points, and row-major without
 // them, staged transposed in the large tile's split-K place: MID_WAVE_SPLIT_MAX_K).
 const Case WAVE[] = {{1, 300, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 300, 64, 4096, DT::UINT8, DT::INT8, true, true},
+                     {1, 380, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 448, 64, 4096, DT::UINT8, DT::INT8, true, false},
+                     {1, 448, 64, 4096, DT::INT8, DT::INT8, false, true},
                      {1, 640, 64, 4096, DT::INT8, DT::INT8, false, true},  {1, 640, 64, 4096, DT::INT8, DT::INT8, false, false},
                      {1, 640, 64, 4096, DT::UINT8, DT::INT8, true, false}, {1, 160, 64, 4096, DT::INT8, DT::INT8, false, true},
                      {1, 160, 64, 4096, DT::UINT8, DT::INT8, true, false}, {1, 160, 64, 4096, DT::INT8, DT::INT8, false, false}};

@@ -46,6 +46,9 @@ COOPMAT_CONFIGS = {
     "32x64x128_4x1": (32, 64, 128, 4, 1),
     "64x64x128_4x2": (64, 64, 128, 4, 2),
     "128x64x128_4x2": (128, 64, 128, 4, 2),
+    # WAVE_FIT_CONFIGS: 80 and 112 rows a tile (128 deep: 64 would not tile 4 subgroups' A loads evenly), one wave
+    "80x128x128_4x1": (80, 128, 128, 4, 1),
+    "112x128x128_4x1": (112, 128, 128, 4, 1),
     # WAVE_CONFIG: 96 rows a tile (4 subgroups of 96 x 32) where that puts no more workgroups on an SM than 128 rows
     "96x128x64_4x1": (96, 128, 64, 4, 1),
     "96x128x128_2x2": (96, 128, 128, 2, 2),  # BC_WAVE_CONFIG: the same tile, deeper, B column-major one an SM
@@ -67,9 +70,10 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     from LOW_TARGET_MIN_K deep) workgroups run, each with at least
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit); the 96-row tiles WAVE_CONFIG (fewer rows than the
-    large tile, by validation), BC_WAVE_CONFIG and MID_WAVE_CONFIG unsplit (auto_config counts their workgroups)."""
+    large tile, by validation), BC_WAVE_CONFIG, MID_WAVE_CONFIG and WAVE_FIT_CONFIGS unsplit (auto_config counts their
+    workgroups)."""
     t = tuning
-    if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG):  # chosen by workgroups an SM: unsplit
+    if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG) or config in t.WAVE_FIT_CONFIGS:  # by workgroups an SM
         return 1
     if config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG):  # split only below LARGE_MIN_TILES (65-MID_MAX_M rows)
         if tiles >= t.LARGE_MIN_TILES:
@@ -110,7 +114,8 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     own tiles put no more workgroups on the busiest SM (ceil(tiles / WAVE_MAX_GROUPS)) than the large tiles do, and
     at most WAVE_MAX_PER_SM: one wave of shorter tiles, or two an SM where the large tiles make two too; with bc (or B
     staged transposed: BC_WAVE_CONFIG in BT_CONFIGS, no zero-point sums) and one an SM, BC_WAVE_CONFIG (the same tile,
-    deeper). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle tile's place where it puts fewer
+    deeper). Where the tile above MID_MAX_M rows runs one an SM, a tile of WAVE_FIT_CONFIGS of fewer rows takes its
+    place if its tiles run one an SM too (_fit). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle tile's place where it puts fewer
     workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer rows a tile, and there also the
     large tile's (split-K) place, up to MID_WAVE_SPLIT_MAX_K deep, where it stages B transposed (MID_WAVE_CONFIG in
     BT_CONFIGS: row-major B without zero-point sums)."""
@@ -128,8 +133,9 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
             per_sm = _per_sm(M, N, batch, t.WAVE_CONFIG, t)
             if per_sm <= min(t.WAVE_MAX_PER_SM, -(-tiles // t.WAVE_MAX_GROUPS)):
                 deep = bc or (not sums and t.BC_WAVE_CONFIG in t.BT_CONFIGS)  # B staged n-major: as it lies, or transposed
-                return t.BC_WAVE_CONFIG if deep and per_sm == 1 else t.WAVE_CONFIG
-        return t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
+                return _fit(t.BC_WAVE_CONFIG if deep and per_sm == 1 else t.WAVE_CONFIG, M, N, batch, t)
+        large = t.BC_LARGE_CONFIG if bc else t.LARGE_CONFIG
+        return _fit(large, M, N, batch, t) if M > t.MID_MAX_M else large
     if M <= LOW_MAX_M:
         return t.LOW_CONFIG
     if M <= t.MID_MAX_M:
@@ -148,6 +154,17 @@ def _mid_wave(M: int, N: int, batch: int, t: QlmmTuning, bc: bool) -> bool:
     return w <= t.WAVE_MAX_PER_SM and (w < m or (w == m and COOPMAT_CONFIGS[t.MID_WAVE_CONFIG][0] < COOPMAT_CONFIGS[mid][0]))
 
 
+def _fit(config: str, M: int, N: int, batch: int, t: QlmmTuning) -> str:
+    """Above MID_MAX_M rows, where `config`'s tiles run one wave (one workgroup an SM): the tile of WAVE_FIT_CONFIGS
+    with its columns and the fewest rows whose tiles run one wave too, where fewer than `config`'s (a wave's time is a
+    tile's); else `config`."""
+    if not t.WAVE_MAX_GROUPS or _per_sm(M, N, batch, config, t) != 1:
+        return config
+    tn = COOPMAT_CONFIGS[config][1]
+    fits = [c for c in t.WAVE_FIT_CONFIGS if COOPMAT_CONFIGS[c][1] == tn and _per_sm(M, N, batch, c, t) == 1]
+    return min([config] + fits, key=lambda c: COOPMAT_CONFIGS[c][0])  # the first of the fewest: config on a tie
+
+
 def _per_sm(M: int, N: int, batch: int, config: str, t: QlmmTuning) -> int:
     """Workgroups on the busiest SM when `config`'s tiles spread over WAVE_MAX_GROUPS SMs."""
     tm, tn = COOPMAT_CONFIGS[config][:2]
@@ -158,7 +175,7 @@ def auto_configs(tuning: QlmmTuning = DEFAULT) -> Tuple[str, ...]:
     """Every tile auto_config() may pick under `tuning` (the self-check covers each)."""
     t = tuning
     return (t.LARGE_CONFIG, t.BC_LARGE_CONFIG, t.FEW_TILES_CONFIG, t.SMALL_CONFIG, t.LOW_CONFIG, t.MID_CONFIG,
-            t.BC_MID_CONFIG, t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG)
+            t.BC_MID_CONFIG, t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG) + t.WAVE_FIT_CONFIGS
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool,
@@ -310,7 +327,8 @@ def self_check(dev, split: bool = False) -> bool:
     # B column-major staged as it lies (BC), with and without zero-point sums
     bc = [(np.int8, np.int8, False, c, 3 if split else 1, True)
           for c in (T.BC_LARGE_CONFIG, T.BC_MID_CONFIG, T.BC_WAVE_CONFIG, T.MID_WAVE_CONFIG)]
-    bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG, T.BC_WAVE_CONFIG)]
+    bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG, T.BC_WAVE_CONFIG)
+           + T.WAVE_FIT_CONFIGS]
     # row-major B transposed first (BC_TRANSPOSE_MIN_M rows), with zero-point sums; split without
     tr = (np.int8, np.int8, False, "transposed", 2, False) if split else (np.uint8, np.int8, True, "transposed", 1, False)
     bc = (bc + ([tr] if T.BC_TRANSPOSE_MIN_M else [])) if T.COOPMAT_BC else []

@@ -38,7 +38,7 @@ class QlmmTuning(Tuning):
     LOW_TARGET_MIN_K: int = 8192  # ... shallower, toward MID_TARGET_GROUPS: 64 x 4096 x 8192 B column-major lost 0.021 -> 0.024 ms split (#2026-11-27-session-39-33-64-rows-split-toward-two-workgroups-an-sm-from-k--8192)
     LARGE_SPLIT_MIN_TILES: int = 64  # 65-MID_MAX_M rows without zero-point sums: LARGE_CONFIG split-K from this many of its tiles; 128 x 8192^2 0.092 -> 0.071 ms (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
     LARGE_SPLIT_MIN_CHUNKS: int = 32  # LARGE_CONFIG's splits keep this many 64-deep K chunks: 192 x 4096^2 split 2 0.0425 ms, 4: 0.0459 (#2026-11-26-session-27-one-scale-a-tile-split-k-in-registers)
-    BT_CONFIGS: Tuple[str, ...] = ("128x128x64_4x1", "128x64x128_4x2", "96x128x64_4x1", "96x128x128_2x2", "96x64x128_2x2", "32x64x128_4x1", "64x64x128_4x2", "64x64x64_2x2")  # row-major B staged transposed on every auto tile: 384 x 4096^2 0.057 -> 0.042 ms, 1024 x 4096 x 11008 0.290 -> 0.240 (#2026-11-27-session-38-row-major-b-staged-transposed-on-every-tile)
+    BT_CONFIGS: Tuple[str, ...] = ("128x128x64_4x1", "128x64x128_4x2", "96x128x64_4x1", "96x128x128_2x2", "96x64x128_2x2", "32x64x128_4x1", "64x64x128_4x2", "64x64x64_2x2", "80x128x128_4x1", "112x128x128_4x1")  # row-major B staged transposed on every auto tile: 384 x 4096^2 0.057 -> 0.042 ms, 1024 x 4096 x 11008 0.290 -> 0.240 (#2026-11-27-session-38-row-major-b-staged-transposed-on-every-tile)
     BT_SUMS: bool = True  # ... with zero-point sums too (qlmm_coopmat_zp_bt): 384 x 4096^2 0.072 -> 0.050 ms, 1024 x 4096 x 11008 0.388 -> 0.268 (#2026-11-27-session-39-zero-point-sums-on-dot-products-row-major-b-staged-transposed-with-them)
     DB_CONFIGS: Tuple[str, ...] = ()  # tiles staged in two shared buffers, one barrier a step (research: one an SM past 24 KiB) (#2026-11-26-session-28-the-large-tiles-knobs-re-swept-two-shared-buffers-and-the-h100s-24-kib-a-workgroup)
     BC_TRANSPOSE_MIN_M: int = 2048  # row-major B (one matrix) transposed into a scratch for the BC builds from this many rows (0: never): 4096^3 0.374 -> 0.324 ms, 1024 rows lost 0.095 -> 0.109 (#2026-11-27-session-33-column-major-b-staged-as-it-lies)
@@ -54,6 +54,7 @@ class QlmmTuning(Tuning):
     WAVE_MAX_GROUPS: int = 132  # ... the SMs both tiles' workgroups are counted on (H100's; 0: never); 384 x 4096 x 11008's 344 lost 0.077 -> 0.13 (#2026-11-27-session-36-96-row-tiles-for-one-wave)
     WAVE_MAX_PER_SM: int = 2  # ... and at most this many an SM (two fit one): 768 x 4096^2 0.094 -> 0.085 ms, 1024 (three) lost 0.099 -> 0.170 (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
     BC_WAVE_CONFIG: str = "96x128x128_2x2"  # WAVE_CONFIG's tile, 128 deep, where B is staged n-major (as it lies, or transposed: in BT_CONFIGS) and one runs an SM: 320 x 4096^2 0.0397 -> 0.0356 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
+    WAVE_FIT_CONFIGS: Tuple[str, ...] = ("80x128x128_4x1", "112x128x128_4x1")  # > MID_MAX_M rows, one an SM: of these and the rule's tile, the fewest rows still one wave (same columns): 320 x 4096^2 0.0428 -> 0.0398 ms, 448 0.0532 -> 0.0490 (#2026-11-27-session-40-tile-heights-fit-to-one-wave)
     MID_WAVE_CONFIG: str = "96x64x128_2x2"  # 65-MID_MAX_M rows, the unsplit middle tile's place with fewer an SM (or fewer rows): 192 x 4096^2 B column-major 0.0283 -> 0.0243 ms (#2026-11-27-session-37-96-row-tiles-two-an-sm-deeper-and-narrower)
     MID_WAVE_SPLIT_MAX_K: int = 8192  # ... also in LARGE_CONFIG's split-K place (B row-major, no zero points, staged transposed) up to this K (0: never): 160 x 4096 x 8192 0.0652 -> 0.0459 ms, 192 x 11008 x 4096 tied (#2026-11-27-session-38-row-major-b-staged-transposed-on-every-tile)
     COOPMAT_SPLIT_K: Union[str, int] = "auto"  # split-K by tiles and chunks; an int forces it (#2026-11-23-session-6-tiles-and-splits-for-m--16-128)
@@ -138,6 +139,10 @@ class QlmmTuning(Tuning):
             fail("BT_CONFIGS", "a tuple of tile names", self.BT_CONFIGS)
         for c in self.BT_CONFIGS:
             config("BT_CONFIGS", c)
+        if not isinstance(self.WAVE_FIT_CONFIGS, tuple):
+            fail("WAVE_FIT_CONFIGS", "a tuple of tile names", self.WAVE_FIT_CONFIGS)
+        for c in self.WAVE_FIT_CONFIGS:
+            config("WAVE_FIT_CONFIGS", c)
         if not isinstance(self.DB_CONFIGS, tuple):
             fail("DB_CONFIGS", "a tuple of tile names", self.DB_CONFIGS)
         for c in self.DB_CONFIGS:
