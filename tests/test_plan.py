@@ -374,14 +374,17 @@ def test_qlmm_tiles_by_rows():
     assert plan(65, 8192, 8192, tuning=TUNING.replace(WAVE_MAX_GROUPS=0)) == ("qlmm_coopmat_zp_bt", TUNING.MID_CONFIG, 1, (128, 1, 1))
     assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp_bt", TUNING.MID_CONFIG, 1, (64, 2, 1))
     # above MID_MAX_M: 128 x 128 tiles from LARGE_MIN_TILES of them, unsplit (96-row ones, WAVE_CONFIG, where those
-    # put no more workgroups on an SM: test_qlmm_tuning); fewer: 64 x 64 x 64
-    assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp_bt", TUNING.WAVE_CONFIG, 1, (32, 3, 1))  # 32 x 3 tiles of 96 rows
+    # put no more workgroups on an SM; in one wave 80 or 112 rows where those make one too, WAVE_FIT_CONFIGS:
+    # test_qlmm_tuning); fewer: 64 x 64 x 64
+    nofit = TUNING.replace(WAVE_FIT_CONFIGS=())
+    assert plan(257, 4096, 4096) == ("qlmm_coopmat_zp_bt", "80x128x128_4x1", 1, (32, 4, 1))  # 32 x 4 of 80 rows: one wave
+    assert plan(257, 4096, 4096, tuning=nofit) == ("qlmm_coopmat_zp_bt", TUNING.WAVE_CONFIG, 1, (32, 3, 1))  # 96 rows
     assert plan(257, 4096, 8192) == ("qlmm_coopmat_zp_bt", TUNING.WAVE_CONFIG, 1, (64, 3, 1))  # 192 of 96 rows, two an SM as 192 large
     assert plan(257, 4096, 11264)[1] == TUNING.WAVE_CONFIG  # 264 either way: two an SM
     assert plan(257, 4096, 11392) == ("qlmm_coopmat_zp_bt_sk", TUNING.LARGE_CONFIG, 8, (288, 1, 1))  # 267: three on some
     # SMs; a wave of 264 whole, the last 3 split 8 ways (TAIL_SPLIT)
     assert plan(257, 4096, 2048)[1:3] == (TUNING.FEW_TILES_CONFIG, 1) and TUNING.FEW_TILES_CONFIG == "64x64x64_2x2"
-    assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984)[1] == TUNING.WAVE_CONFIG  # 93 / 96 tiles
+    assert plan(257, 4096, 3968)[1] == TUNING.FEW_TILES_CONFIG and plan(257, 4096, 3984, tuning=nofit)[1] == TUNING.WAVE_CONFIG  # 93 / 96
     assert plan(256, 4096, 8192)[1] == TUNING.MID_CONFIG  # up to MID_MAX_M rows the 128 x 64 tile, however many
     assert plan(4096, 4096, 4096)[1] == TUNING.LARGE_CONFIG
     assert plan(64, 4096, 4096) == ("qlmm_coopmat_zp_bt_sk", TUNING.LOW_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2

@@ -30,7 +30,8 @@ static bool listed(const std::vector<std::string> &tiles, const std::string &con
 }
 
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
-    if (config == t.WAVE_CONFIG || config == t.BC_WAVE_CONFIG || config == t.MID_WAVE_CONFIG || listed(t.WAVE_FIT_CONFIGS, config))
+    if (config == t.WAVE_CONFIG || config == t.BC_WAVE_CONFIG || config == t.MID_WAVE_CONFIG ||
+        listed(t.WAVE_FIT_CONFIGS, config))
         return 1;  // chosen by workgroups an SM: unsplit
     if (config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (65-256 rows)
         if (tiles >= (i64)t.LARGE_MIN_TILES) return 1;
@@ -80,8 +81,9 @@ static std::string cm_fit(const std::string &config, i64 M, i64 N, i64 batch, co
     if (!t.WAVE_MAX_GROUPS || cm_per_sm(M, N, batch, config, t) != 1) return config;
     std::string best = config;
     for (const std::string &c : t.WAVE_FIT_CONFIGS)
-        if (cm_config(c)[1] == cm_config(config)[1] && cm_per_sm(M, N, batch, c, t) == 1 && cm_config(c)[0] < cm_config(best)[0])
-            best = c;
+        if (cm_config(c)[1] == cm_config(config)[1] && cm_per_sm(M, N, batch, c, t) == 1 &&
+            cm_config(c)[0] < cm_config(best)[0])
+            best = c;  // the first of the fewest: config on a tie
     return best;
 }
 

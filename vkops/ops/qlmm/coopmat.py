@@ -73,7 +73,7 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     large tile, by validation), BC_WAVE_CONFIG, MID_WAVE_CONFIG and WAVE_FIT_CONFIGS unsplit (auto_config counts their
     workgroups)."""
     t = tuning
-    if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG) or config in t.WAVE_FIT_CONFIGS:  # by workgroups an SM
+    if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG) + t.WAVE_FIT_CONFIGS:  # chosen by workgroups an SM
         return 1
     if config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG):  # split only below LARGE_MIN_TILES (65-MID_MAX_M rows)
         if tiles >= t.LARGE_MIN_TILES:
@@ -115,10 +115,10 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     at most WAVE_MAX_PER_SM: one wave of shorter tiles, or two an SM where the large tiles make two too; with bc (or B
     staged transposed: BC_WAVE_CONFIG in BT_CONFIGS, no zero-point sums) and one an SM, BC_WAVE_CONFIG (the same tile,
     deeper). Where the tile above MID_MAX_M rows runs one an SM, a tile of WAVE_FIT_CONFIGS of fewer rows takes its
-    place if its tiles run one an SM too (_fit). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle tile's place where it puts fewer
-    workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer rows a tile, and there also the
-    large tile's (split-K) place, up to MID_WAVE_SPLIT_MAX_K deep, where it stages B transposed (MID_WAVE_CONFIG in
-    BT_CONFIGS: row-major B without zero-point sums)."""
+    place if its tiles run one an SM too (_fit). In 65-MID_MAX_M rows MID_WAVE_CONFIG takes the unsplit middle
+    tile's place where it puts fewer workgroups on the busiest SM (at most WAVE_MAX_PER_SM), or as many with fewer
+    rows a tile, and there also the large tile's (split-K) place, up to MID_WAVE_SPLIT_MAX_K deep, where it stages B
+    transposed (MID_WAVE_CONFIG in BT_CONFIGS: row-major B without zero-point sums)."""
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
