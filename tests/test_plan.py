@@ -269,7 +269,7 @@ def test_qlmm_reads_column_major_b_in_place():
             (desc(17, 4096, 4096), "qlmm_coopmat_bc_sk", tun.SMALL_CONFIG),  # two row tiles: staged kernel, B as it lies
             (desc(16, 4000, 4096), "qlmm_coopmat_bc_sk", tun.SMALL_CONFIG),  # K not whole chunks
             (desc(512, 4096, 4096), "qlmm_coopmat_bc", tun.BC_LARGE_CONFIG),  # the large tile, its BC subgroups
-            (desc(256, 4096, 4096), "qlmm_coopmat_bc", tun.BC_MID_CONFIG),  # 65-256 rows: not the large tile split
+            (desc(256, 4096, 8192), "qlmm_coopmat_bc", tun.BC_MID_CONFIG),  # 65-256 rows: not the large tile split
             (desc(100, 4096, 96, zp=True), "qlmm_coopmat_zp_bc_sk", tun.BC_MID_CONFIG)):  # with zero-point sums
         p = qlmm.plan(other, lim, tuning=tun)
         assert [x.kernel for x in p.dispatches] == [last] and p.note("b_layout") == "column-major"
@@ -372,7 +372,9 @@ def test_qlmm_tiles_by_rows():
     assert plan(128, 4096, 4096) == ("qlmm_coopmat_zp_bt_sk", TUNING.MID_CONFIG, 2, (128, 1, 1))  # 64 tiles, split 2
     assert plan(65, 8192, 8192) == ("qlmm_coopmat_zp_bt", TUNING.MID_WAVE_CONFIG, 1, (128, 1, 1))  # 128 tiles of 96 rows
     assert plan(65, 8192, 8192, tuning=TUNING.replace(WAVE_MAX_GROUPS=0)) == ("qlmm_coopmat_zp_bt", TUNING.MID_CONFIG, 1, (128, 1, 1))
-    assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp_bt", TUNING.MID_CONFIG, 1, (64, 2, 1))
+    nomid = TUNING.replace(MID_FIT_MIN_GROUPS=1000)  # no MID_FIT_CONFIG (one wave of 64 x 128 tiles)
+    assert plan(256, 4096, 4096, tuning=nomid) == ("qlmm_coopmat_zp_bt", TUNING.MID_CONFIG, 1, (64, 2, 1))
+    assert plan(256, 4096, 4096) == ("qlmm_coopmat_zp_bt", TUNING.MID_FIT_CONFIG, 1, (32, 4, 1))  # 128 of 64 x 128
     # above MID_MAX_M: 128 x 128 tiles from LARGE_MIN_TILES of them, unsplit (96-row ones, WAVE_CONFIG, where those
     # put no more workgroups on an SM; in one wave 80 or 112 rows where those make one too, WAVE_FIT_CONFIGS:
     # test_qlmm_tuning); fewer: 64 x 64 x 64
@@ -393,8 +395,9 @@ def test_qlmm_tiles_by_rows():
     # without zero-point sums, 65..MID_MAX_M rows: 128 x 128 tiles from LARGE_SPLIT_MIN_TILES of them, split
     # toward SPLIT_TARGET_GROUPS, LARGE_SPLIT_MIN_CHUNKS (32) K chunks of 64 a split at least; B staged transposed
     assert plan(128, 8192, 8192, sums=False) == ("qlmm_coopmat_bt_sk", TUNING.LARGE_CONFIG, 4, (256, 1, 1))  # 64 tiles
-    assert plan(256, 4096, 4096, sums=False) == ("qlmm_coopmat_bt_sk", TUNING.LARGE_CONFIG, 2, (64, 2, 1))  # 64 chunks
-    assert plan(256, 2048, 4096, sums=False)[1:3] == (TUNING.LARGE_CONFIG, 1)  # 32 chunks: one split
+    assert plan(256, 4096, 4096, sums=False, tuning=nomid) == ("qlmm_coopmat_bt_sk", TUNING.LARGE_CONFIG, 2, (64, 2, 1))  # 64
+    assert plan(256, 4096, 4096, sums=False)[1:3] == (TUNING.MID_FIT_CONFIG, 1)  # chunks; one wave of 64 x 128 tiles
+    assert plan(256, 2048, 4096, sums=False, tuning=nomid)[1:3] == (TUNING.LARGE_CONFIG, 1)  # 32 chunks: one split
     assert plan(256, 4096, 8192, sums=False)[1:3] == (TUNING.LARGE_CONFIG, 1)  # LARGE_MIN_TILES (128): unsplit
     assert plan(128, 4096, 4096, sums=False)[:3] == ("qlmm_coopmat_bt_sk", TUNING.MID_CONFIG, 2)  # 32 tiles
     assert plan(64, 8192, 8192, sums=False)[1] == TUNING.LOW_CONFIG  # up to 64 rows, LOW_CONFIG

@@ -272,6 +272,39 @@ def test_wave_fit_tiles(M, N, batch, want):
                 assert last_gemm(M, 4096, N, batch, cols, zp, only112).spec[1] == (112 if want == 112 else 96)
 
 
+@pytest.mark.parametrize("M, K, N, fit", [
+    (193, 4096, 4096, True),   # four rows of 64 x 128 tiles, 32 columns: 128 workgroups, one wave
+    (224, 4096, 4096, True),
+    (256, 4096, 4096, True),
+    (256, 8192, 4096, False),  # deeper than MID_FIT_MAX_K
+    (256, 4096, 4224, True),   # 132: a whole wave
+    (256, 4096, 4352, False),  # 136: two on some SMs
+    (256, 4096, 3200, True),   # 100: MID_FIT_MIN_GROUPS
+    (256, 4096, 3072, False),  # 96
+    (192, 4096, 4096, False),  # three rows of 64 (the 96 x 64 tiles' rows)
+    (257, 4096, 4096, False),  # above MID_MAX_M
+])
+@pytest.mark.host_only
+def test_mid_fit_tile(M, K, N, fit):
+    """MID_FIT_CONFIG (64 x 128 tiles, 4 x 1 subgroups, 128 deep) in more than three of its tile rows up to MID_MAX_M,
+    up to MID_FIT_MAX_K deep, where its tiles make one wave of MID_FIT_MIN_GROUPS to WAVE_MAX_GROUPS workgroups,
+    unsplit, either layout of B, zero points or not (row-major staged transposed) but column-major B with them;
+    MID_FIT_MIN_GROUPS past WAVE_MAX_GROUPS, or WAVE_MAX_GROUPS 0: the rules before it; MID_FIT_MAX_K 8192: K 8192."""
+    assert COOPMAT_CONFIGS[TUNING.MID_FIT_CONFIG] == (64, 128, 128, 4, 1) and TUNING.MID_FIT_CONFIG in TUNING.BT_CONFIGS
+    for cols in (False, True):
+        for zp in (False, True):
+            g = last_gemm(M, K, N, 1, cols, zp)
+            assert (g.spec[1:6] == (64, 128, 128, 4, 1)) == (fit and not (cols and zp)), (cols, zp, g.spec)
+            deep = last_gemm(M, K, N, 1, cols, zp, TUNING.replace(MID_FIT_MAX_K=8192)).spec[1:3] == (64, 128)
+            assert deep == ((fit or (K == 8192 and M == 256 and N == 4096)) and not (cols and zp)), (cols, zp, deep)
+            if not fit or (cols and zp):
+                continue
+            assert g.kernel == "qlmm_coopmat" + ("_zp" if zp else "") + ("_bc" if cols else "_bt"), g.kernel  # unsplit
+            assert g.groups == (-(-N // 128), -(-M // 64), 1), g.groups
+            for off in (TUNING.replace(MID_FIT_MIN_GROUPS=1000), TUNING.replace(WAVE_MAX_GROUPS=0)):
+                assert last_gemm(M, K, N, 1, cols, zp, off).spec[1:3] != (64, 128)
+
+
 @pytest.mark.parametrize("M, N, cols, zp, mid_wave", [
     (129, 4096, True, False, True),    # 192 tiles of 64 x 64 (two on some SMs), 128 of 96 x 64 (one an SM)
     (192, 4096, True, True, True),
@@ -317,19 +350,21 @@ def test_mid_wave_tile_before_the_large_split_b_staged_transposed(M, K, N, want)
     """Row-major B without zero points: where MID_WAVE_CONFIG stages B transposed (in BT_CONFIGS) and holds by its
     rule (fewer workgroups on the busiest SM than the middle tile, or as many with fewer rows, at most
     WAVE_MAX_PER_SM), it takes the large tile's place (split-K below LARGE_MIN_TILES) up to MID_WAVE_SPLIT_MAX_K deep; that knob 0, or
-    the tile staged row-major, gives the large tile back. Zero points and column-major B keep their builds."""
-    g = last_gemm(M, K, N, 1, False, False)
+    the tile staged row-major, gives the large tile back. Zero points and column-major B keep their builds. Without
+    MID_FIT_CONFIG (test_mid_fit_tile)."""
+    T = TUNING.replace(MID_FIT_MIN_GROUPS=1000)
+    g = last_gemm(M, K, N, 1, False, False, T)
     if want == "large":
         assert g.spec[1:3] == (128, 128) and g.kernel.startswith("qlmm_coopmat_bt"), (g.kernel, g.spec)
         return
     assert g.spec[1:6] == (96, 64, 128, 2, 2) and g.kernel == "qlmm_coopmat_bt", (g.kernel, g.spec)
     assert g.groups == (-(-N // 64), -(-M // 96), 1), g.groups
     if want == "wave":  # in the large tile's place: either knob gives it back
-        bt = tuple(c for c in TUNING.BT_CONFIGS if c != TUNING.MID_WAVE_CONFIG)
-        for off in (TUNING.replace(MID_WAVE_SPLIT_MAX_K=0), TUNING.replace(BT_CONFIGS=bt)):
+        bt = tuple(c for c in T.BT_CONFIGS if c != T.MID_WAVE_CONFIG)
+        for off in (T.replace(MID_WAVE_SPLIT_MAX_K=0), T.replace(BT_CONFIGS=bt)):
             o = last_gemm(M, K, N, 1, False, False, off)
             assert o.spec[1:3] == (128, 128), (o.kernel, o.spec)  # split 2 below LARGE_MIN_TILES
-    zp, cols = last_gemm(M, K, N, 1, False, True), last_gemm(M, K, N, 1, True, False)
+    zp, cols = last_gemm(M, K, N, 1, False, True, T), last_gemm(M, K, N, 1, True, False, T)
     assert zp.kernel == "qlmm_coopmat_zp_bt" and "_bt" not in cols.kernel, (zp.kernel, cols.kernel)  # their own rules
 
 

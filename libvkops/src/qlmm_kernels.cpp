@@ -30,7 +30,7 @@ static bool listed(const std::vector<std::string> &tiles, const std::string &con
 }
 
 i64 cm_auto_split(i64 tiles, i64 nchunks, const std::string &config, const QlmmTuning &t) {
-    if (config == t.WAVE_CONFIG || config == t.BC_WAVE_CONFIG || config == t.MID_WAVE_CONFIG ||
+    if (config == t.WAVE_CONFIG || config == t.BC_WAVE_CONFIG || config == t.MID_WAVE_CONFIG || config == t.MID_FIT_CONFIG ||
         listed(t.WAVE_FIT_CONFIGS, config))
         return 1;  // chosen by workgroups an SM: unsplit
     if (config == t.LARGE_CONFIG || config == t.BC_LARGE_CONFIG) {  // split only below LARGE_MIN_TILES (65-256 rows)
@@ -100,6 +100,12 @@ static bool cm_mid_wave(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool bc) {
 
 std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums, bool bc, i64 K) {
     if (M <= (i64)ops_qlmm_coopmat::SMALL_MAX_M) return t.SMALL_CONFIG;
+    std::vector<i64> f = cm_config(t.MID_FIT_CONFIG);
+    if (M > 3 * f[0] && M <= (i64)t.MID_MAX_M && K <= (i64)t.MID_FIT_MAX_K && !(sums && bc)) {  // one wave, 4+ rows
+        i64 groups = ceil_div(M, f[0]) * ceil_div(N, f[1]) * batch;
+        if (groups >= (i64)t.MID_FIT_MIN_GROUPS && groups <= (i64)t.WAVE_MAX_GROUPS && !cm_mid_wave(M, N, batch, t, bc))
+            return t.MID_FIT_CONFIG;
+    }
     std::vector<i64> large = cm_config(t.LARGE_CONFIG);
     i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
     bool split = !sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M &&

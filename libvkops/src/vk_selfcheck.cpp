@@ -50,13 +50,15 @@ const Case TAIL[] = {{1, 2176, 4096, 2048, DT::INT8, DT::INT8, false, false, 204
 // The 96-row tiles, cooperative matrices only (380 rows of 4096 columns make 128 of WAVE_CONFIG's tiles, one an SM:
 // BC_WAVE_CONFIG there, B row-major without zero points (staged transposed); WAVE_FIT_CONFIGS' tiles one an SM: 300
 // rows on 80, B row-major without zero points and column-major with them, 448 on 112, B row-major with zero points
-// (staged transposed) and column-major without; 640 rows:
+// (staged transposed) and column-major without; MID_FIT_CONFIG's 64 x 128 tiles, one wave: 256 rows, B row-major
+// without zero points, 224 column-major with them; 640 rows:
 // WAVE_CONFIG two an SM, B column-major, and row-major with zero points and without (staged transposed);
 // MID_WAVE_CONFIG: 160 rows, 128 tiles of 96 x 64, B column-major, row-major with zero points, and row-major without
 // them, staged transposed in the large tile's split-K place: MID_WAVE_SPLIT_MAX_K).
 const Case WAVE[] = {{1, 300, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 300, 64, 4096, DT::UINT8, DT::INT8, true, true},
                      {1, 380, 64, 4096, DT::INT8, DT::INT8, false, false}, {1, 448, 64, 4096, DT::UINT8, DT::INT8, true, false},
-                     {1, 448, 64, 4096, DT::INT8, DT::INT8, false, true},
+                     {1, 448, 64, 4096, DT::INT8, DT::INT8, false, true},  {1, 256, 64, 4096, DT::INT8, DT::INT8, false, false},
+                     {1, 224, 64, 4096, DT::UINT8, DT::INT8, true, true},
                      {1, 640, 64, 4096, DT::INT8, DT::INT8, false, true},  {1, 640, 64, 4096, DT::INT8, DT::INT8, false, false},
                      {1, 640, 64, 4096, DT::UINT8, DT::INT8, true, false}, {1, 160, 64, 4096, DT::INT8, DT::INT8, false, true},
                      {1, 160, 64, 4096, DT::UINT8, DT::INT8, true, false}, {1, 160, 64, 4096, DT::INT8, DT::INT8, false, false}};

@@ -49,6 +49,7 @@ COOPMAT_CONFIGS = {
     # WAVE_FIT_CONFIGS: 80 and 112 rows a tile (128 deep: 64 would not tile 4 subgroups' A loads evenly), one wave
     "80x128x128_4x1": (80, 128, 128, 4, 1),
     "112x128x128_4x1": (112, 128, 128, 4, 1),
+    "64x128x128_4x1": (64, 128, 128, 4, 1),  # MID_FIT_CONFIG: 193-256 rows of about 4096 columns in one wave
     # WAVE_CONFIG: 96 rows a tile (4 subgroups of 96 x 32) where that puts no more workgroups on an SM than 128 rows
     "96x128x64_4x1": (96, 128, 64, 4, 1),
     "96x128x128_2x2": (96, 128, 128, 2, 2),  # BC_WAVE_CONFIG: the same tile, deeper, B column-major one an SM
@@ -70,10 +71,10 @@ def auto_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
     from LOW_TARGET_MIN_K deep) workgroups run, each with at least
     SPLIT_MIN_CHUNKS K-chunks; LARGE_CONFIG below LARGE_MIN_TILES tiles toward SPLIT_TARGET_GROUPS with
     LARGE_SPLIT_MIN_CHUNKS a split (from LARGE_MIN_TILES: unsplit); the 96-row tiles WAVE_CONFIG (fewer rows than the
-    large tile, by validation), BC_WAVE_CONFIG, MID_WAVE_CONFIG and WAVE_FIT_CONFIGS unsplit (auto_config counts their
-    workgroups)."""
+    large tile, by validation), BC_WAVE_CONFIG, MID_WAVE_CONFIG, MID_FIT_CONFIG and WAVE_FIT_CONFIGS unsplit
+    (auto_config counts their workgroups)."""
     t = tuning
-    if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG) + t.WAVE_FIT_CONFIGS:  # chosen by workgroups an SM
+    if config in (t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG, t.MID_FIT_CONFIG) + t.WAVE_FIT_CONFIGS:  # a wave
         return 1
     if config in (t.LARGE_CONFIG, t.BC_LARGE_CONFIG):  # split only below LARGE_MIN_TILES (65-MID_MAX_M rows)
         if tiles >= t.LARGE_MIN_TILES:
@@ -106,7 +107,10 @@ def tail_split(tiles: int, nchunks: int, config: str, tuning: QlmmTuning = DEFAU
 
 def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: bool = False, bc: bool = False, *,
                 K: int) -> str:
-    """The tile by shape: SMALL_CONFIG up to 32 rows; LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
+    """The tile by shape: SMALL_CONFIG up to 32 rows; MID_FIT_CONFIG in more than three of its tile rows up to
+    MID_MAX_M, up to MID_FIT_MAX_K deep, but for column-major B with zero-point sums, where its tiles make one wave of
+    MID_FIT_MIN_GROUPS to WAVE_MAX_GROUPS workgroups and MID_WAVE_CONFIG's rule (below) does not hold;
+    LARGE_CONFIG where its tiles make AUTO_MIN_GROUPS
     workgroups, or LARGE_MIN_TILES above MID_MAX_M rows, or (without zero-point sums, B row-major) LARGE_SPLIT_MIN_TILES
     in 65-MID_MAX_M rows (split-K then); else LOW_CONFIG up to 64 rows, MID_CONFIG up to MID_MAX_M, FEW_TILES_CONFIG
     above. With B staged as it lies (bc) the large tile is BC_LARGE_CONFIG (the same tile, other subgroups) and
@@ -122,6 +126,11 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
     t = tuning
     if M <= SMALL_MAX_M:
         return t.SMALL_CONFIG
+    fm = COOPMAT_CONFIGS[t.MID_FIT_CONFIG][0]  # four of its tile rows and more (measured there: 193-256 rows)
+    if (3 * fm < M <= t.MID_MAX_M and K <= t.MID_FIT_MAX_K and not (sums and bc)
+            and t.MID_FIT_MIN_GROUPS <= _groups(M, N, batch, t.MID_FIT_CONFIG) <= t.WAVE_MAX_GROUPS
+            and not _mid_wave(M, N, batch, t, bc)):
+        return t.MID_FIT_CONFIG
     tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
     tiles = -(-M // tm) * -(-N // tn) * batch
     split = not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES
@@ -165,17 +174,22 @@ def _fit(config: str, M: int, N: int, batch: int, t: QlmmTuning) -> str:
     return min([config] + fits, key=lambda c: COOPMAT_CONFIGS[c][0])  # the first of the fewest: config on a tie
 
 
+def _groups(M: int, N: int, batch: int, config: str) -> int:
+    """`config`'s tiles (unsplit workgroups) for M x N, batch matrices."""
+    tm, tn = COOPMAT_CONFIGS[config][:2]
+    return -(-M // tm) * -(-N // tn) * batch
+
+
 def _per_sm(M: int, N: int, batch: int, config: str, t: QlmmTuning) -> int:
     """Workgroups on the busiest SM when `config`'s tiles spread over WAVE_MAX_GROUPS SMs."""
-    tm, tn = COOPMAT_CONFIGS[config][:2]
-    return -(-(-(-M // tm) * -(-N // tn) * batch) // t.WAVE_MAX_GROUPS)
+    return -(-_groups(M, N, batch, config) // t.WAVE_MAX_GROUPS)
 
 
 def auto_configs(tuning: QlmmTuning = DEFAULT) -> Tuple[str, ...]:
     """Every tile auto_config() may pick under `tuning` (the self-check covers each)."""
     t = tuning
     return (t.LARGE_CONFIG, t.BC_LARGE_CONFIG, t.FEW_TILES_CONFIG, t.SMALL_CONFIG, t.LOW_CONFIG, t.MID_CONFIG,
-            t.BC_MID_CONFIG, t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG) + t.WAVE_FIT_CONFIGS
+            t.BC_MID_CONFIG, t.WAVE_CONFIG, t.BC_WAVE_CONFIG, t.MID_WAVE_CONFIG, t.MID_FIT_CONFIG) + t.WAVE_FIT_CONFIGS
 
 
 def resolve(config: str, M: int, N: int, K: int, batches: int, free: bool, b_signed: bool,
@@ -328,7 +342,7 @@ def self_check(dev, split: bool = False) -> bool:
     bc = [(np.int8, np.int8, False, c, 3 if split else 1, True)
           for c in (T.BC_LARGE_CONFIG, T.BC_MID_CONFIG, T.BC_WAVE_CONFIG, T.MID_WAVE_CONFIG)]
     bc += [(np.uint8, np.int8, True, c, 2 if split else 1, True) for c in (T.BC_LARGE_CONFIG, T.SMALL_CONFIG, T.BC_WAVE_CONFIG)
-           + T.WAVE_FIT_CONFIGS]
+           + T.WAVE_FIT_CONFIGS + (T.MID_FIT_CONFIG,)]
     # row-major B transposed first (BC_TRANSPOSE_MIN_M rows), with zero-point sums; split without
     tr = (np.int8, np.int8, False, "transposed", 2, False) if split else (np.uint8, np.int8, True, "transposed", 1, False)
     bc = (bc + ([tr] if T.BC_TRANSPOSE_MIN_M else [])) if T.COOPMAT_BC else []
