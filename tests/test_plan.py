@@ -290,7 +290,7 @@ def test_qlmm_reads_column_major_b_in_place():
     assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, kernel="portable", tuning=tun).dispatches] == ["slice1_b8", "qlmm"]
     packs = tun.replace(COOPMAT_COLS=False)  # the knob: pack as before
     assert [x.kernel for x in qlmm.plan(desc(16, 4096, 4096), lim, tuning=packs).dispatches] == ["slice1_b8", "qlmm_coopmat_direct_sk"]
-    # the self-check's direct cases (qlmm_coopmat.self_check) plan what they check
+    # the self-check's direct cases (qlmm/selfcheck.py) plan what they check
     for sk in (1, 3):
         p = qlmm.plan(desc(13, 512, 144), lim, kernel="coopmat", config=TUNING.DIRECT_CONFIG, split_k=sk, tuning=tun)
         assert p.dispatches[0].kernel == "qlmm_coopmat_direct" + ("_sk" if sk > 1 else "") and len(p.dispatches) == 1

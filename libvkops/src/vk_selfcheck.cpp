@@ -1,5 +1,5 @@
 // vkops_context_self_check: the cooperative-matrix kernels run small problems on the caller's queue and are
-// compared with a CPU reference before planning may use them (Python's ops/qlmm/coopmat.py self_check).
+// compared with a CPU reference before planning may use them (Python's ops/qlmm/selfcheck.py).
 // Python forces each tile config; here every case is planned as the rule would plan it with the kernels
 // verified, so the cases are shapes chosen to land on each auto tile (SMALL, LOW, MID staged transposed,
 // FEW_TILES, LARGE, the 96-row WAVE tiles and the 80- and 112-row fits) and on the B-streaming kernel, with and without zero points, row- and column-major B;

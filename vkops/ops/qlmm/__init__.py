@@ -5,13 +5,13 @@
 - `rule`: the kernel rule (`choose_kernel`, `AUTO_RULE` tried in order; `Product`, `Choice`, `choose`)
 - `lowering`: `plan()` (libvkops' planner by default, `python_plan()` the Python one) and `lower()`, the push-constant mirror `QLMM_PUSH` and the portable kernel's sizes
 - `coopmat`, `stream`, `dot`, `gemv`: each kernel's shape rules, tiles, specialization and split-K (and
-  `coopmat` the cooperative-matrix self-check and `device_limits`)
+  `coopmat` which devices qualify, the self-check's remembered verdict and `device_limits`)
+- `selfcheck`: the cooperative-matrix self-check (small products on the device against the oracle)
 - `face`, `args`: the NumPy face (`quantized_linear_matmul`) and its argument normalisation
 
 May import: the pure modules (errors, dtypes, tensor, limits, plan, inputs), `vkops.ops` (`slice1` for
 packing, `face_runtime`), `vkops.native` (the default plan), `vkops.reference` (the self-check's oracle) and `vkops.runtime` (the NumPy face
-and the self-check, at call time). Everything but `face`, `args` and `coopmat`'s self-check is pure: no
-device. A tuning module and a rule function of this shape are the pattern for the other operators.
+and the self-check, at call time). Everything but `face`, `args` and `selfcheck` is pure: no device. A tuning module and a rule function of this shape are the pattern for the other operators.
 """
 from .rule import AUTO_RULE, KERNELS, Choice, Facts, Product, choose, choose_kernel, foldable, product
 from .coopmat import device_limits
