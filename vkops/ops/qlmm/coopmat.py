@@ -1,7 +1,7 @@
 """QUANTIZED_LINEAR_MATRIX_MULTIPLY on cooperative matrices: the tile configurations and split-K rules
 the lowering (lowering.py, by rule.py) picks from, which devices qualify, and the verdict of the self-check
-(selfcheck.py; remembered across processes) that must pass before the kernels are trusted. Its knobs (the tiles by shape, split-K, the
-raster, direct B) are a QlmmTuning's fields (tuning.py), part of every plan key."""
+(selfcheck.py; remembered across processes) that must pass before the kernels are trusted. Its knobs (the tiles
+by shape, split-K, the raster, direct B) are a QlmmTuning's fields (tuning.py), part of every plan key."""
 from __future__ import annotations
 
 import threading
