@@ -70,9 +70,14 @@ i64 cm_shared_bytes(const std::string &config, const std::string &kname) {
 }
 
 // Workgroups on the busiest SM when config's tiles spread over WAVE_MAX_GROUPS SMs.
-static i64 cm_per_sm(i64 M, i64 N, i64 batch, const std::string &config, const QlmmTuning &t) {
+// config's tiles (unsplit workgroups) for M x N, batch matrices.
+static i64 cm_groups(i64 M, i64 N, i64 batch, const std::string &config) {
     std::vector<i64> c = cm_config(config);
-    return ceil_div(ceil_div(M, c[0]) * ceil_div(N, c[1]) * batch, (i64)t.WAVE_MAX_GROUPS);
+    return ceil_div(M, c[0]) * ceil_div(N, c[1]) * batch;
+}
+
+static i64 cm_per_sm(i64 M, i64 N, i64 batch, const std::string &config, const QlmmTuning &t) {
+    return ceil_div(cm_groups(M, N, batch, config), (i64)t.WAVE_MAX_GROUPS);
 }
 
 // Above MID_MAX_M rows, where config's tiles run one wave (one workgroup an SM): the tile of WAVE_FIT_CONFIGS with its
@@ -91,23 +96,20 @@ static std::string cm_fit(const std::string &config, i64 M, i64 N, i64 batch, co
 // 96-row tiles put fewer workgroups on the busiest SM, at most WAVE_MAX_PER_SM, or as many with fewer rows a tile.
 static bool cm_mid_wave(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool bc) {
     const std::string &mid = bc ? t.BC_MID_CONFIG : t.MID_CONFIG;
-    std::vector<i64> mc = cm_config(mid);
-    i64 mtiles = ceil_div(M, mc[0]) * ceil_div(N, mc[1]) * batch;
+    i64 mtiles = cm_groups(M, N, batch, mid);
     if (!t.WAVE_MAX_GROUPS || cm_auto_split(mtiles, (i64)1 << 30, mid, t) != 1) return false;
     i64 w = cm_per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), m = ceil_div(mtiles, (i64)t.WAVE_MAX_GROUPS);
-    return w <= (i64)t.WAVE_MAX_PER_SM && (w < m || (w == m && cm_config(t.MID_WAVE_CONFIG)[0] < mc[0]));
+    return w <= (i64)t.WAVE_MAX_PER_SM && (w < m || (w == m && cm_config(t.MID_WAVE_CONFIG)[0] < cm_config(mid)[0]));
 }
 
 std::string cm_auto_config(i64 M, i64 N, i64 batch, const QlmmTuning &t, bool sums, bool bc, i64 K) {
     if (M <= (i64)ops_qlmm_coopmat::SMALL_MAX_M) return t.SMALL_CONFIG;
-    std::vector<i64> f = cm_config(t.MID_FIT_CONFIG);
-    if (M > 3 * f[0] && M <= (i64)t.MID_MAX_M && K <= (i64)t.MID_FIT_MAX_K && !(sums && bc)) {  // one wave, 4+ rows
-        i64 groups = ceil_div(M, f[0]) * ceil_div(N, f[1]) * batch;
+    if (M > 3 * cm_config(t.MID_FIT_CONFIG)[0] && M <= (i64)t.MID_MAX_M && K <= (i64)t.MID_FIT_MAX_K && !(sums && bc)) {
+        i64 groups = cm_groups(M, N, batch, t.MID_FIT_CONFIG);  // one wave of its tiles in four rows and more
         if (groups >= (i64)t.MID_FIT_MIN_GROUPS && groups <= (i64)t.WAVE_MAX_GROUPS && !cm_mid_wave(M, N, batch, t, bc))
             return t.MID_FIT_CONFIG;
     }
-    std::vector<i64> large = cm_config(t.LARGE_CONFIG);
-    i64 tiles = ceil_div(M, large[0]) * ceil_div(N, large[1]) * batch;
+    i64 tiles = cm_groups(M, N, batch, t.LARGE_CONFIG);
     bool split = !sums && !bc && M > (i64)ops_qlmm_coopmat::LOW_MAX_M && M <= (i64)t.MID_MAX_M &&
                  tiles >= (i64)t.LARGE_SPLIT_MIN_TILES;
     if (split && tiles < (i64)t.AUTO_MIN_GROUPS && K <= (i64)t.MID_WAVE_SPLIT_MAX_K &&

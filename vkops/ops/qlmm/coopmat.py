@@ -128,8 +128,7 @@ def auto_config(M: int, N: int, batch: int, tuning: QlmmTuning = DEFAULT, sums: 
             and t.MID_FIT_MIN_GROUPS <= _groups(M, N, batch, t.MID_FIT_CONFIG) <= t.WAVE_MAX_GROUPS
             and not _mid_wave(M, N, batch, t, bc)):
         return t.MID_FIT_CONFIG
-    tm, tn = COOPMAT_CONFIGS[t.LARGE_CONFIG][:2]
-    tiles = -(-M // tm) * -(-N // tn) * batch
+    tiles = _groups(M, N, batch, t.LARGE_CONFIG)
     split = not sums and not bc and LOW_MAX_M < M <= t.MID_MAX_M and tiles >= t.LARGE_SPLIT_MIN_TILES
     if (split and tiles < t.AUTO_MIN_GROUPS and K <= t.MID_WAVE_SPLIT_MAX_K and t.MID_WAVE_CONFIG in t.BT_CONFIGS
             and _mid_wave(M, N, batch, t, bc)):
@@ -153,7 +152,7 @@ def _mid_wave(M: int, N: int, batch: int, t: QlmmTuning, bc: bool) -> bool:
     """MID_WAVE_CONFIG in the middle tile's place (65-MID_MAX_M rows): where that tile runs unsplit (K aside) and the
     96-row tiles put fewer workgroups on the busiest SM, at most WAVE_MAX_PER_SM, or as many with fewer rows a tile."""
     mid = t.BC_MID_CONFIG if bc else t.MID_CONFIG
-    mtiles = -(-M // COOPMAT_CONFIGS[mid][0]) * -(-N // COOPMAT_CONFIGS[mid][1]) * batch
+    mtiles = _groups(M, N, batch, mid)
     if not t.WAVE_MAX_GROUPS or auto_split(mtiles, 1 << 30, mid, t) != 1:
         return False
     w, m = _per_sm(M, N, batch, t.MID_WAVE_CONFIG, t), -(-mtiles // t.WAVE_MAX_GROUPS)
