@@ -103,6 +103,10 @@ TOPK = [
     ("top_k1_gradix_psort", "gradix_sort.comp", TOPK_TYPES, {"PSORT": 1}),  # ... or sorted in parts (GRADIX_SORT_PARTS)
     ("top_k1_gradix_psort_sg", "gradix_sort.comp", TOPK_TYPES, {"PSORT": 1, "SHUF": 1}),
     ("top_k1_gradix_pmerge", "gradix_pmerge.comp", TOPK_TYPES, {}),    # ... and the parts' runs merged by rank
+    # GRADIX_BRACKET (16/32-bit keys): a sampled bracket of the K-th key, one read of the row, the candidates resolved
+    ("top_k1_gradix_bracket", "gradix_bracket.comp", GFILTER_TYPES, {}),
+    ("top_k1_gradix_bcollect", "gradix_bcollect.comp", GFILTER_TYPES, {}),
+    ("top_k1_gradix_resolve", "gradix_resolve.comp", GFILTER_TYPES, {}),
     # GRADIX filtering (TopK1Tuning.GRADIX_FILTER), keys of 16 and 32 bits (8-bit keys have one digit: plain GRADIX):
     # the first digit's bucket compacted once, the later passes and the compaction over it (gradix.glsl)
     ("top_k1_gradix_fscan", "gradix_hist.comp", GFILTER_TYPES, {"GFILTER": 1}),
@@ -118,6 +122,8 @@ TOPK = [
     ("top_k1_gradix_psort_d11", "gradix_sort.comp", GDIGIT_TYPES, {"GDIGIT": 11, "PSORT": 1}),
     ("top_k1_gradix_psort_d11_sg", "gradix_sort.comp", GDIGIT_TYPES, {"GDIGIT": 11, "PSORT": 1, "SHUF": 1}),
     ("top_k1_gradix_pmerge_d11", "gradix_pmerge.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
+    ("top_k1_gradix_bcollect_d11", "gradix_bcollect.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
+    ("top_k1_gradix_resolve_d11", "gradix_resolve.comp", GDIGIT_TYPES, {"GDIGIT": 11}),
 ]
 for _prefix, _src, _types, _defines in TOPK:
     for _t in _types:

@@ -49,7 +49,8 @@ RESEARCH = {"research_coopmat_peak": (np.dtype([("iters", "<u4")]), 2),  # bench
 # TOP_K1: each algorithm (kernels/top_k1/<algorithm>.comp) its own push block and buffers (ops/top_k1/lowering.py lower)
 TOPK_BUFFERS = {"seg": 3, "filter": 5, "radix": 5, "sort_tile": 4, "sort_global": 1, "rows": 3, "rsort": 3,
                 "gradix_hist": 3, "gradix_collect": 3, "gradix_sort": 5, "gradix_fscan": 3, "gradix_fhist": 3,
-                "gradix_fcollect": 3, "gradix_rank": 5, "gradix_psort": 2, "gradix_pmerge": 4}
+                "gradix_fcollect": 3, "gradix_rank": 5, "gradix_psort": 2, "gradix_pmerge": 4, "gradix_bracket": 2,
+                "gradix_bcollect": 3, "gradix_resolve": 3}
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,10 @@ def test_requirements_are_reflected(manifest):
     # TOP_K1's plain modules run on any Vulkan 1.1 device; the sg modules need exactly the subgroup
     # operations the plan checks for (top_k1_paths.SHUF_SUBGROUP_OPS: basic + shuffle)
     for name, m in manifest["modules"].items():
-        if name.startswith("top_k1_") and top_k1.algorithm(name) not in ("rows", "rsort"):
+        if name.startswith("top_k1_") and top_k1.algorithm(name) in ("gradix_bracket", "gradix_resolve"):
+            assert set(m["capabilities"]) == {"Shader", "GroupNonUniform", "GroupNonUniformVote",
+                                              "GroupNonUniformBallot", "GroupNonUniformArithmetic"}, name
+        elif name.startswith("top_k1_") and top_k1.algorithm(name) not in ("rows", "rsort"):
             sg = "_sg_" in name
             assert set(m["capabilities"]) == ({"Shader", "GroupNonUniform", "GroupNonUniformShuffle"} if sg
                                               else {"Shader"}), name
@@ -374,6 +378,8 @@ def test_subgroup_requirements_match_the_planners(manifest):
             assert set(sg["operations"]) <= set(top_k1_paths.ROWS_SUBGROUP_OPS), name
             unused = {"shuffle"} if top_k1.algorithm(name) == "rows" else set()
             assert set(sg["operations"]) == set(top_k1_paths.ROWS_SUBGROUP_OPS) - unused, name
+        elif name.startswith("top_k1_") and top_k1.algorithm(name) in ("gradix_bracket", "gradix_resolve"):
+            assert set(sg["operations"]) == set(top_k1_paths.GRADIX_BRACKET_OPS), name
         elif "_sg_" in name:
             assert set(sg["operations"]) == set(top_k1_paths.SHUF_SUBGROUP_OPS), name
         elif not name.startswith(("qlmm_coopmat", "qlmm_stream", RESEARCH_PREFIX)):

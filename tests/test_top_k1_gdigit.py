@@ -17,7 +17,8 @@ from vkops import reference
 from vkops.errors import ValidationError
 from vkops.ops import top_k1 as tk
 from vkops.ops.top_k1 import paths
-from vkops.ops.top_k1.tuning import DEFAULT as TUN
+from vkops.ops.top_k1.tuning import DEFAULT
+TUN = DEFAULT.replace(GRADIX_BRACKET=False)  # digit passes (bracket: test_top_k1_gbracket)
 
 import top_k1_plan_grid as grid
 from test_top_k1_gradix import special_rows
@@ -82,7 +83,7 @@ def test_the_knob_plans_three_passes_and_8_plans_as_before():
         for n, k in ((1, 3000), (4, 4096), (64, 3000), (64, 1000)):
             d = desc_of((n, 131072), dtype, k)
             base = tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_DIGIT_BITS=8))
-            on = tk.python_plan(d, h, force="gradix")  # the default: 11
+            on = tk.python_plan(d, h, force="gradix", tuning=TUN)  # the default: 11
             assert tk.python_plan(d, h, force="gradix", tuning=TUN.replace(GRADIX_DIGIT_BITS=11)) == on
             if dtype.endswith("32"):
                 hist = [q for q in on.dispatches if q.kernel.startswith("top_k1_gradix_hist")]
@@ -124,7 +125,7 @@ def test_the_default_is_11_bit_digits():
     assert TUN.GRADIX_DIGIT_BITS == 11
     for n, L, k in ((64, 131072, 4001), (1, 151936, 4096), (16, 131072, 2048), (64, 131072, 4096)):
         d = desc_of((n, L), "float32", k)
-        p11 = tk.python_plan(d, grid.H100)
+        p11 = tk.python_plan(d, grid.H100, tuning=TUN)
         p8 = tk.python_plan(d, grid.H100, tuning=TUN.replace(GRADIX_DIGIT_BITS=8))
         assert p8.note("path") == p11.note("path") == "gradix", (n, L, k)
         assert not any("_d11" in q.kernel for q in p8.dispatches)

@@ -16,7 +16,7 @@ from vkops.ops.top_k1.tuning import DEFAULT
 import top_k1_plan_grid as grid
 
 # 8-bit digits (four passes, the GRADIX modules without _d11): the default's 11-bit ones are tests/test_top_k1_gdigit.py's
-TUN = DEFAULT.replace(GRADIX_DIGIT_BITS=8)
+TUN = DEFAULT.replace(GRADIX_DIGIT_BITS=8, GRADIX_BRACKET=False)  # digit passes (bracket: test_top_k1_gbracket)
 
 DIRS = ["decreasing", "increasing"]
 CHUNK = 1024

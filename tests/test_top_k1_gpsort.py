@@ -17,7 +17,7 @@ from vkops.ops.top_k1.tuning import DEFAULT
 from plan_grid import LIMITS
 
 # 8-bit digits (four passes, the GRADIX modules without _d11): the default's 11-bit ones are tests/test_top_k1_gdigit.py's
-TUN = DEFAULT.replace(GRADIX_DIGIT_BITS=8)
+TUN = DEFAULT.replace(GRADIX_DIGIT_BITS=8, GRADIX_BRACKET=False)  # digit passes (bracket: test_top_k1_gbracket)
 
 DIRS = ["decreasing", "increasing"]
 CHUNK = 1024  # GRADIX_MIN_CHUNK here: rows of a few thousand run several chunks

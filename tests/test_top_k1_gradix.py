@@ -18,7 +18,7 @@ from vkops.ops.top_k1.tuning import DEFAULT
 import top_k1_plan_grid as grid
 
 # 8-bit digits (four passes, the GRADIX modules without _d11): the default's 11-bit ones are tests/test_top_k1_gdigit.py's
-TUN = DEFAULT.replace(GRADIX_DIGIT_BITS=8)
+TUN = DEFAULT.replace(GRADIX_DIGIT_BITS=8, GRADIX_BRACKET=False)  # digit passes (bracket: test_top_k1_gbracket)
 
 DIRS = ["decreasing", "increasing"]
 CHUNK = 1024  # GRADIX_MIN_CHUNK in these tests: rows of a few thousand run several chunks
@@ -305,7 +305,8 @@ def test_the_rule_and_the_knob():
     """The default rule (measured on an H200, docs/tuning/top_k1.md#gradix; its K thresholds on an H100 in session 29):
     pow2(K) >= 2048 on few long rows, K >= GRADIX_MIN_K (8/16-bit keys) on any rows of >= GRADIX_MIN_L, K >=
     GRADIX_LONG_MIN_K (32-bit keys) on any rows of >= GRADIX_LONG_MIN_L, rows radix select cannot take (else the
-    global sort); GRADIX_MIN_KP = 0 turns it off."""
+    global sort); GRADIX_MIN_KP = 0 turns it off. (With GRADIX_BRACKET, also 32-bit keys from GRADIX_MIN_K on <= 64 rows
+    of >= GRADIX_MIN_L: test_top_k1_gbracket.py.)"""
     h = grid.H100
     rule = {(1, 151936, 4096): True, (1, 131072, 1500): True, (16, 131072, 2048): True, (17, 131072, 2048): False,
             (16, 65535, 2048): False, (16, 65536, 2048): True, (64, 131072, 4000): False, (64, 131072, 4001): True,
@@ -313,7 +314,7 @@ def test_the_rule_and_the_knob():
             (64, 32000, 4096): False, (8, 32000, 1500): False, (1, 151936, 1024): False, (64, 16383, 4096): False,
             (64, 16384, 4096): False, (64, 131072, 2048): False}
     for (n, L, k), want in rule.items():
-        assert (paths.choose(h, n, L, k).path == "gradix") == want, (n, L, k)
+        assert (paths.choose(h, n, L, k, tuning=TUN).path == "gradix") == want, (n, L, k)
         assert (_plan(h, n, L, k).note("path") == "gradix") == want, (n, L, k)
         off = TUN.replace(GRADIX_MIN_KP=0)
         assert paths.choose(h, n, L, k, tuning=off).path != "gradix"

@@ -79,8 +79,10 @@ def test_the_tuning_is_part_of_the_plan_key(dev, rng):
 
 # ---- the path rule: one test per row of AUTO_RULE (tried in order), and the forced paths ----------------
 def _choose(lim, n, L, k, **kw):
-    from vkops.ops.top_k1 import paths
+    """paths.choose; the tuning without GRADIX_BRACKET unless given (its routing: test_top_k1_gbracket.py)."""
+    from vkops.ops.top_k1 import DEFAULT, paths
 
+    kw.setdefault("tuning", DEFAULT.replace(GRADIX_BRACKET=False))
     return paths.choose(lim, n, L, k, **kw)
 
 
@@ -182,7 +184,8 @@ def test_rule_radix_sort_wg():
         assert c.path == "radix" and p.radix, (n, L, k, bits, c.path)
         got[(n, L, k, bits)] = (p.workgroup, p.chunks)
         assert p.chunk_len % (p.workgroup * paths.EPI) == 0 and -(-L // p.chunk_len) == p.chunks
-        base = _choose(grid.H100, n, L, k, key_bits=bits, tuning=DEFAULT.replace(RADIX_SORT_WG=512)).plan
+        base = _choose(grid.H100, n, L, k, key_bits=bits, tuning=DEFAULT.replace(RADIX_SORT_WG=512,
+                                                                                  GRADIX_BRACKET=False)).plan
         assert (base.workgroup, base.chunks, base.B) == (512, p.chunks, p.B)  # the knob at 512: the rule off
         assert _choose(grid.H100, n, L, k, key_bits=bits, force="radix").plan.workgroup == p.workgroup
         small = grid.H100.replace(max_workgroup_invocations=512)
@@ -278,7 +281,8 @@ def test_rule_gradix_long_rows():
     past = t.LARGE_K_ONE_CHUNK_MAX_L + 1
     for bits, k in ((32, 2500), (8, 3000), (16, 4096)):
         assert _choose(grid.H100, 64, past, k, key_bits=bits).path == "gradix", bits
-        assert _choose(grid.H100, 64, past, k, key_bits=bits, tuning=t.replace(GRADIX_MIN_KP=0)).path == "sort", bits
+        assert _choose(grid.H100, 64, past, k, key_bits=bits,
+                       tuning=t.replace(GRADIX_MIN_KP=0, GRADIX_BRACKET=False)).path == "sort", bits
     assert _choose(grid.LAVAPIPE, 3, 32000, 3000).path == "gradix"  # B = 2048: pow2(K) > B
     assert _choose(grid.LIMITS["minimum"], 3, 32000, 1025).path == "gradix"
 

@@ -18,6 +18,7 @@
 //   [2n + TB n C, + 2 n K)      row s's K survivors as (key, index) pairs, unordered
 //   GFILTER plans, then: [.., + n C) each chunk's candidate count; [.., + 2 n C chunk_len) chunk c of row s's
 //                               candidates: chunk_len keys, then chunk_len indices, in index order
+//   GRADIX_BRACKET plans, instead of the ties: the rows' brackets and candidates (gradix_bracket.glsl)
 // ctr (zeroed; left zero): row s at s * CTR_WORDS: the row's histogram [0, GB) (GB = GBINS: 256; 2048 for GDIGIT
 //   11), the pass's arrival counter (GB; the last workgroup to arrive zeroes it), the survivors' slot counter
 //   (GB + 1; gradix_sort, gradix_psort or gradix_rank zeroes it). gradix_rank plans, then: [CTR_WORDS n, + n K)

@@ -9,6 +9,7 @@ namespace vkops {
 
 using ops_top_k1_lowering::GRADIX_CTR_EXTRA;
 using ops_top_k1_lowering::MAX_OTHER_DIMS;
+using ops_top_k1_paths::GRADIX_BRACKET_WG;
 
 static const char *KERNEL_TYPE[] = {"f32", "f16", "i32", "i16", "i8", "u32", "u16", "u8"};  // _KERNELS, DT's order
 
@@ -111,8 +112,13 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         u64 tie_bins = u64(1) << (bits - digit * (passes - 1));  // the last digit's bins: 256 (10 bits: 1024)
         // gradix.glsl's `work`: row state, each chunk's histogram of ties, survivors
         u64 words = 2 * n_seq + n_seq * C * tie_bins + 2 * n_seq * K;
-        bool filt = t.GRADIX_FILTER && bits > 8;  // 8-bit keys: one digit, nothing to filter
+        // GRADIX_BRACKET: the K-th key bracketed from a sample (gradix_bracket), the row read once (gradix_bcollect),
+        // the candidates resolved a row (gradix_resolve), instead of the digit passes and the compaction; the same sort
+        u64 cap = top_k1_gradix_bracket_cap(lim, n_seq, L, bits, t);
+        bool brk = cap > 0;
+        bool filt = t.GRADIX_FILTER && bits > 8 && !brk;  // 8-bit keys: one digit, nothing to filter
         if (filt) words += n_seq * C + 2 * n_seq * C * p.chunk_len;  // each chunk's candidate count, keys, indices
+        if (brk) words += 2 * n_seq * cap;  // each row's candidates, (key, index) pairs
         if (words * 4 > lim.max_storage_buffer_range)
             fail_limit("TOP_K1 by GRADIX with k=" + std::to_string(K) + " on " + std::to_string(n_seq) + " rows of " +
                        std::to_string(L) + " in " + std::to_string(C) + " chunks needs " + std::to_string(words * 4) +
@@ -120,7 +126,14 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
                        std::to_string(lim.max_storage_buffer_range) + " bytes");
         Ref work = b.scratch(u32_tensor(words));
         Fields fields = {{"chunks", C}, {"chunk_len", p.chunk_len}};
-        for (u64 j = 0; j < passes; j++) {  // digits from the most significant
+        if (brk) {
+            lo.dispatch("gradix_bracket", {x, work}, {1}, n_seq, {(u32)GRADIX_BRACKET_WG}, false, fields, "");
+            lo.dispatch("gradix_bcollect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup, (u32)cap}, false,
+                        fields, var);
+            lo.dispatch("gradix_resolve", {x, work, ctr}, {1, 2}, n_seq, {(u32)GRADIX_BRACKET_WG, (u32)cap}, false,
+                        fields, var);
+        }
+        for (u64 j = 0; j < (brk ? 0 : passes); j++) {  // digits from the most significant
             Fields f = fields;
             f.push_back({"shift", (u64)std::max<i64>(0, (i64)bits - (i64)digit * (i64)(j + 1))});
             f.push_back({"last", j == passes - 1 ? 1u : 0u});
@@ -128,8 +141,9 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
             const char *alg = !filt || j == 0 ? "gradix_hist" : j == 1 ? "gradix_fscan" : "gradix_fhist";
             lo.dispatch(alg, {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f, var);
         }
-        lo.dispatch(filt ? "gradix_fcollect" : "gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup},
-                    false, fields, var);
+        if (!brk)
+            lo.dispatch(filt ? "gradix_fcollect" : "gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C,
+                        {(u32)p.workgroup}, false, fields, var);
         if (rank)
             lo.dispatch("gradix_rank", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq * ni * nj,
                         {(u32)p.workgroup, (u32)tj, (u32)t.GRADIX_RANK_E}, false, fields, var);

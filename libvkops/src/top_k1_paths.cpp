@@ -63,6 +63,17 @@ u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, u64 length, int key_bits, co
     return fit | TUNE_GUESS | (p.Kp >= t.TUNE_SELECT_MIN_KP_NARROW ? TUNE_SELECT : 0);
 }
 
+u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, int key_bits, const TopK1Tuning &t) {
+    u64 min_l = key_bits == 32 ? t.GRADIX_BRACKET_MIN_L : key_bits == 16 ? t.GRADIX_BRACKET_MIN_L16 : 0;
+    if (!t.GRADIX_BRACKET || min_l == 0 || length < std::max<u64>(256, min_l) || n_seq <= t.GRADIX_RANK_MAX_SEQ ||
+        n_seq > t.GRADIX_BRACKET_MAX_SEQ ||
+        lim.workgroup(GRADIX_BRACKET_WG) != GRADIX_BRACKET_WG || !top_k1_has_ops(lim, GRADIX_BRACKET_OPS))
+        return 0;
+    i64 free = (i64)lim.shared_memory_bytes - 4 * (i64)GRADIX_BRACKET_WG - (i64)GRADIX_RESOLVE_SHARED;
+    u64 cap = free <= 0 ? 0 : std::min<u64>(t.GRADIX_BRACKET_CAP, u64(free) / 8 / 64 * 64);
+    return cap >= 64 ? cap : 0;
+}
+
 bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t, TopK1Path &out) {
     u64 Kp = top_k1_pow2(k);
     if (!top_k1_has_ops(lim, ROWS_SUBGROUP_OPS) || Kp > t.ROWS_MAX_KP) return false;
@@ -164,6 +175,7 @@ struct Facts {
     int key_bits;
     const TopK1Tuning &t;
     u64 Kp, P;
+    u64 bracket_cap;  // Facts.bracket_cap (top_k1_gradix_bracket_cap)
     u64 B_ = 0;
 
     // facts.py Facts.B: where pow2(K) > B/2 on rows longer than B, B doubled up to LARGE_K_MAX_B while shared
@@ -238,7 +250,8 @@ struct Facts {
     // (GRADIX_MIN_KP16 for 16-bit keys on few rows),
     // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or 16/32-bit keys in <=
     // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (pow2(K) > B/2 past
-    // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys from K = GRADIX_MIN_K or
+    // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys (32-bit ones where GRADIX brackets the K-th key)
+    // from K = GRADIX_MIN_K or
     // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K, and it fits.
     bool gradix(TopK1Path &out) {
         // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
@@ -253,7 +266,7 @@ struct Facts {
                    global_sort();
         u64 min_kp = few && key_bits == 16 ? std::min<u64>(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) : t.GRADIX_MIN_KP;
         return t.GRADIX_MIN_KP > 0 && Kp >= min_kp && length >= t.GRADIX_MIN_L &&
-               (few || (key_bits <= 16 && k >= t.GRADIX_MIN_K) ||
+               (few || ((key_bits <= 16 || bracket_cap > 0) && k >= t.GRADIX_MIN_K) ||
                 (key_bits > 8 && length >= t.GRADIX_LONG_MIN_L && k >= long_k)) &&
                gradix(out);
     }
@@ -348,7 +361,8 @@ TopK1Path Facts::filter(bool radix) {
 TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
     bool cpu = lim.device_type == "cpu";
     Facts f{n_seq, length, k, lim.shared_memory_bytes, cpu ? t.CPU_TARGET_GROUPS : t.TARGET_GROUPS, !cpu,
-            lim.workgroup(t.WORKGROUP), key_bits, t, top_k1_pow2(k), top_k1_pow2(length)};
+            lim.workgroup(t.WORKGROUP), key_bits, t, top_k1_pow2(k), top_k1_pow2(length),
+            top_k1_gradix_bracket_cap(lim, n_seq, length, key_bits, t)};
     TopK1Choice c;
     // AUTO_RULE's rows in order (paths.py states each row's reason)
     if (f.gradix_auto(c.plan)) {

@@ -29,7 +29,11 @@ module top_k1_<algorithm>[_m][_sg]_<type> (PUSH mirrors each one's push block):
           keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
           registers); GRADIX_SORT_PARTS > 1 sorts it in parts, several workgroups a row (gradix_psort), and merges
-          the parts' sorted runs by rank, one thread a survivor (gradix_pmerge).
+          the parts' sorted runs by rank, one thread a survivor (gradix_pmerge). GRADIX_BRACKET (sizing.gradix_bracket_cap:
+          32-bit keys in rows of >= 32000 on 3-64 rows) replaces the digit passes and the compaction: a sample brackets
+          the K-th key (gradix_bracket), one read of the row keeps the keys above the bracket and those in it
+          (gradix_bcollect), one workgroup a row takes the candidates it needs, or selects exactly where the bracket
+          missed (gradix_resolve).
   sort    pow2(K) > B on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
           the last one writes the first K.
@@ -49,6 +53,7 @@ from ...tensor import TensorDesc, merge_dims
 from ..slice1 import lower_packed
 from .desc import AxisDirection, TopK1Desc
 from .paths import Path, device_path, gradix_digit_bits, gradix_shifts, tune_bits
+from . import sizing
 from .tuning import DEFAULT, TopK1Tuning
 
 SENT_IDX = 0xFFFFFFFF
@@ -81,7 +86,8 @@ PUSH = {
 }
 # GRADIX's modules share one push block (kernels/top_k1/gradix.glsl).
 PUSH.update(dict.fromkeys(("gradix_hist", "gradix_collect", "gradix_sort", "gradix_fscan", "gradix_fhist",
-                           "gradix_fcollect", "gradix_rank", "gradix_psort", "gradix_pmerge"),
+                           "gradix_fcollect", "gradix_rank", "gradix_psort", "gradix_pmerge", "gradix_bracket",
+                           "gradix_bcollect", "gradix_resolve"),
                           _push(_HEAD + ("chunks", "chunk_len", "vec", "shift", "last"))))
 
 
@@ -181,22 +187,35 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         ctr = b.counters(n_seq * (cw + K + ni) if rank else n_seq * cw)
         tie_bins = 1 << (bits - digit * (len(shifts) - 1))  # the last digit's bins: 256 (10 bits: 1024)
         words = 2 * n_seq + n_seq * C * tie_bins + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
-        filt = t.GRADIX_FILTER and bits > 8  # 8-bit keys: one digit, nothing to filter
+        # GRADIX_BRACKET: the K-th key bracketed from a sample (gradix_bracket), the row read once (gradix_bcollect),
+        # the candidates resolved a row (gradix_resolve), instead of the digit passes and the compaction; the same sort
+        cap = sizing.gradix_bracket_cap(n_seq, L, bits, lim, t)
+        brk = cap > 0
+        filt = t.GRADIX_FILTER and bits > 8 and not brk  # 8-bit keys: one digit, nothing to filter
         if filt:  # ... then each chunk's candidate count and its candidates' keys and indices
             words += n_seq * C + 2 * n_seq * C * p.chunk_len
+        if brk:  # ... then each row's candidates, (key, index) pairs
+            words += 2 * n_seq * cap
         if words * 4 > lim.max_storage_buffer_range:
             raise DeviceLimitError(
                 f"TOP_K1 by GRADIX with k={K} on {n_seq} rows of {L} in {C} chunks needs {words * 4} bytes of "
                 f"scratch: more than {lim.name}'s maxStorageBufferRange of {lim.max_storage_buffer_range} bytes")
         work = b.scratch(TensorDesc(DataType.UINT32, (words,)))
         fields = dict(chunks=C, chunk_len=p.chunk_len)
-        for j, shift in enumerate(shifts):  # digits from the most significant
+        if brk:
+            dispatch("gradix_bracket", [x, work], [1], n_seq, (sizing.GRADIX_BRACKET_WG,), False, "", **fields)
+            dispatch("gradix_bcollect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup, cap), False,
+                     var, **fields)
+            dispatch("gradix_resolve", [x, work, ctr], [1, 2], n_seq, (sizing.GRADIX_BRACKET_WG, cap), False, var,
+                     **fields)
+        for j, shift in enumerate(() if brk else shifts):  # digits from the most significant
             # filtering: the second pass compacts the first digit's bucket, the later ones read only it
             alg = "gradix_hist" if not filt or j == 0 else "gradix_fscan" if j == 1 else "gradix_fhist"
             dispatch(alg, [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), False, var, shift=shift,
                      last=int(j == len(shifts) - 1), **fields)
-        dispatch("gradix_fcollect" if filt else "gradix_collect", [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,),
-                 False, var, **fields)
+        if not brk:
+            dispatch("gradix_fcollect" if filt else "gradix_collect", [x, work, ctr], [1, 2], n_seq * C,
+                     (p.workgroup,), False, var, **fields)
         if rank:
             dispatch("gradix_rank", [x, values, indices, work, ctr], [1, 2, 4], n_seq * ni * nj,
                      (p.workgroup, tj, t.GRADIX_RANK_E), False, var, **fields)

@@ -115,7 +115,12 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, 
              # gradix_rank: sj[TJ] (uvec2; spec constant 1, here B), s_last
              "gradix_rank": 2 * B + 1,
              # gradix_psort: skey/sidx[B] (B a part's entries); gradix_pmerge: none
-             "gradix_psort": 2 * B, "gradix_pmerge": 0}
+             "gradix_psort": 2 * B, "gradix_pmerge": 0,
+             # GRADIX_BRACKET: gradix_bracket's sample skey[4096], bh[512], wsum[128], b_res[8]; gradix_bcollect's 4
+             # scalars; gradix_resolve's ckey/cidx[CAP] (spec constant 1, here B), the same bh, wsum, b_res, tl/trk[256],
+             # s_scan[WG] and 3 scalars
+             "gradix_bracket": 4096 + 512 + 128 + 8, "gradix_bcollect": 4,
+             "gradix_resolve": 2 * B + GRADIX_RESOLVE_SHARED // 4 + workgroup}
     return 4 * words[algorithm]
 
 
@@ -167,6 +172,31 @@ def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
     if n_seq <= t.GRADIX_RANK_MAX_SEQ or n_seq > t.GRADIX_SORT_PARTS_MAX_SEQ or Kp < t.GRADIX_SORT_PARTS_MIN_KP:
         return 1
     return max(1, min(t.GRADIX_SORT_PARTS, Kp // GRADIX_SORT_MIN_RUN))
+
+
+GRADIX_BRACKET_OPS = ("basic", "vote", "ballot", "arithmetic")  # gradix_bracket.glsl's histograms and picks
+GRADIX_BRACKET_WG = 512  # gradix_bracket and gradix_resolve: a bin a thread for each of two 256-bin histograms
+# gradix_resolve's shared memory besides its candidates (8 bytes each) and a word a thread: bh 2 KiB, wsum 512 B, the
+# ties' list and ranks 2 KiB, b_res and 3 words (module_shared_bytes; tests/test_portability.py checks it)
+GRADIX_RESOLVE_SHARED = 2048 + 512 + 2048 + 32 + 12
+
+
+def gradix_bracket_cap(n_seq: int, length: int, key_bits: int, limits: Optional[Limits],
+                       t: TopK1Tuning = DEFAULT) -> int:
+    """GRADIX_BRACKET's candidates a row where GRADIX brackets the K-th key from a sample (0: it runs its digit
+    passes): 32-bit keys in rows of >= GRADIX_BRACKET_MIN_L, 16-bit ones in rows of >= GRADIX_BRACKET_MIN_L16 (0: none),
+    more rows than the rank sort takes and at most GRADIX_BRACKET_MAX_SEQ, rows of >= 256 (the sample's blocks),
+    workgroups of 512 with subgroup vote, ballot and arithmetic; GRADIX_BRACKET_CAP fit to gradix_resolve's shared
+    memory, at least 64."""
+    min_l = {32: t.GRADIX_BRACKET_MIN_L, 16: t.GRADIX_BRACKET_MIN_L16}.get(key_bits, 0)
+    if (not t.GRADIX_BRACKET or limits is None or min_l == 0 or length < max(256, min_l)
+            or not t.GRADIX_RANK_MAX_SEQ < n_seq <= t.GRADIX_BRACKET_MAX_SEQ
+            or limits.workgroup(GRADIX_BRACKET_WG) != GRADIX_BRACKET_WG
+            or not limits.has_subgroup(*GRADIX_BRACKET_OPS)):
+        return 0
+    free = limits.shared_memory_bytes - 4 * GRADIX_BRACKET_WG - GRADIX_RESOLVE_SHARED
+    cap = min(t.GRADIX_BRACKET_CAP, free // 8 // 64 * 64)
+    return cap if cap >= 64 else 0
 
 
 def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int, target_groups: int,

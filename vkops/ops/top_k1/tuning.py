@@ -95,6 +95,11 @@ class TopK1Tuning(Tuning):
     GRADIX_MANY_TARGET_GROUPS: int = 512  # ... this many on more than GRADIX_FEW_SEQ rows: 64x131072 K=4096 0.120 -> 0.106 ms, 16 rows fp16 K=2048 lost 7% at 512 (#gradix)
     GRADIX_DIGIT_BITS: int = 11  # ... digit bits of 32-bit keys: 8 or 11 (3 passes of 11/11/10 bits, the _d11 modules; 8 under GRADIX_FILTER); H200 with the parallel pick: 1-5% faster on every 32-bit cell, 64x151936 K=4096 0.109 -> 0.105 ms (#gradix)
     GRADIX_FILTER: bool = False  # ... filtering: the first digit's bucket compacted once, later passes read only it (off: won only on fp16 64-row cells from K=3000, lost 1-4% on one row) (#gradix)
+    GRADIX_BRACKET: bool = True  # ... the K-th key bracketed from a sample, the row read once, the candidates resolved in shared memory (gradix_bracket_cap): H100 64x131072 fp32 K=4096 0.1015 -> 0.0823 ms, fp16 0.0739 -> 0.0729, 16x131072 fp32 0.0712 -> 0.0621; 64x32000 fp16 lost 3% (#gradix)
+    GRADIX_BRACKET_MIN_L: int = 32000  # ... on rows at least this long (>= 256: the sample's blocks); 64x16384 fp32 K=4096 lost 0.0504 -> 0.0601 ms, 8x32768 won 0.0567 -> 0.0536 (#gradix)
+    GRADIX_BRACKET_MIN_L16: int = 0  # ... 16-bit keys on rows at least this long (0: never): 64x128256-151936 fp16 K=3000-4096 won 5-6%, 8x131072 lost 5-9%, 64x65536 2-4% (#gradix)
+    GRADIX_BRACKET_MAX_SEQ: int = 64  # ... on up to this many rows (measured on 4-64; 256x32000 fp32 K=4096 forced: 0.136 against the digit passes' 0.151, radix 0.119) (#gradix)
+    GRADIX_BRACKET_CAP: int = 8192  # ... candidates a row at most (<= 8192; fewer where gradix_resolve's shared memory, 8 bytes each, is less: 5440 on an H100): 2400-3900 at K=4096 of 151936 (#gradix)
     GRADIX_RANK_MAX_SEQ: int = 2  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never); 1x151936 K=4096 0.071 -> 0.053 ms, 4 rows K=4096 lost 1% (#gradix)
     GRADIX_RANK_E: int = 1  # ... survivors a thread ranks (1-4; an i-tile is GRADIX_WG of these); 1 against 2: 1x151936 K=2048 0.0502 / 0.0522 ms (#gradix)
     GRADIX_RANK_TJ: int = 128  # ... survivors a workgroup ranks them against (its j-tile, in shared memory; <= 1024); 128 against 256: 0.0502 / 0.0522 (#gradix)
@@ -106,14 +111,15 @@ class TopK1Tuning(Tuning):
 
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_RANK_MAX_SEQ",
+        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_BRACKET",
+                                                                   "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ",
                                                                    "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT",
                                                                    "RADIX_ONE_LOAD_MAX_SEQ")],
                           pow2=POW2)
-        for name in ("GRADIX_FILTER", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT"):
+        for name in ("GRADIX_FILTER", "GRADIX_BRACKET", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"TopK1Tuning.{name} must be a bool; got {getattr(self, name)!r}")
-        for name in ("GRADIX_MIN_KP", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ"):
+        for name in ("GRADIX_MIN_KP", "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValidationError(f"TopK1Tuning.{name} must be an int >= 0 (0: never); got {v!r}")
@@ -126,6 +132,9 @@ class TopK1Tuning(Tuning):
         if self.GRADIX_RANK_TJ > 1024:
             raise ValidationError(f"TopK1Tuning.GRADIX_RANK_TJ must be <= 1024 (8 KiB of shared memory); "
                                   f"got {self.GRADIX_RANK_TJ!r}")
+        if self.GRADIX_BRACKET_CAP > 8192:
+            raise ValidationError(f"TopK1Tuning.GRADIX_BRACKET_CAP must be <= 8192 (gradix_resolve's 16 candidates a "
+                                  f"thread); got {self.GRADIX_BRACKET_CAP!r}")
         if self.GRADIX_SORT_PARTS > 64:
             raise ValidationError(f"TopK1Tuning.GRADIX_SORT_PARTS must be <= 64 (gradix_pmerge binary-searches every "
                                   f"other part's run for each survivor); got {self.GRADIX_SORT_PARTS!r}")

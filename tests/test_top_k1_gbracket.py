@@ -1,0 +1,180 @@
+"""TOP_K1's GRADIX with a sampled bracket (TopK1Tuning.GRADIX_BRACKET; kernels gradix_bracket, gradix_bcollect,
+gradix_resolve): where the plan takes it (sizing.gradix_bracket_cap: key widths, rows, the device's subgroup operations,
+workgroups and shared memory; the path rule's 32-bit keys from GRADIX_MIN_K), and exact against reference.top_k1, bit
+for bit, where the bracket holds (random rows, both directions, six dtypes, K from 1 to the row, the survivors' sort
+whole or in parts, a strided axis) and where it misses and one workgroup a row selects exactly (constant rows, a few
+distinct values, more ties of the K-th key than the tie list holds, samples fooled by the rows' layout, candidates
+past a small GRADIX_BRACKET_CAP, NaN/inf/-0.0). Repeated calls check the counters it leaves zero. Sizes stay small
+(lavapipe); chunks are short (GRADIX_MIN_CHUNK) so that a row runs several workgroups."""
+import numpy as np
+import pytest
+
+import vkops
+from vkops import reference
+from vkops.limits import SUBGROUP_OPS
+from vkops.ops import top_k1 as tk
+from vkops.ops.top_k1 import paths
+from vkops.ops.top_k1.tuning import DEFAULT
+
+from plan_grid import LIMITS
+from test_top_k1_gradix import special_rows
+
+# short chunks, and the bracket on any rows of 16/32-bit keys (by default: 32-bit keys in rows of >= 32000)
+T = DEFAULT.replace(GRADIX_MIN_CHUNK=1024, GRADIX_BRACKET_MIN_L=256, GRADIX_BRACKET_MIN_L16=256)
+DIRS = ["decreasing", "increasing"]
+
+
+def plan_of(lim, shape, dtype, k, tuning=DEFAULT, **kw):
+    x = vkops.TensorDesc(np.dtype(dtype), shape)
+    d = tk.TopK1Desc(x, *tk.output_descs(x, len(shape) - 1, k), len(shape) - 1, k)
+    return tk.python_plan(d.validate(), lim, tuning=tuning, **kw)
+
+
+def kernels(plan):
+    return [d.kernel for d in plan.dispatches]
+
+
+def bracketed(plan):
+    ks = kernels(plan)
+    return any("gradix_bracket" in k for k in ks)
+
+
+def check(dev, x, k, direction="decreasing", axis=-1, tuning=T):
+    """The result against the oracle, bit for bit, twice (the counters left zero), on the bracket's plan."""
+    xa = np.asarray(x)
+    assert axis != -1 or bracketed(plan_of(dev.limits, xa.shape, xa.dtype, k, tuning, force="gradix"))
+    rv, ri = reference.top_k1(xa, k, axis, direction)
+    for _ in range(2):
+        v, i = tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning)
+        np.testing.assert_array_equal(i, ri)
+        assert v.dtype == xa.dtype and v.tobytes() == rv.tobytes()  # bit patterns: NaN payloads, -0.0
+
+
+# ---- where the plan takes it -----------------------------------------------------------------------------------
+
+def test_plan_takes_the_bracket_where_it_fits():
+    h100, lp = LIMITS["h100"], LIMITS["lavapipe"]
+    p = plan_of(h100, (64, 131072), "float32", 4096)
+    assert kernels(p)[:3] == ["top_k1_gradix_bracket_f32", "top_k1_gradix_bcollect_d11_f32",
+                              "top_k1_gradix_resolve_d11_f32"]
+    assert not any("gradix_hist" in k or "gradix_collect" in k for k in kernels(p))
+    cap = paths.gradix_bracket_cap(64, 131072, 32, h100, DEFAULT)
+    assert cap == (49152 - 4 * 512 - paths.GRADIX_RESOLVE_SHARED) // 8 // 64 * 64 == 5248
+    assert p.dispatches[1].spec == (DEFAULT.GRADIX_WG, cap) and p.dispatches[2].spec == (512, cap)
+    assert paths.gradix_bracket_cap(64, 131072, 32, lp, DEFAULT) == 3200  # 32 KiB of shared memory
+    assert paths.gradix_bracket_cap(64, 131072, 32, h100, DEFAULT.replace(GRADIX_BRACKET_CAP=1000)) == 1000
+    # 32-bit keys on rows of >= GRADIX_BRACKET_MIN_L; 16-bit ones from GRADIX_BRACKET_MIN_L16 (0 by default: never)
+    assert not bracketed(plan_of(h100, (64, 31999), "float32", 4096, force="gradix"))
+    assert bracketed(plan_of(h100, (64, 32000), "float32", 4096))
+    assert not bracketed(plan_of(h100, (64, 131072), "float16", 4096))
+    l16 = DEFAULT.replace(GRADIX_BRACKET_MIN_L16=65536)
+    assert bracketed(plan_of(h100, (64, 65536), "float16", 4096, l16))
+    assert not bracketed(plan_of(h100, (64, 65535), "float16", 4096, l16, force="gradix"))
+    # not: 8-bit keys, the rank sort's rows, more than GRADIX_BRACKET_MAX_SEQ rows, the knob off
+    assert not bracketed(plan_of(h100, (64, 131072), "uint8", 4096, force="gradix"))
+    assert not bracketed(plan_of(h100, (2, 131072), "float32", 4096))
+    assert bracketed(plan_of(h100, (3, 131072), "float32", 4096))
+    assert not bracketed(plan_of(h100, (65, 131072), "float32", 4096))
+    assert not bracketed(plan_of(h100, (64, 131072), "float32", 4096, DEFAULT.replace(GRADIX_BRACKET=False)))
+    # not on devices without subgroup vote, ballot or arithmetic, workgroups of 512, or room for 64 candidates
+    for op in ("vote", "ballot", "arithmetic"):
+        lim = h100.replace(subgroup_operations=h100.subgroup_operations & ~SUBGROUP_OPS[op])
+        assert paths.gradix_bracket_cap(64, 131072, 32, lim, DEFAULT) == 0, op
+    assert paths.gradix_bracket_cap(64, 131072, 32, h100.replace(max_workgroup_invocations=256), DEFAULT) == 0
+    assert paths.gradix_bracket_cap(64, 131072, 32, h100.replace(shared_memory_bytes=16384), DEFAULT) == 1152
+    assert paths.gradix_bracket_cap(64, 131072, 32, h100.replace(shared_memory_bytes=7168), DEFAULT) == 0  # 59 < 64
+    assert paths.gradix_bracket_cap(64, 131072, 32, None, DEFAULT) == 0
+
+
+def test_rule_takes_gradix_for_32_bit_keys_it_brackets():
+    # 32-bit keys on rows under GRADIX_LONG_MIN_L from GRADIX_MIN_K where the bracket runs (H100 64x32000 fp32 K=4096
+    # 0.0707 -> 0.0614 ms); radix select below it, and without the bracket
+    h100 = LIMITS["h100"]
+    assert plan_of(h100, (64, 32000), "float32", 4096).notes[0] == ("path", "gradix")
+    assert plan_of(h100, (64, 32000), "float32", DEFAULT.GRADIX_MIN_K - 1).notes[0] != ("path", "gradix")
+    off = DEFAULT.replace(GRADIX_BRACKET=False)
+    assert plan_of(h100, (64, 32000), "float32", 4096, off).notes[0] != ("path", "gradix")
+    assert plan_of(h100, (65, 32000), "float32", 4096).notes[0] != ("path", "gradix")
+    assert plan_of(h100, (64, 131072), "float32", 4000).notes[0] == ("path", "gradix")  # GRADIX_LONG_MIN_K: 4001
+    assert plan_of(h100, (64, 131072), "float32", 4000, off).notes[0] != ("path", "gradix")
+    assert plan_of(h100, (64, 16384), "float32", 4096).notes[0] != ("path", "gradix")  # under GRADIX_BRACKET_MIN_L
+
+
+# ---- exact where the bracket holds ---------------------------------------------------------------------------------
+
+def rows_of(rng, dtype, shape):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("direction", DIRS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint32", "int16", "uint16"])
+def test_exact_random_rows(dev, rng, dtype, direction):
+    x = rows_of(rng, dtype, (4, 9000))
+    for k in (1, 255, 256, 257, 2048, 4095, 4096):
+        check(dev, x, k, direction)
+
+
+def test_exact_k_near_the_row(dev, rng):
+    x = rng.standard_normal((3, 2000)).astype(np.float32)  # the sample: every 16-key block of the row
+    for k in (1500, 1999, 2000):
+        check(dev, x, k)
+    check(dev, rng.standard_normal((3, 256)).astype(np.float32), 256)
+
+
+def test_exact_sorts_whole_and_in_parts(dev, rng):
+    # more rows than the rank sort's, pow2(K) from GRADIX_SORT_PARTS_MIN_KP: the survivors sorted in parts
+    x = rng.standard_normal((5, 12000)).astype(np.float32)
+    assert "top_k1_gradix_psort_d11_sg_f32" in kernels(plan_of(dev.limits, x.shape, x.dtype, 3000, T, force="gradix")) \
+        or not dev.limits.has_subgroup("shuffle")
+    check(dev, x, 3000)
+    check(dev, x, 1024)
+
+
+def test_exact_strided_axis(dev, rng):
+    x = rng.standard_normal((9000, 4)).astype(np.float32)
+    assert bracketed(plan_of(dev.limits, (4, 9000), np.float32, 700, T, force="gradix"))
+    check(dev, x, 700, axis=0)
+    check(dev, x, 700, "increasing", axis=0)
+
+
+# ---- exact where it misses: one workgroup a row selects exactly ---------------------------------------------------
+
+@pytest.mark.parametrize("direction", DIRS)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_exact_where_the_bracket_misses(dev, rng, dtype, direction):
+    L = 9000
+    check(dev, np.zeros((3, L), dtype), 700, direction)                           # every key one tie
+    check(dev, rng.integers(0, 3, (3, L)).astype(dtype), 3000, direction)        # candidates past CAP
+    x = rng.standard_normal((3, L)).astype(dtype)
+    x[:, rng.permutation(L)[:600]] = 1.5                                         # 600 ties of T: past the tie list
+    check(dev, x, 300, direction)
+    check(dev, x, 500, direction)
+    # a row the sample misreads: the sampled blocks hold its smallest keys
+    nb, span = min(256, L // 16), L // 16
+    sampled = np.zeros(L, bool)
+    for j in range(nb):
+        sampled[(j * span // nb) * 16:(j * span // nb) * 16 + 16] = True
+    y = rng.standard_normal((3, L)).astype(dtype)
+    y[:, sampled] = (-5 if direction == "decreasing" else 5)
+    check(dev, y, 1000, direction)
+
+
+def test_exact_past_a_small_cap(dev, rng):
+    x = rng.standard_normal((4, 9000)).astype(np.float32)
+    small = T.replace(GRADIX_BRACKET_CAP=64)
+    assert plan_of(dev.limits, x.shape, x.dtype, 2000, small, force="gradix").dispatches[2].spec[1] == 64
+    for k in (10, 2000):
+        check(dev, x, k, tuning=small)
+
+
+@pytest.mark.parametrize("direction", DIRS)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_exact_special_values(dev, rng, dtype, direction):
+    # NaNs of both signs and payloads, +-inf, +-0.0 and the smallest subnormals around the K-th key (gradix's rows)
+    x, y, z = special_rows(rng, dtype, direction, 12000)
+    for rows, ks in ((x, (300, 2049)), (y, (300, 3000)), (z, (700, 2200))):
+        for k in ks:
+            check(dev, np.concatenate([rows, rows[:1]]), k, direction)  # 3 rows: more than the rank sort's
