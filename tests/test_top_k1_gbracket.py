@@ -65,7 +65,7 @@ def test_plan_takes_the_bracket_where_it_fits():
     assert paths.gradix_bracket_cap(64, 131072, 32, h100, DEFAULT.replace(GRADIX_BRACKET_CAP=1000)) == 1000
     # 32-bit keys on rows of >= GRADIX_BRACKET_MIN_L; 16-bit ones from GRADIX_BRACKET_MIN_L16 (0 by default: never)
     assert not bracketed(plan_of(h100, (64, 31999), "float32", 4096, force="gradix"))
-    assert bracketed(plan_of(h100, (64, 32000), "float32", 4096))
+    assert bracketed(plan_of(h100, (64, 32000), "float32", 4096, force="gradix"))
     assert not bracketed(plan_of(h100, (64, 131072), "float16", 4096))
     l16 = DEFAULT.replace(GRADIX_BRACKET_MIN_L16=65536)
     assert bracketed(plan_of(h100, (64, 65536), "float16", 4096, l16))
@@ -87,17 +87,19 @@ def test_plan_takes_the_bracket_where_it_fits():
 
 
 def test_rule_takes_gradix_for_32_bit_keys_it_brackets():
-    # 32-bit keys on rows under GRADIX_LONG_MIN_L from GRADIX_MIN_K where the bracket runs (H100 64x32000 fp32 K=4096
-    # 0.0707 -> 0.0614 ms); radix select below it, and without the bracket
-    h100 = LIMITS["h100"]
-    assert plan_of(h100, (64, 32000), "float32", 4096).notes[0] == ("path", "gradix")
-    assert plan_of(h100, (64, 32000), "float32", DEFAULT.GRADIX_MIN_K - 1).notes[0] != ("path", "gradix")
-    off = DEFAULT.replace(GRADIX_BRACKET=False)
-    assert plan_of(h100, (64, 32000), "float32", 4096, off).notes[0] != ("path", "gradix")
-    assert plan_of(h100, (65, 32000), "float32", 4096).notes[0] != ("path", "gradix")
-    assert plan_of(h100, (64, 131072), "float32", 4000).notes[0] == ("path", "gradix")  # GRADIX_LONG_MIN_K: 4001
-    assert plan_of(h100, (64, 131072), "float32", 4000, off).notes[0] != ("path", "gradix")
-    assert plan_of(h100, (64, 16384), "float32", 4096).notes[0] != ("path", "gradix")  # under GRADIX_BRACKET_MIN_L
+    # 32-bit keys it brackets on rows of >= GRADIX_LONG_MIN_L from GRADIX_BRACKET_LONG_MIN_K (2049: where pow2(K) reaches
+    # 4096, H100 64x131072 fp32 K=3000 0.0925 -> 0.0790 ms), not GRADIX_LONG_MIN_K (4001); shorter rows keep radix
+    # select (64x32000 fp32: K=3999 0.052 ms by radix select, K=4000 0.061 bracketed)
+    h100, off = LIMITS["h100"], DEFAULT.replace(GRADIX_BRACKET=False)
+    for L in (65536, 131072, 151936):
+        assert plan_of(h100, (64, L), "float32", 2049).notes[0] == ("path", "gradix"), L
+        assert plan_of(h100, (64, L), "float32", 2048).notes[0] != ("path", "gradix"), L
+        assert plan_of(h100, (64, L), "float32", 4000, off).notes[0] != ("path", "gradix"), L
+    assert plan_of(h100, (64, 65535), "float32", 4096).notes[0] != ("path", "gradix")
+    assert plan_of(h100, (64, 32000), "float32", 4096).notes[0] != ("path", "gradix")
+    assert plan_of(h100, (65, 131072), "float32", 3000).notes[0] != ("path", "gradix")  # past GRADIX_BRACKET_MAX_SEQ
+    assert plan_of(h100, (65, 131072), "float32", 4096).notes[0] == ("path", "gradix")  # GRADIX_LONG_MIN_K, unbracketed
+    assert not bracketed(plan_of(h100, (65, 131072), "float32", 4096))
 
 
 # ---- exact where the bracket holds ---------------------------------------------------------------------------------

@@ -250,9 +250,9 @@ struct Facts {
     // (GRADIX_MIN_KP16 for 16-bit keys on few rows),
     // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or 16/32-bit keys in <=
     // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (pow2(K) > B/2 past
-    // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys (32-bit ones where GRADIX brackets the K-th key)
-    // from K = GRADIX_MIN_K or
-    // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K, and it fits.
+    // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys from K = GRADIX_MIN_K or
+    // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K (GRADIX_BRACKET_LONG_MIN_K where
+    // it brackets), and it fits.
     bool gradix(TopK1Path &out) {
         // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
         u64 groups = short_chunks ? (n_seq > t.GRADIX_FEW_SEQ ? t.GRADIX_MANY_TARGET_GROUPS : t.GRADIX_TARGET_GROUPS)
@@ -260,13 +260,14 @@ struct Facts {
         return top_k1_gradix_path(n_seq, length, k, shared, WG, groups, t, out);
     }
     bool gradix_auto(TopK1Path &out) {
-        u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16 : t.GRADIX_LONG_MIN_K;
+        u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16
+                     : bracket_cap > 0 ? t.GRADIX_BRACKET_LONG_MIN_K : t.GRADIX_LONG_MIN_K;
         bool few = (n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) ||
                    (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP) ||
                    global_sort();
         u64 min_kp = few && key_bits == 16 ? std::min<u64>(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) : t.GRADIX_MIN_KP;
         return t.GRADIX_MIN_KP > 0 && Kp >= min_kp && length >= t.GRADIX_MIN_L &&
-               (few || ((key_bits <= 16 || bracket_cap > 0) && k >= t.GRADIX_MIN_K) ||
+               (few || (key_bits <= 16 && k >= t.GRADIX_MIN_K) ||
                 (key_bits > 8 && length >= t.GRADIX_LONG_MIN_L && k >= long_k)) &&
                gradix(out);
     }

@@ -69,17 +69,18 @@ class Facts:
         rows), rows of >= GRADIX_MIN_L, either few
         (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L, or 16/32-bit keys in rows the rank sort takes (<=
         GRADIX_RANK_MAX_SEQ) from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (else the global
-        sort: pow2(K) > B/2 on rows past LARGE_K_ONE_CHUNK_MAX_L), or 8/16-bit keys (32-bit ones where GRADIX brackets
-        the K-th key: gradix_bracket_cap) from K = GRADIX_MIN_K, or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from
-        K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K; and it fits."""
+        sort: pow2(K) > B/2 on rows past LARGE_K_ONE_CHUNK_MAX_L), or 8/16-bit keys from K = GRADIX_MIN_K, or 16/32-bit
+        keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K (32-bit keys where GRADIX
+        brackets the K-th key, gradix_bracket_cap: GRADIX_BRACKET_LONG_MIN_K); and it fits."""
         t, bits = self.t, self.key_bits
-        long_k = t.GRADIX_LONG_MIN_K16 if bits == 16 else t.GRADIX_LONG_MIN_K
+        long_k = t.GRADIX_LONG_MIN_K16 if bits == 16 else \
+            t.GRADIX_BRACKET_LONG_MIN_K if self.bracket_cap > 0 else t.GRADIX_LONG_MIN_K
         few = (self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L
                or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP
                or self.global_sort)
         min_kp = min(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) if few and bits == 16 else t.GRADIX_MIN_KP
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= min_kp and self.length >= t.GRADIX_MIN_L
-                and (few or (bits <= 16 or self.bracket_cap > 0) and self.k >= t.GRADIX_MIN_K
+                and (few or bits <= 16 and self.k >= t.GRADIX_MIN_K
                      or bits > 8 and self.length >= t.GRADIX_LONG_MIN_L and self.k >= long_k)
                 and self.gradix is not None)
 
