@@ -132,18 +132,18 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
                         fields, var);
             lo.dispatch("gradix_resolve", {x, work, ctr}, {1, 2}, n_seq, {(u32)GRADIX_BRACKET_WG, (u32)cap}, false,
                         fields, var);
-        }
-        for (u64 j = 0; j < (brk ? 0 : passes); j++) {  // digits from the most significant
-            Fields f = fields;
-            f.push_back({"shift", (u64)std::max<i64>(0, (i64)bits - (i64)digit * (i64)(j + 1))});
-            f.push_back({"last", j == passes - 1 ? 1u : 0u});
-            // filtering: the second pass compacts the first digit's bucket, the later ones read only it
-            const char *alg = !filt || j == 0 ? "gradix_hist" : j == 1 ? "gradix_fscan" : "gradix_fhist";
-            lo.dispatch(alg, {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f, var);
-        }
-        if (!brk)
+        } else {
+            for (u64 j = 0; j < passes; j++) {  // digits from the most significant
+                Fields f = fields;
+                f.push_back({"shift", (u64)std::max<i64>(0, (i64)bits - (i64)digit * (i64)(j + 1))});
+                f.push_back({"last", j == passes - 1 ? 1u : 0u});
+                // filtering: the second pass compacts the first digit's bucket, the later ones read only it
+                const char *alg = !filt || j == 0 ? "gradix_hist" : j == 1 ? "gradix_fscan" : "gradix_fhist";
+                lo.dispatch(alg, {x, work, ctr}, {1, 2}, n_seq * C, {(u32)p.workgroup}, false, f, var);
+            }
             lo.dispatch(filt ? "gradix_fcollect" : "gradix_collect", {x, work, ctr}, {1, 2}, n_seq * C,
                         {(u32)p.workgroup}, false, fields, var);
+        }
         if (rank)
             lo.dispatch("gradix_rank", {x, values, indices, work, ctr}, {1, 2, 4}, n_seq * ni * nj,
                         {(u32)p.workgroup, (u32)tj, (u32)t.GRADIX_RANK_E}, false, fields, var);

@@ -29,11 +29,11 @@ module top_k1_<algorithm>[_m][_sg]_<type> (PUSH mirrors each one's push block):
           keys above the K-th, and its ties with the smallest indices) and their bitonic sort in shared
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
           registers); GRADIX_SORT_PARTS > 1 sorts it in parts, several workgroups a row (gradix_psort), and merges
-          the parts' sorted runs by rank, one thread a survivor (gradix_pmerge). GRADIX_BRACKET (sizing.gradix_bracket_cap:
-          32-bit keys in rows of >= 32000 on 3-64 rows) replaces the digit passes and the compaction: a sample brackets
-          the K-th key (gradix_bracket), one read of the row keeps the keys above the bracket and those in it
-          (gradix_bcollect), one workgroup a row takes the candidates it needs, or selects exactly where the bracket
-          missed (gradix_resolve).
+          the parts' sorted runs by rank, one thread a survivor (gradix_pmerge). GRADIX_BRACKET
+          (sizing.gradix_bracket_cap: 32-bit keys in rows of >= 32000 on 3-64 rows) replaces the digit passes and the
+          compaction: a sample brackets the K-th key (gradix_bracket), one read of the row keeps the keys above the
+          bracket and those in it (gradix_bcollect), one workgroup a row takes the candidates it needs, or selects
+          exactly where the bracket missed (gradix_resolve).
   sort    pow2(K) > B on long rows: a global bitonic sort of (key, index) rows in a scratch
           buffer, O(log^2) dispatches (sort_tile.comp in shared memory, sort_global.comp the long strides);
           the last one writes the first K.
@@ -208,12 +208,12 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
                      var, **fields)
             dispatch("gradix_resolve", [x, work, ctr], [1, 2], n_seq, (sizing.GRADIX_BRACKET_WG, cap), False, var,
                      **fields)
-        for j, shift in enumerate(() if brk else shifts):  # digits from the most significant
-            # filtering: the second pass compacts the first digit's bucket, the later ones read only it
-            alg = "gradix_hist" if not filt or j == 0 else "gradix_fscan" if j == 1 else "gradix_fhist"
-            dispatch(alg, [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), False, var, shift=shift,
-                     last=int(j == len(shifts) - 1), **fields)
-        if not brk:
+        else:
+            for j, shift in enumerate(shifts):  # digits from the most significant
+                # filtering: the second pass compacts the first digit's bucket, the later ones read only it
+                alg = "gradix_hist" if not filt or j == 0 else "gradix_fscan" if j == 1 else "gradix_fhist"
+                dispatch(alg, [x, work, ctr], [1, 2], n_seq * C, (p.workgroup,), False, var, shift=shift,
+                         last=int(j == len(shifts) - 1), **fields)
             dispatch("gradix_fcollect" if filt else "gradix_collect", [x, work, ctr], [1, 2], n_seq * C,
                      (p.workgroup,), False, var, **fields)
         if rank:
