@@ -36,7 +36,8 @@ void main() {
     uint v[PER];  // the loads first, all in flight
     [[unroll]] for (uint u = 0u; u < PER; ++u) {
         uint j = tid + u * WG;
-        v[u] = j < S ? load_raw(base, ((j / 16u) * span / nb) * 16u + j % 16u) : 0u;
+        uint blk = j / 16u;  // block blk starts at floor(blk span / nb) * 16, without the product's overflow
+        v[u] = j < S ? load_raw(base, (blk * (span / nb) + blk * (span % nb) / nb) * 16u + j % 16u) : 0u;
     }
     [[unroll]] for (uint u = 0u; u < PER; ++u)
         if (tid + u * WG < S) skey[tid + u * WG] = gkey(v[u]);
