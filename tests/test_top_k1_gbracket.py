@@ -40,10 +40,10 @@ def bracketed(plan):
     return any("gradix_bracket" in k for k in ks)
 
 
-def can_bracket(dev, shape, dtype, tuning=T):
+def can_bracket(dev, shape, dtype, k, tuning=T):
     """Whether the test device's limits take the bracket for rows of this shape (CI's minimum-limits leg does not:
     there the same calls check GRADIX's digit passes)."""
-    return paths.gradix_bracket_cap(int(np.prod(shape[:-1])), shape[-1], np.dtype(dtype).itemsize * 8, dev.limits,
+    return paths.gradix_bracket_cap(int(np.prod(shape[:-1])), shape[-1], k, np.dtype(dtype).itemsize * 8, dev.limits,
                                     tuning) > 0
 
 
@@ -60,7 +60,7 @@ def check(dev, x, k, direction="decreasing", axis=-1, tuning=T):
             tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning)
         return
     plan = plan_of(dev.limits, rows, xa.dtype, k, tuning, force="gradix")
-    assert bracketed(plan) == can_bracket(dev, rows, xa.dtype, tuning)
+    assert bracketed(plan) == can_bracket(dev, rows, xa.dtype, k, tuning)
     rv, ri = reference.top_k1(xa, k, axis, direction)
     for _ in range(2):
         v, i = tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning)
@@ -77,11 +77,11 @@ def test_plan_takes_the_bracket_where_it_fits():
     assert kernels(p)[:3] == ["top_k1_gradix_bracket_f32", "top_k1_gradix_bcollect_d11_f32",
                               "top_k1_gradix_resolve_d11_f32"]
     assert not any("gradix_hist" in k or "gradix_collect" in k for k in kernels(p))
-    cap = paths.gradix_bracket_cap(64, 131072, 32, h100, DEFAULT)
+    cap = paths.gradix_bracket_cap(64, 131072, 4096, 32, h100, DEFAULT)
     assert cap == (49152 - 4 * 512 - paths.GRADIX_RESOLVE_SHARED) // 8 // 64 * 64 == 5248
     assert p.dispatches[1].spec == (DEFAULT.GRADIX_WG, cap) and p.dispatches[2].spec == (512, cap)
-    assert paths.gradix_bracket_cap(64, 131072, 32, lp, DEFAULT) == 3200  # 32 KiB of shared memory
-    assert paths.gradix_bracket_cap(64, 131072, 32, h100, DEFAULT.replace(GRADIX_BRACKET_CAP=1000)) == 1000
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, lp, DEFAULT) == 3200  # 32 KiB of shared memory
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100, DEFAULT.replace(GRADIX_BRACKET_CAP=1000)) == 1000
     # 32-bit keys on rows of >= GRADIX_BRACKET_MIN_L; 16-bit ones from GRADIX_BRACKET_MIN_L16 (0 by default: never)
     assert not bracketed(plan_of(h100, (64, 31999), "float32", 4096, force="gradix"))
     assert bracketed(plan_of(h100, (64, 32000), "float32", 4096, force="gradix"))
@@ -98,11 +98,16 @@ def test_plan_takes_the_bracket_where_it_fits():
     # not on devices without subgroup vote, ballot or arithmetic, workgroups of 512, or room for 64 candidates
     for op in ("vote", "ballot", "arithmetic"):
         lim = h100.replace(subgroup_operations=h100.subgroup_operations & ~SUBGROUP_OPS[op])
-        assert paths.gradix_bracket_cap(64, 131072, 32, lim, DEFAULT) == 0, op
-    assert paths.gradix_bracket_cap(64, 131072, 32, h100.replace(max_workgroup_invocations=256), DEFAULT) == 0
-    assert paths.gradix_bracket_cap(64, 131072, 32, h100.replace(shared_memory_bytes=16384), DEFAULT) == 1152
-    assert paths.gradix_bracket_cap(64, 131072, 32, h100.replace(shared_memory_bytes=7168), DEFAULT) == 0  # 59 < 64
-    assert paths.gradix_bracket_cap(64, 131072, 32, None, DEFAULT) == 0
+        assert paths.gradix_bracket_cap(64, 131072, 100, 32, lim, DEFAULT) == 0, op
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(max_workgroup_invocations=256), DEFAULT) == 0
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(shared_memory_bytes=16384), DEFAULT) == 1152
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(shared_memory_bytes=7168), DEFAULT) == 0  # 59 < 64
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, None, DEFAULT) == 0
+    # where the candidates a bracket expects, 8 sqrt(K (L - K) / S), times 1.5 pass the cap: the digit passes
+    for L, k, want in ((151936, 4096, True), (195000, 4096, True), (196000, 4096, False), (300000, 2049, True),
+                       (1 << 20, 512, True), (1 << 20, 1024, False)):
+        assert (paths.gradix_bracket_cap(8, L, k, 32, h100, DEFAULT) > 0) == want, (L, k)
+        assert 144 * k * (L - k) <= 5248 ** 2 * 4096 if want else 144 * k * (L - k) > 5248 ** 2 * 4096
 
 
 @pytest.mark.host_only
@@ -149,7 +154,7 @@ def test_exact_k_near_the_row(dev, rng):
 def test_exact_sorts_whole_and_in_parts(dev, rng):
     # more rows than the rank sort's, pow2(K) from GRADIX_SORT_PARTS_MIN_KP: the survivors sorted in parts
     x = rng.standard_normal((5, 12000)).astype(np.float32)
-    assert not can_bracket(dev, x.shape, x.dtype) or not dev.limits.has_subgroup("shuffle") or \
+    assert not can_bracket(dev, x.shape, x.dtype, 3000) or not dev.limits.has_subgroup("shuffle") or \
         "top_k1_gradix_psort_d11_sg_f32" in kernels(plan_of(dev.limits, x.shape, x.dtype, 3000, T, force="gradix"))
     check(dev, x, 3000)
     check(dev, x, 1024)
@@ -158,7 +163,7 @@ def test_exact_sorts_whole_and_in_parts(dev, rng):
 def test_exact_strided_axis(dev, rng):
     x = rng.standard_normal((9000, 4)).astype(np.float32)
     assert bracketed(plan_of(dev.limits, (4, 9000), np.float32, 700, T, force="gradix")) == \
-        can_bracket(dev, (4, 9000), np.float32)
+        can_bracket(dev, (4, 9000), np.float32, 700)
     check(dev, x, 700, axis=0)
     check(dev, x, 700, "increasing", axis=0)
 
@@ -188,9 +193,10 @@ def test_exact_where_the_bracket_misses(dev, rng, dtype, direction):
 def test_exact_past_a_small_cap(dev, rng):
     x = rng.standard_normal((4, 9000)).astype(np.float32)
     small = T.replace(GRADIX_BRACKET_CAP=64)
-    if can_bracket(dev, x.shape, x.dtype, small):
-        assert plan_of(dev.limits, x.shape, x.dtype, 2000, small, force="gradix").dispatches[2].spec[1] == 64
-    for k in (10, 2000):
+    if can_bracket(dev, x.shape, x.dtype, 10, small):
+        assert plan_of(dev.limits, x.shape, x.dtype, 10, small, force="gradix").dispatches[2].spec[1] == 64
+    assert not can_bracket(dev, x.shape, x.dtype, 2000, small)  # 1.5 x 8 sqrt(K (L - K) / S) candidates: 1043
+    for k in (10, 40, 2000):
         check(dev, x, k, tuning=small)
 
 

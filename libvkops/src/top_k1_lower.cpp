@@ -114,7 +114,7 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         u64 words = 2 * n_seq + n_seq * C * tie_bins + 2 * n_seq * K;
         // GRADIX_BRACKET: the K-th key bracketed from a sample (gradix_bracket), the row read once (gradix_bcollect),
         // the candidates resolved a row (gradix_resolve), instead of the digit passes and the compaction; the same sort
-        u64 cap = top_k1_gradix_bracket_cap(lim, n_seq, L, bits, t);
+        u64 cap = top_k1_gradix_bracket_cap(lim, n_seq, L, K, bits, t);
         bool brk = cap > 0;
         bool filt = t.GRADIX_FILTER && bits > 8 && !brk;  // 8-bit keys: one digit, nothing to filter
         if (filt) words += n_seq * C + 2 * n_seq * C * p.chunk_len;  // each chunk's candidate count, keys, indices

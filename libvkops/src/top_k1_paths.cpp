@@ -63,7 +63,7 @@ u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, u64 length, int key_bits, co
     return fit | TUNE_GUESS | (p.Kp >= t.TUNE_SELECT_MIN_KP_NARROW ? TUNE_SELECT : 0);
 }
 
-u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, int key_bits, const TopK1Tuning &t) {
+u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
     u64 min_l = key_bits == 32 ? t.GRADIX_BRACKET_MIN_L : key_bits == 16 ? t.GRADIX_BRACKET_MIN_L16 : 0;
     if (!t.GRADIX_BRACKET || min_l == 0 || length < std::max<u64>(256, min_l) || n_seq <= t.GRADIX_RANK_MAX_SEQ ||
         n_seq > t.GRADIX_BRACKET_MAX_SEQ ||
@@ -71,7 +71,8 @@ u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, int key_
         return 0;
     i64 free = (i64)lim.shared_memory_bytes - 4 * (i64)GRADIX_BRACKET_WG - (i64)GRADIX_RESOLVE_SHARED;
     u64 cap = free <= 0 ? 0 : std::min<u64>(t.GRADIX_BRACKET_CAP, u64(free) / 8 / 64 * 64);
-    return cap >= 64 ? cap : 0;
+    u64 sample = 16 * std::min<u64>(GRADIX_BRACKET_SAMPLE_BLOCKS, length / 16);
+    return cap >= 64 && 144 * k * (length - k) <= cap * cap * sample ? cap : 0;  // (1.5 * 8)^2 = 144
 }
 
 bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t, TopK1Path &out) {
@@ -363,7 +364,7 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
     bool cpu = lim.device_type == "cpu";
     Facts f{n_seq, length, k, lim.shared_memory_bytes, cpu ? t.CPU_TARGET_GROUPS : t.TARGET_GROUPS, !cpu,
             lim.workgroup(t.WORKGROUP), key_bits, t, top_k1_pow2(k), top_k1_pow2(length),
-            top_k1_gradix_bracket_cap(lim, n_seq, length, key_bits, t)};
+            top_k1_gradix_bracket_cap(lim, n_seq, length, k, key_bits, t)};
     TopK1Choice c;
     // AUTO_RULE's rows in order (paths.py states each row's reason)
     if (f.gradix_auto(c.plan)) {

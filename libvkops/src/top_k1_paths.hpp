@@ -36,7 +36,8 @@ bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_b
 bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup, u64 target_groups, const TopK1Tuning &t,
                         TopK1Path &out);
 // paths.gradix_bracket_cap: GRADIX_BRACKET's candidates a row where GRADIX brackets the K-th key (0: digit passes).
-u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, int key_bits, const TopK1Tuning &t);
+u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits,
+                              const TopK1Tuning &t);
 // paths.gradix_digit_bits: GRADIX's digit bits (8, or GRADIX_DIGIT_BITS on 32-bit keys where it fits).
 int top_k1_gradix_digit_bits(int key_bits, u64 shared, const TopK1Tuning &t);
 bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t,

@@ -87,7 +87,7 @@ class Facts:
     @cached_property
     def bracket_cap(self) -> int:
         """GRADIX_BRACKET's candidates a row on this device (0: no bracket; sizing.gradix_bracket_cap)."""
-        return gradix_bracket_cap(self.n_seq, self.length, self.key_bits, self.limits, self.t)
+        return gradix_bracket_cap(self.n_seq, self.length, self.k, self.key_bits, self.limits, self.t)
 
     @cached_property
     def short_radix(self) -> bool:

@@ -30,7 +30,7 @@ module top_k1_<algorithm>[_m][_sg]_<type> (PUSH mirrors each one's push block):
           memory, one workgroup a row (gradix_sort; gradix_sort_sg with subgroup shuffles: its short strides in
           registers); GRADIX_SORT_PARTS > 1 sorts it in parts, several workgroups a row (gradix_psort), and merges
           the parts' sorted runs by rank, one thread a survivor (gradix_pmerge). GRADIX_BRACKET
-          (sizing.gradix_bracket_cap: 32-bit keys in rows of >= 32000 on 3-64 rows) replaces the digit passes and the
+          (sizing.gradix_bracket_cap: 32-bit keys in rows of >= 32000 on 3-64 rows, where its candidates fit) replaces the digit passes and the
           compaction: a sample brackets the K-th key (gradix_bracket), one read of the row keeps the keys above the
           bracket and those in it (gradix_bcollect), one workgroup a row takes the candidates it needs, or selects
           exactly where the bracket missed (gradix_resolve).
@@ -189,7 +189,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         words = 2 * n_seq + n_seq * C * tie_bins + 2 * n_seq * K  # gradix.glsl's `work`: row state, ties, survivors
         # GRADIX_BRACKET: the K-th key bracketed from a sample (gradix_bracket), the row read once (gradix_bcollect),
         # the candidates resolved a row (gradix_resolve), instead of the digit passes and the compaction; the same sort
-        cap = sizing.gradix_bracket_cap(n_seq, L, bits, lim, t)
+        cap = sizing.gradix_bracket_cap(n_seq, L, K, bits, lim, t)
         brk = cap > 0
         filt = t.GRADIX_FILTER and bits > 8 and not brk  # 8-bit keys: one digit, nothing to filter
         if filt:  # ... then each chunk's candidate count and its candidates' keys and indices

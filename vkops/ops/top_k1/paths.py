@@ -17,7 +17,8 @@ from .sizing import (  # noqa: F401 (re-exported: paths.<name> is what tests and
     GRADIX_SORT_RE, GRADIX_CHUNK_ALIGN, GRADIX_SORT_MIN_RUN, gradix_shared_bytes, gradix_digit_bits, gradix_shifts,
     gradix_sort_parts, gradix_path, tune_bits, ROWS_SUBGROUPS, ROWS_MAX_WG, ROWS_MIN_CAP, ROWS_MAX_CAP, rows_path,
     RSORT_MAX_E, RSORT_MAX_WG, RSORT_MIN_WG, rsort_shared_words, rsort_shared_bytes, rsort_path, radix_sort_entries,
-    radix_sort_wg, GRADIX_BRACKET_OPS, GRADIX_BRACKET_WG, GRADIX_RESOLVE_SHARED, gradix_bracket_cap)
+    radix_sort_wg, GRADIX_BRACKET_OPS, GRADIX_BRACKET_WG, GRADIX_RESOLVE_SHARED, GRADIX_BRACKET_SAMPLE_BLOCKS,
+    gradix_bracket_cap)
 from .facts import (  # noqa: F401 (re-exported: paths.<name> is what tests and tools use)
     SHORT_CHUNK_STEPS, FEW_SHORT_CHUNK_STEPS, FEW_SHORT_MAX_SEQ, FEW_ROWS_CHUNK_KP, CHUNK_KP, CPU_CHUNK_B,
     CPU_CHUNK_STEPS, MAX_CHUNK_KEYS, COMPACT_CAP, Facts)

@@ -176,18 +176,20 @@ def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
 
 GRADIX_BRACKET_OPS = ("basic", "vote", "ballot", "arithmetic")  # gradix_bracket.glsl's histograms and picks
 GRADIX_BRACKET_WG = 512  # gradix_bracket and gradix_resolve: a bin a thread for each of two 256-bin histograms
+GRADIX_BRACKET_SAMPLE_BLOCKS = 256  # gradix_bracket's sample: up to 256 blocks of 16 keys (SMAX)
 # gradix_resolve's shared memory besides its candidates (8 bytes each) and a word a thread: bh 2 KiB, wsum 512 B, the
 # ties' list and ranks 2 KiB, b_res and 3 words (module_shared_bytes; tests/test_portability.py checks it)
 GRADIX_RESOLVE_SHARED = 2048 + 512 + 2048 + 32 + 12
 
 
-def gradix_bracket_cap(n_seq: int, length: int, key_bits: int, limits: Optional[Limits],
+def gradix_bracket_cap(n_seq: int, length: int, k: int, key_bits: int, limits: Optional[Limits],
                        t: TopK1Tuning = DEFAULT) -> int:
     """GRADIX_BRACKET's candidates a row where GRADIX brackets the K-th key from a sample (0: it runs its digit
     passes): 32-bit keys in rows of >= GRADIX_BRACKET_MIN_L, 16-bit ones in rows of >= GRADIX_BRACKET_MIN_L16 (0: none),
     more rows than the rank sort takes and at most GRADIX_BRACKET_MAX_SEQ, rows of >= 256 (the sample's blocks),
     workgroups of 512 with subgroup vote, ballot and arithmetic; GRADIX_BRACKET_CAP fit to gradix_resolve's shared
-    memory, at least 64."""
+    memory, at least 64 and 1.5 times the candidates a bracket of +-4 sigma expects, 8 sqrt(K (L - K) / S) for a
+    sample of S keys (more would make most rows take the exact select: 8x300000 fp32 K=4096 0.74 ms)."""
     min_l = {32: t.GRADIX_BRACKET_MIN_L, 16: t.GRADIX_BRACKET_MIN_L16}.get(key_bits, 0)
     if (not t.GRADIX_BRACKET or limits is None or min_l == 0 or length < max(256, min_l)
             or not t.GRADIX_RANK_MAX_SEQ < n_seq <= t.GRADIX_BRACKET_MAX_SEQ
@@ -196,7 +198,8 @@ def gradix_bracket_cap(n_seq: int, length: int, key_bits: int, limits: Optional[
         return 0
     free = limits.shared_memory_bytes - 4 * GRADIX_BRACKET_WG - GRADIX_RESOLVE_SHARED
     cap = min(t.GRADIX_BRACKET_CAP, free // 8 // 64 * 64)
-    return cap if cap >= 64 else 0
+    sample = 16 * min(GRADIX_BRACKET_SAMPLE_BLOCKS, length // 16)
+    return cap if cap >= 64 and 144 * k * (length - k) <= cap * cap * sample else 0  # (1.5 * 8)^2 = 144
 
 
 def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int, target_groups: int,
