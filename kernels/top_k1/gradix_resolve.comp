@@ -24,6 +24,7 @@ shared uint ckey[CAP];
 #include "gradix_bracket.glsl"
 const uint PER = 16u;    // candidates a thread at most: CAP <= 8192 over 512 threads
 const uint TCAP = 256u;  // ties of T ranked in shared memory; more: the exact select
+const uint FB = 8u;      // the exact select's loads a thread in flight
 shared uint cidx[CAP];
 shared uint tl[TCAP], trk[TCAP];  // the ties' indices and ranks
 shared uint s_scan[WG];
@@ -74,15 +75,20 @@ void main() {
             return;
         }
     }
-    // The row's K-th key by digits over the whole row, and its survivors in one ordered read.
+    // The row's K-th key by digits over the whole row, and its survivors in one ordered read; one workgroup reads the
+    // whole row, FB loads a thread in flight.
     uint base = seq_base(s), L = pc.L;
     uint prefix = 0u, hmask = 0u, need = K;
     for (int sh = ELEM_BITS - 8; sh >= 0; sh -= 8) {
         bh[tid] = 0u;
         barrier();
-        for (uint i = tid; i < L; i += WG) {
-            uint k = gkey(load_raw(base, i));
-            if ((k & hmask) == prefix) hist_add((k >> uint(sh)) & 255u);
+        for (uint i0 = tid; i0 < L; i0 += FB * WG) {
+            uint raw[FB];
+            [[unroll]] for (uint u = 0u; u < FB; ++u) raw[u] = i0 + u * WG < L ? load_raw(base, i0 + u * WG) : 0u;
+            [[unroll]] for (uint u = 0u; u < FB; ++u) {
+                uint k = gkey(raw[u]);
+                if (i0 + u * WG < L && (k & hmask) == prefix) hist_add((k >> uint(sh)) & 255u);
+            }
         }
         bpick2(need, need);
         prefix |= b_res[0] << uint(sh);
@@ -90,29 +96,36 @@ void main() {
         need -= b_res[1];
     }
     uint T = prefix, above = K - need;
-    // keys above T to slots in any order, the first `need` ties of T by index (a prefix sum a block)
-    for (uint b0 = 0u; b0 < L; b0 += WG) {
-        uint i = b0 + tid;
-        uint k = i < L ? gkey(load_raw(base, i)) : 0u;
-        if (i < L && k > T) work2[surv + atomicAdd(s_cnt, 1u)] = uvec2(k, i);
-        uint t = i < L && k == T && s_run < need ? 1u : 0u;
-        if (t != 0u) atomicAdd(s_tot, 1u);
-        barrier();
-        uint tot = s_tot;
-        if (tot != 0u) {
-            s_scan[tid] = t;
-            barrier();
-            for (uint off = 1u; off < WG; off <<= 1) {  // inclusive prefix sum (Hillis-Steele)
-                uint v = tid >= off ? s_scan[tid - off] : 0u;
-                barrier();
-                s_scan[tid] += v;
-                barrier();
-            }
-            uint r = s_run + s_scan[tid] - t;
-            if (t != 0u && r < need) work2[surv + above + r] = uvec2(T, i);
+    // keys above T to slots in any order, the first `need` ties of T by index (a prefix sum a block, blocks in order)
+    for (uint b0 = 0u; b0 < L; b0 += FB * WG) {
+        uint raw[FB];
+        [[unroll]] for (uint u = 0u; u < FB; ++u) {
+            uint i = b0 + u * WG + tid;
+            raw[u] = i < L ? load_raw(base, i) : 0u;
         }
-        barrier();
-        if (tid == 0u) { s_run += tot; s_tot = 0u; }
-        barrier();
+        [[unroll]] for (uint u = 0u; u < FB; ++u) {
+            uint i = b0 + u * WG + tid;
+            uint k = gkey(raw[u]);
+            if (i < L && k > T) work2[surv + atomicAdd(s_cnt, 1u)] = uvec2(k, i);
+            uint t = i < L && k == T && s_run < need ? 1u : 0u;
+            if (t != 0u) atomicAdd(s_tot, 1u);
+            barrier();
+            uint tot = s_tot;
+            if (tot != 0u) {
+                s_scan[tid] = t;
+                barrier();
+                for (uint off = 1u; off < WG; off <<= 1) {  // inclusive prefix sum (Hillis-Steele)
+                    uint v = tid >= off ? s_scan[tid - off] : 0u;
+                    barrier();
+                    s_scan[tid] += v;
+                    barrier();
+                }
+                uint r = s_run + s_scan[tid] - t;
+                if (t != 0u && r < need) work2[surv + above + r] = uvec2(T, i);
+            }
+            barrier();
+            if (tid == 0u) { s_run += tot; s_tot = 0u; }
+            barrier();
+        }
     }
 }
