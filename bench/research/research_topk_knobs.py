@@ -67,11 +67,25 @@ from vkops.ops.top_k1 import paths as TP  # noqa: E402
 M_ = timing.Method(reps=20, warm_s=0.3, round_warm_s=0.1)
 
 
-def data(shape, dtype, rng):
+def data(shape, dtype, rng, kind="normal"):
+    """kind: normal; masked<P> (P% of each row the dtype's lowest value, -inf for floats: masked logits);
+    const (every key equal); few<N> (N distinct values)."""
     if np.dtype(dtype).kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+        x = rng.standard_normal(shape).astype(dtype)
+        low = -np.inf
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+        low = info.min
+    if kind.startswith("masked"):
+        x[rng.random(shape) < float(kind[6:]) / 100] = low
+    elif kind == "const":
+        x[...] = x.flat[0]
+    elif kind.startswith("few"):
+        x = rng.integers(0, int(kind[3:]), shape).astype(dtype)
+    elif kind != "normal":
+        raise SystemExit(f"unknown data kind {kind!r}")
+    return x
 
 
 def dispatch_us(dev, f):
@@ -100,7 +114,7 @@ def dispatch_us(dev, f):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", required=True, help="JSON: name -> {paths: {...}, kw: {...}}")
-    ap.add_argument("--case", action="append", required=True, help="RxL:dtype:k1,k2")
+    ap.add_argument("--case", action="append", required=True, help="RxL:dtype:k1,k2[:data], data one of normal (default), masked<P>, const, few<N>")
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--dispatches", action="store_true",
                     help="also each configuration's GPU time per dispatch (best of 5 timestamped batches of one call)")
@@ -118,9 +132,9 @@ def main():
     torch = timing.cuda_torch()
     print("device", dev.name, "configs", configs, flush=True)
     for spec in args.case:
-        shape_s, dtype, ks = spec.split(":")
+        shape_s, dtype, ks, kind = (spec.split(":") + ["normal"])[:4]
         shape = tuple(map(int, shape_s.split("x")))
-        x = data(shape, dtype, rng)
+        x = data(shape, dtype, rng, kind)
         xt = dev.tensor(x)
         n_rows = int(np.prod(shape[:-1]))
         rows = (list(range(shape[0])) if len(shape) == 2 and n_rows <= args.check_all_rows else
@@ -150,8 +164,11 @@ def main():
                                            key_bits=np.dtype(dtype).itemsize * 8, tuning=tun,
                                            **{a: b for a, b in kw.items() if a in ("force", "chunks", "shuffle")})
                         filt = p.path == "gradix" and tun.GRADIX_FILTER and np.dtype(dtype).itemsize > 1
+                        if p.path == "gradix" and top_k1.sizing.gradix_bracket_cap(
+                                n_rows, shape[-1], k, np.dtype(dtype).itemsize * 8, dev.limits, tun):
+                            filt = "bracket"
                         rank = p.path == "gradix" and int(np.prod(shape[:-1])) <= tun.GRADIX_RANK_MAX_SEQ
-                        notes[name] = (f"{p.path}{' radix' if p.radix else ''}{' filter' if filt else ''} B={p.B} WG={p.workgroup} "
+                        notes[name] = (f"{p.path}{' radix' if p.radix else ''}{(' ' + filt if isinstance(filt, str) else ' filter') if filt else ''} B={p.B} WG={p.workgroup} "
                                        f"chunks={p.chunks}{' shuf' if p.shuf else ''}"
                                        f"{f' chunk_len={p.chunk_len} sort_wg={p.sort_wg}' if p.path == 'gradix' and not rank else ''}"
                                        f"{f' parts={p.sort_parts}' if p.path == 'gradix' and p.sort_parts > 1 else ''}"
@@ -165,7 +182,7 @@ def main():
                     tms = f" torch {tg:.4f}"
                 except (NotImplementedError, RuntimeError) as e:  # e.g. no uint32 topk in torch
                     tms = f" torch: {type(e).__name__}"
-            print(f"{shape_s} {dtype} K={k}{tms}", flush=True)
+            print(f"{shape_s} {dtype} K={k}{'' if kind == 'normal' else ' ' + kind}{tms}", flush=True)
             for name in configs:
                 if name in refused:
                     print(f"   {name:24s} refused: {refused[name]}", flush=True)
