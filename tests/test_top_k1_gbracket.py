@@ -3,8 +3,8 @@ gradix_resolve): where the plan takes it (sizing.gradix_bracket_cap: key widths,
 workgroups and shared memory; the path rule's 32-bit keys from GRADIX_MIN_K), and exact against reference.top_k1, bit
 for bit, where the bracket holds (random rows, both directions, six dtypes, K from 1 to the row, the survivors' sort
 whole or in parts, a strided axis) and where it misses and one workgroup a row selects exactly (constant rows, a few
-distinct values, more ties of the K-th key than the tie list holds, samples fooled by the rows' layout, candidates
-past a small GRADIX_BRACKET_CAP, NaN/inf/-0.0). Repeated calls check the counters it leaves zero. Sizes stay small
+distinct values, more ties of the K-th key than the tie list holds, samples fooled by the rows' layout, masked rows,
+candidates past a small GRADIX_BRACKET_CAP, NaN/inf/-0.0). Repeated calls check the counters it leaves zero. Sizes stay small
 (lavapipe); chunks are short (GRADIX_MIN_CHUNK) so that a row runs several workgroups."""
 import numpy as np
 import pytest
@@ -19,6 +19,7 @@ from vkops.ops.top_k1.tuning import DEFAULT
 
 from plan_grid import LIMITS
 from test_top_k1_gradix import special_rows
+from test_top_k1_grank import counters_zero
 
 # short chunks, and the bracket on any rows of 16/32-bit keys (by default: 32-bit keys in rows of >= 32000)
 T = DEFAULT.replace(GRADIX_MIN_CHUNK=1024, GRADIX_BRACKET_MIN_L=256, GRADIX_BRACKET_MIN_L16=256)
@@ -48,9 +49,9 @@ def can_bracket(dev, shape, dtype, k, tuning=T):
 
 
 def check(dev, x, k, direction="decreasing", axis=-1, tuning=T):
-    """The result against the oracle, bit for bit, twice (the counters left zero), on the bracket's plan where the
-    device takes it; where GRADIX's sort does not fit its shared memory (K > 2048 under Vulkan's minimum 16 KiB in
-    one workgroup), the refusal instead."""
+    """The result against the oracle, bit for bit, twice, the device's counters zero after each call, on the bracket's
+    plan where the device takes it; where GRADIX's sort does not fit its shared memory (K > 2048 under Vulkan's minimum
+    16 KiB in one workgroup), the refusal instead."""
     xa = np.asarray(x)
     rows = np.moveaxis(xa, axis, -1).shape
     kp = paths._pow2(k)
@@ -66,6 +67,7 @@ def check(dev, x, k, direction="decreasing", axis=-1, tuning=T):
         v, i = tk._top_k(x, k, axis, direction, force="gradix", tuning=tuning)
         np.testing.assert_array_equal(i, ri)
         assert v.dtype == xa.dtype and v.tobytes() == rv.tobytes()  # bit patterns: NaN payloads, -0.0
+        counters_zero(dev)
 
 
 # ---- where the plan takes it -----------------------------------------------------------------------------------
@@ -78,9 +80,9 @@ def test_plan_takes_the_bracket_where_it_fits():
                               "top_k1_gradix_resolve_d11_f32"]
     assert not any("gradix_hist" in k or "gradix_collect" in k for k in kernels(p))
     cap = paths.gradix_bracket_cap(64, 131072, 4096, 32, h100, DEFAULT)
-    assert cap == (49152 - 4 * 512 - paths.GRADIX_RESOLVE_SHARED) // 8 // 64 * 64 == 5248
+    assert cap == (49152 - paths.GRADIX_RESOLVE_SHARED) // 8 // 64 * 64 == 5504
     assert p.dispatches[1].spec == (DEFAULT.GRADIX_WG, cap) and p.dispatches[2].spec == (512, cap)
-    assert paths.gradix_bracket_cap(64, 131072, 100, 32, lp, DEFAULT) == 3200  # 32 KiB of shared memory
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, lp, DEFAULT) == 3456  # 32 KiB of shared memory
     assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100, DEFAULT.replace(GRADIX_BRACKET_CAP=1000)) == 1000
     # 32-bit keys on rows of >= GRADIX_BRACKET_MIN_L; 16-bit ones from GRADIX_BRACKET_MIN_L16 (0 by default: never)
     assert not bracketed(plan_of(h100, (64, 31999), "float32", 4096, force="gradix"))
@@ -100,14 +102,14 @@ def test_plan_takes_the_bracket_where_it_fits():
         lim = h100.replace(subgroup_operations=h100.subgroup_operations & ~SUBGROUP_OPS[op])
         assert paths.gradix_bracket_cap(64, 131072, 100, 32, lim, DEFAULT) == 0, op
     assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(max_workgroup_invocations=256), DEFAULT) == 0
-    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(shared_memory_bytes=16384), DEFAULT) == 1152
-    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(shared_memory_bytes=7168), DEFAULT) == 0  # 59 < 64
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(shared_memory_bytes=16384), DEFAULT) == 1408
+    assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100.replace(shared_memory_bytes=5120), DEFAULT) == 0  # 59 < 64
     assert paths.gradix_bracket_cap(64, 131072, 100, 32, None, DEFAULT) == 0
     # where the candidates a bracket expects, 8 sqrt(K (L - K) / S), times 1.5 pass the cap: the digit passes
-    for L, k, want in ((151936, 4096, True), (195000, 4096, True), (196000, 4096, False), (300000, 2049, True),
+    for L, k, want in ((151936, 4096, True), (214000, 4096, True), (215000, 4096, False), (300000, 2049, True),
                        (1 << 20, 512, True), (1 << 20, 1024, False)):
         assert (paths.gradix_bracket_cap(8, L, k, 32, h100, DEFAULT) > 0) == want, (L, k)
-        assert 144 * k * (L - k) <= 5248 ** 2 * 4096 if want else 144 * k * (L - k) > 5248 ** 2 * 4096
+        assert 144 * k * (L - k) <= 5504 ** 2 * 4096 if want else 144 * k * (L - k) > 5504 ** 2 * 4096
 
 
 @pytest.mark.host_only
@@ -180,6 +182,11 @@ def test_exact_where_the_bracket_misses(dev, rng, dtype, direction):
     x[:, rng.permutation(L)[:600]] = 1.5                                         # 600 ties of T: past the tie list
     check(dev, x, 300, direction)
     check(dev, x, 500, direction)
+    # ...and ties first in rows longer than one block of the exact select's reads (8 x 512 loads of 16 bytes): the
+    # first ties by index come early, the keys above T to the row's end
+    w = rng.standard_normal((3, 70000)).astype(dtype)
+    w[:, :2000] = 1.5
+    check(dev, w, 5000 if direction == "decreasing" else 65000, direction)
     # a row the sample misreads: the sampled blocks hold its smallest keys
     nb, span = min(256, L // 16), L // 16
     sampled = np.zeros(L, bool)
@@ -188,6 +195,48 @@ def test_exact_where_the_bracket_misses(dev, rng, dtype, direction):
     y = rng.standard_normal((3, L)).astype(dtype)
     y[:, sampled] = (-5 if direction == "decreasing" else 5)
     check(dev, y, 1000, direction)
+    # ... the sampled blocks one value above the rest: a plateau at lo with fewer keys than K (4096 sampled)
+    y[:, sampled] = (5 if direction == "decreasing" else -5)
+    check(dev, y, 5000, direction)
+
+
+@pytest.mark.parametrize("direction", DIRS)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_exact_masked_rows(dev, rng, dtype, direction):
+    # masked logits: ~95% of each row -inf (+inf increasing). K past the finite keys: T is the mask, with more ties than
+    # the tie list and the cap; the exact select counts the bracket's keys alone and its ordered read stops once it has
+    # the first ties by index. K below them: the bracket holds or misses on the finite keys. Rows of 9000 (16-byte
+    # loads) and 9001, and a strided axis (one key a load).
+    for L in (9000, 9001):
+        x = rng.standard_normal((3, L)).astype(dtype)
+        x[rng.random((3, L)) < 0.95] = -np.inf if direction == "decreasing" else np.inf
+        x[1, :50] = x[1, 60]  # a row that starts with ties of a finite key
+        for k in (100, 1000, 5000, L):
+            check(dev, x, k, direction)
+    check(dev, np.ascontiguousarray(x.T), 1000, direction, axis=0)
+    # exactly F finite keys a row and K about F: the sample's plateau makes lo the mask's key; K <= F takes the top of
+    # the finite candidates, K > F all of them and the first masked keys
+    F = 1000
+    y = np.full((3, 9000), -np.inf if direction == "decreasing" else np.inf, dtype)
+    for r in range(3):
+        y[r, rng.permutation(9000)[:F]] = rng.standard_normal(F)
+    for k in (F - 10, F, F + 10):
+        check(dev, y, k, direction)
+
+
+def test_exact_where_every_survivor_is_above_the_bracket(dev, rng):
+    # the top K all outside the sampled blocks, the rest one value: the bracket is that value, its candidates past the
+    # cap, and the K keys above it are the survivors (gradix_resolve has nothing to select)
+    L, k = 9000, 1000
+    nb, span = min(256, L // 16), L // 16
+    sampled = np.zeros(L, bool)
+    for j in range(nb):
+        sampled[(j * span // nb) * 16:(j * span // nb) * 16 + 16] = True
+    x = np.zeros((3, L), np.float32)
+    for r in range(3):
+        x[r, rng.permutation(np.flatnonzero(~sampled))[:k]] = rng.uniform(1, 2, k)
+    check(dev, x, k)
+    check(dev, x, k + 1)  # one tie of the plateau
 
 
 def test_exact_past_a_small_cap(dev, rng):

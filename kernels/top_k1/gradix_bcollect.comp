@@ -1,10 +1,12 @@
 #version 450
 // DML TOP_K1, path "gradix" with a sampled bracket (gradix_bracket.glsl), the one read of the row: workgroup g takes
 // its chunk's keys above hi to the row's survivors (slots from the survivor slot counter; the first K kept) and its
-// keys in [lo, hi] to the row's candidates (slots from the row's first counter; the first CAP kept), in any order.
-// gradix_resolve.comp reads both counts. A block is GRADIX_LOADS loads a thread; its keys to keep marked in two bit
-// masks (16/32-bit keys: at most 32 a thread), slots by one shared atomic a thread and one global atomic a counter
-// and block, as gradix_collect.comp. Bindings: the input, work, ctr. Shared memory: 4 words.
+// keys in [lo, hi] to the row's candidates (slots from the row's first counter; the first CAP kept), in any order (on
+// a row whose sample showed a plateau, lo is one above its key: the plateau's keys, as masked logits' -inf, would
+// overflow the candidates; gradix_resolve takes them by index). gradix_resolve.comp reads both counts. A block is
+// GRADIX_LOADS loads a thread; its keys to keep marked in two bit masks (16/32-bit keys: at most 32 a thread), slots
+// by one shared atomic a thread and one global atomic a counter and block, as gradix_collect.comp. Bindings: the
+// input, work, ctr. Shared memory: 4 words.
 #extension GL_GOOGLE_include_directive : require
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1
@@ -63,6 +65,8 @@ void main() {
         barrier();
         oa += s_ba;
         oc += s_bc;
+        if (oa >= pc.K) ma = 0u;  // past what is kept (a missed bracket): counted, not revisited
+        if (oc >= CAP) mc = 0u;
         uint m = ma | mc;
         while (m != 0u) {  // only the set bits visited; the key read again (cached)
             uint b = uint(findLSB(m));

@@ -4,8 +4,10 @@
 // with about mu - BZ sigma sample keys above it, and lo, with about mu + BZ sigma (mu = K S / L, the sample keys
 // expected at or above the row's K-th key; sigma its binomial spread), so that the row has fewer than K keys above
 // hi and at least K at or above lo unless the sample is BZ sigma off. No key above hi: hi is the top key; none at or
-// below lo: lo is 0. Writes (lo, hi) to work[2s, 2s + 1]. Bindings: the input, work. Needs subgroup vote, ballot and
-// arithmetic; workgroups of 512. Shared memory: 16 KiB + 2.6 KiB.
+// below lo: lo is 0. lo and hi to their top 16 bits (32-bit keys); lo to all its bits where the sample has a plateau
+// there. Writes (lo, hi) to work[2s, 2s + 1] ((lo + 1, hi) where lo is a plateau's key) and whether it is to
+// work[2n + s]. Bindings: the input, work. Needs subgroup vote, ballot and arithmetic; workgroups of 512. Shared
+// memory: 16 KiB + 2.6 KiB.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_KHR_shader_subgroup_ballot : require
@@ -47,10 +49,19 @@ void main() {
     int rhi = int(floor(mu - BZ * sd)) - 1;  // sample keys above hi
     int rlo = int(ceil(mu + BZ * sd)) + 1;   // sample keys above lo
     // both ranks in one select (a rank past the sample: no bound there, hi the top key or lo 0)
-    uint nhi = uint(clamp(rhi + 1, 1, int(S))), nlo = uint(clamp(rlo + 1, 1, int(S))), hi, lo, above, inbin;
+    uint nhi = uint(clamp(rhi + 1, 1, int(S))), nlo = uint(clamp(rlo + 1, 1, int(S))), hi, lo, above, inbin, hi2;
     bselect2(S, nhi, nlo, 0u, ELEM_BITS, GB_LB, true, hi, lo, above, inbin);
+    // lo's bin holding more sample keys than the bracket spans: a plateau (masked logits' -inf, few values), likely
+    // the row's K-th key: lo resolved to the key, which gradix_bcollect leaves out of the candidates and gradix_resolve
+    // takes by index (else the plateau's keys overflow the candidates and the row takes the exact select)
+    bool plat = GB_LB != 0u && rlo < int(S) && b_res[5] > nlo - nhi;
+    if (plat) bselect2(S, nlo, nlo, 0u, ELEM_BITS, 0u, false, lo, hi2, above, inbin);
+    plat = plat && lo != KEY_BITS_MASK;  // (lo, hi] needs a key above lo (all keys the top one: lo = hi, no pass)
     hi |= (1u << GB_LB) - 1u;  // the bits below GB_LB: lo rounded down, hi up
     if (rhi < 0) hi = KEY_BITS_MASK;
     if (rlo >= int(S)) lo = 0u;
-    if (tid == 0u) work2[s] = uvec2(lo, hi);
+    if (tid == 0u) {
+        work2[s] = uvec2(plat ? lo + 1u : lo, hi);  // the lowest candidate key: a plateau's keys are not candidates
+        work[2u * pc.n_seq + s] = plat ? 1u : 0u;
+    }
 }

@@ -5,9 +5,10 @@
 // candidates that the survivors lack, or, where the bracket missed (too many above hi, too few at or above lo, more
 // candidates than CAP), selects the row's survivors exactly in one workgroup. The survivors' sort is GRADIX's.
 // Included after gradix.glsl and the includer's CAP (specialization constant 1: candidates a row). work: as
-// gradix.glsl's, row s's bracket at [2s, 2s + 1) (lo, hi), then after every row's survivors each row's CAP candidates
-// as (key, index) pairs. ctr: the row's first word counts its candidates (gradix_resolve zeroes it), the survivor slot
-// counter (GBINS + 1) counts the keys above hi.
+// gradix.glsl's, row s's bracket at [2s, 2s + 1) (lo, hi; lo one above a plateau's key, whose ties are not
+// candidates), its plateau flag at 2n + s (in the ties' words, unused here), then after every row's survivors each
+// row's CAP candidates as (key, index) pairs. ctr: the row's first word counts its candidates (gradix_resolve zeroes
+// it), the survivor slot counter (GBINS + 1) counts the keys above hi.
 
 layout(binding = GRADIX_BINDING) coherent buffer Work2 { uvec2 work2[]; };  // work, 8 bytes at a time
 

@@ -69,7 +69,7 @@ u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, u64 k, i
         n_seq > t.GRADIX_BRACKET_MAX_SEQ ||
         lim.workgroup(GRADIX_BRACKET_WG) != GRADIX_BRACKET_WG || !top_k1_has_ops(lim, GRADIX_BRACKET_OPS))
         return 0;
-    i64 free = (i64)lim.shared_memory_bytes - 4 * (i64)GRADIX_BRACKET_WG - (i64)GRADIX_RESOLVE_SHARED;
+    i64 free = (i64)lim.shared_memory_bytes - (i64)GRADIX_RESOLVE_SHARED;
     u64 cap = free <= 0 ? 0 : std::min<u64>(t.GRADIX_BRACKET_CAP, u64(free) / 8 / 64 * 64);
     u64 sample = 16 * std::min<u64>(GRADIX_BRACKET_SAMPLE_BLOCKS, length / 16);
     return cap >= 64 && 144 * k * (length - k) <= cap * cap * sample ? cap : 0;  // (1.5 * 8)^2 = 144

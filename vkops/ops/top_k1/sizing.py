@@ -117,10 +117,10 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, 
              # gradix_psort: skey/sidx[B] (B a part's entries); gradix_pmerge: none
              "gradix_psort": 2 * B, "gradix_pmerge": 0,
              # GRADIX_BRACKET: gradix_bracket's sample skey[4096], bh[512], wsum[128], b_res[8]; gradix_bcollect's 4
-             # scalars; gradix_resolve's ckey/cidx[CAP] (spec constant 1, here B), the same bh, wsum, b_res, tl/trk[256],
-             # s_scan[WG] and 3 scalars
+             # scalars; gradix_resolve's ckey/cidx[CAP] (spec constant 1, here B), the same bh, wsum, b_res, tl/trk[256]
+             # and 2 scalars
              "gradix_bracket": 4096 + 512 + 128 + 8, "gradix_bcollect": 4,
-             "gradix_resolve": 2 * B + GRADIX_RESOLVE_SHARED // 4 + workgroup}
+             "gradix_resolve": 2 * B + GRADIX_RESOLVE_SHARED // 4}
     return 4 * words[algorithm]
 
 
@@ -177,9 +177,9 @@ def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
 GRADIX_BRACKET_OPS = ("basic", "vote", "ballot", "arithmetic")  # gradix_bracket.glsl's histograms and picks
 GRADIX_BRACKET_WG = 512  # gradix_bracket and gradix_resolve: a bin a thread for each of two 256-bin histograms
 GRADIX_BRACKET_SAMPLE_BLOCKS = 256  # gradix_bracket's sample: up to 256 blocks of 16 keys (SMAX)
-# gradix_resolve's shared memory besides its candidates (8 bytes each) and a word a thread: bh 2 KiB, wsum 512 B, the
-# ties' list and ranks 2 KiB, b_res and 3 words (module_shared_bytes; tests/test_portability.py checks it)
-GRADIX_RESOLVE_SHARED = 2048 + 512 + 2048 + 32 + 12
+# gradix_resolve's shared memory besides its candidates (8 bytes each): bh 2 KiB, wsum 512 B, the ties' list and
+# ranks 2 KiB, b_res and 2 words (module_shared_bytes; tests/test_portability.py checks it)
+GRADIX_RESOLVE_SHARED = 2048 + 512 + 2048 + 32 + 8
 
 
 def gradix_bracket_cap(n_seq: int, length: int, k: int, key_bits: int, limits: Optional[Limits],
@@ -196,7 +196,7 @@ def gradix_bracket_cap(n_seq: int, length: int, k: int, key_bits: int, limits: O
             or limits.workgroup(GRADIX_BRACKET_WG) != GRADIX_BRACKET_WG
             or not limits.has_subgroup(*GRADIX_BRACKET_OPS)):
         return 0
-    free = limits.shared_memory_bytes - 4 * GRADIX_BRACKET_WG - GRADIX_RESOLVE_SHARED
+    free = limits.shared_memory_bytes - GRADIX_RESOLVE_SHARED
     cap = min(t.GRADIX_BRACKET_CAP, free // 8 // 64 * 64)
     sample = 16 * min(GRADIX_BRACKET_SAMPLE_BLOCKS, length // 16)
     return cap if cap >= 64 and 144 * k * (length - k) <= cap * cap * sample else 0  # (1.5 * 8)^2 = 144
