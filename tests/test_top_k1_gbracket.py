@@ -178,6 +178,8 @@ def test_exact_where_the_bracket_misses(dev, rng, dtype, direction):
     L = 9000
     check(dev, np.zeros((3, L), dtype), 700, direction)                           # every key one tie
     check(dev, rng.integers(0, 3, (3, L)).astype(dtype), 3000, direction)        # candidates past CAP
+    # 100 values in rows of 131072: each value's keys fill a quarter of the cap, lo taken as a plateau's key
+    check(dev, rng.integers(0, 100, (3, 131072)).astype(dtype), 2049, direction)
     x = rng.standard_normal((3, L)).astype(dtype)
     x[:, rng.permutation(L)[:600]] = 1.5                                         # 600 ties of T: past the tie list
     check(dev, x, 300, direction)
