@@ -31,6 +31,13 @@ const uint FB = 8u;      // the exact select's loads a thread in flight
 shared uint cidx[CAP];
 shared uint tl[TCAP], trk[TCAP];  // the ties' indices and ranks
 shared uint s_cnt, s_tot;
+// The exact select's reads of the row: FB loads a thread from position b0, 16 bytes each where rows are contiguous (a
+// macro: the loads stay in the caller's registers)
+#define LOAD_BLOCK(q, b0) [[unroll]] for (uint u = 0u; u < FB; ++u) { \
+        uint i = (b0) + u * step + i0t; \
+        if (vec) q[u] = i < L ? src4[(base + i) / EV] : uvec4(0u); \
+        else q[u] = uvec4(i < L ? load_raw(base, i) : 0u, 0u, 0u, 0u); \
+    }
 
 void main() {
     uint s = linear_group();
@@ -129,11 +136,7 @@ void main() {
                 uint rb = 0u, rn = 0u;
                 for (uint b0 = 0u; b0 < L; b0 += FB * step) {
                     uvec4 q[FB];
-                    [[unroll]] for (uint u = 0u; u < FB; ++u) {
-                        uint i = b0 + u * step + i0t;
-                        if (vec) q[u] = i < L ? src4[(base + i) / EV] : uvec4(0u);
-                        else q[u] = uvec4(i < L ? load_raw(base, i) : 0u, 0u, 0u, 0u);
-                    }
+                    LOAD_BLOCK(q, b0);
                     [[unroll]] for (uint u = 0u; u < FB; ++u) {
                         bool in_row = b0 + u * step + i0t < L;
                         [[unroll]] for (uint e = 0u; e < EV; ++e) {
@@ -162,11 +165,7 @@ void main() {
         barrier();  // s_cnt zeroed (no digit pass may have run)
         for (uint b0 = 0u; b0 < L; b0 += FB * step) {
             uvec4 q[FB];
-            [[unroll]] for (uint u = 0u; u < FB; ++u) {
-                uint i = b0 + u * step + i0t;
-                if (vec) q[u] = i < L ? src4[(base + i) / EV] : uvec4(0u);
-                else q[u] = uvec4(i < L ? load_raw(base, i) : 0u, 0u, 0u, 0u);
-            }
+            LOAD_BLOCK(q, b0);
             [[unroll]] for (uint u = 0u; u < FB; ++u) {
                 uint i0 = b0 + u * step + i0t, tm = 0u;  // bit e: element e of this load is a tie of T
                 bool in_row = i0 < L;
