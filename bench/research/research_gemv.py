@@ -6,7 +6,7 @@ call reads B from memory, as a decoder's chain of products does); --swap NAME ru
 of the kernel too (a second device, interleaved).
 
     bash bench/gpu.sh python3 bench/research/research_gemv.py [--target 528,1056,2112] [--shapes 1x4096x11008,...]
-        [--cold 300] [--swap research_gemv_x --rounds 3 --no-before]
+        [--cold 300] [--swap research_gemv_x --rounds 3 --no-before] [--b-layout column-major]
 """
 import argparse
 import dataclasses
@@ -25,9 +25,11 @@ from vkops.ops.qlmm.tuning import DEFAULT  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--shapes", default="1x4096x4096,1x4096x11008,1x11008x4096,1x4096x32000,1x4096x151936")
 ap.add_argument("--target", default=str(DEFAULT.GEMV_TARGET_GROUPS), help="GEMV_TARGET_GROUPS values to sweep")
-ap.add_argument("--swap", default="", help="also run the gemv plans on research builds NAME and NAME_sk of "
-                "qlmm_gemv.comp (kernels/variants.py), interleaved with the shipped ones")
+ap.add_argument("--swap", default="", help="also run the gemv plans on research builds of qlmm_gemv.comp named "
+                "NAME[_m2][_bc][_sk] after the shipped qlmm_gemv[_m2][_bc][_sk] (kernels/variants.py), interleaved")
 ap.add_argument("--rounds", type=int, default=1)
+ap.add_argument("--b-layout", default="row-major", choices=("row-major", "column-major"),
+                help="column-major: B a transposed view of an N x K tensor (PyTorch's Linear weight)")
 ap.add_argument("--cold", type=float, default=0, help="MiB the calls rotate over (copies of B; 0: one B, which stays "
                 "in L2 where it fits, 50 MB on the H100): e.g. 300 reads B from memory every call")
 ap.add_argument("--no-before", action="store_true", help="skip the kernels auto picked before gemv")
@@ -37,8 +39,9 @@ dev = vkops.Device()
 devs = {"": dev}
 if args.swap:  # a second device whose gemv dispatches run the research builds (its own plan and recording caches)
     devs[args.swap] = vkops.Device()
-    _real, _swap = devs[args.swap]._pipelines.dispatch_op, {"qlmm_gemv": args.swap, "qlmm_gemv_sk": args.swap + "_sk"}
-    devs[args.swap]._pipelines.dispatch_op = lambda kernel, *a, **kw: _real(_swap.get(kernel, kernel), *a, **kw)
+    _real = devs[args.swap]._pipelines.dispatch_op  # qlmm_gemv[_m2][_bc][_sk] -> NAME[_m2][_bc][_sk]
+    devs[args.swap]._pipelines.dispatch_op = lambda kernel, *a, **kw: _real(
+        args.swap + kernel[len("qlmm_gemv"):] if kernel.startswith("qlmm_gemv") else kernel, *a, **kw)
 rng = np.random.default_rng(0)
 torch = timing.cuda_torch()
 OUT = os.environ.get("OUT", "/tmp")
@@ -57,7 +60,11 @@ for shape in args.shapes.split(","):
     so = float(2.0 ** round(np.log2(np.sqrt(K) * 74 * 74 / 16)))  # power of two: exact in float32 too
     want = reference.quantized_linear_matmul(a, 1.0, None, b, 1.0, None, so, None)
     nb = max(1, -(-int(args.cold * 2**20) // b.nbytes)) if args.cold else 1
-    on = {k: (d.tensor(a), [d.tensor(b) for _ in range(nb)], [d.empty(vkops.TensorDesc("int8", (M, N))) for _ in range(M_.reps)])
+    def up(d):  # B as the call sees it: K x N, row-major or a view of its N x K transpose
+        if args.b_layout == "row-major":
+            return d.tensor(b)
+        return d.tensor(np.ascontiguousarray(b.T)).as_strided(b.shape, (1, K))
+    on = {k: (d.tensor(a), [up(d) for _ in range(nb)], [d.empty(vkops.TensorDesc("int8", (M, N))) for _ in range(M_.reps)])
           for k, d in devs.items()}
     if torch is not None:
         ta = torch.zeros((32, K), dtype=torch.int8, device="cuda")
