@@ -310,16 +310,21 @@ def test_gradix_digit_bits_knob():
 
 def test_gradix_bracket_knobs():
     # GRADIX's sampled bracket (TopK1Tuning.GRADIX_BRACKET, sizing.gradix_bracket_cap): rows on both sides of
-    # GRADIX_BRACKET_MIN_L, GRADIX_LONG_MIN_L, the rank sort's and GRADIX_BRACKET_MAX_SEQ rows, K on both sides of
+    # GRADIX_BRACKET_MIN_L, GRADIX_LONG_MIN_L, the rank sort's, GRADIX_BRACKET_LONG_MAX_SEQ and GRADIX_BRACKET_MAX_SEQ rows, K on both sides of
     # GRADIX_BRACKET_LONG_MIN_K, the expected candidates on both sides of the cap (214000 / 215000 at K = 4096 on an H100; a cap
-    # knob), 16-bit keys by GRADIX_BRACKET_MIN_L16, 8-bit digits, the knob off; every limit set, byte for byte.
+    # knob), 16-bit keys by GRADIX_BRACKET_MIN_L16 and GRADIX_BRACKET_MIN_SEQ16 (both sides of each), 8-bit digits, the
+    # knob off; every limit set, byte for byte.
     t = TUN
     shapes = ((t.GRADIX_RANK_MAX_SEQ, 131072), (t.GRADIX_RANK_MAX_SEQ + 1, 131072), (64, t.GRADIX_BRACKET_MIN_L - 1),
               (64, t.GRADIX_BRACKET_MIN_L), (64, t.GRADIX_LONG_MIN_L - 1), (64, t.GRADIX_LONG_MIN_L),
-              (t.GRADIX_BRACKET_MAX_SEQ + 1, 131072), (8, 214000), (8, 215000))
+              (t.GRADIX_BRACKET_LONG_MAX_SEQ, 131072), (t.GRADIX_BRACKET_LONG_MAX_SEQ + 1, 131072),
+              (t.GRADIX_BRACKET_MAX_SEQ, 131072), (t.GRADIX_BRACKET_MAX_SEQ + 1, 131072), (8, 214000), (8, 215000),
+              (t.GRADIX_BRACKET_MIN_SEQ16 - 1, 131072), (t.GRADIX_BRACKET_MIN_SEQ16, 131072),
+              (64, t.GRADIX_BRACKET_MIN_L16 - 1), (64, t.GRADIX_BRACKET_MIN_L16))
     ks = (100, t.GRADIX_BRACKET_LONG_MIN_K - 1, t.GRADIX_BRACKET_LONG_MIN_K, 3000, 4000, 4096)
     kinds = set()
-    for knobs in ({}, {"GRADIX_BRACKET_MIN_L16": t.GRADIX_LONG_MIN_L, "GRADIX_DIGIT_BITS": 8},
+    for knobs in ({}, {"GRADIX_BRACKET_MIN_L16": t.GRADIX_LONG_MIN_L, "GRADIX_BRACKET_MIN_SEQ16": 3, "GRADIX_DIGIT_BITS": 8},
+                  {"GRADIX_BRACKET_MIN_L16": 0},
                   {"GRADIX_BRACKET_CAP": 1000, "GRADIX_BRACKET_MIN_L": 256}, {"GRADIX_BRACKET": False}):
         kinds |= _same_plans_tuned(knobs, shapes, ks)
     assert {"top_k1_gradix_bracket", "top_k1_gradix_bcollect_d11", "top_k1_gradix_resolve_d11", "top_k1_gradix_bcollect",

@@ -84,18 +84,26 @@ def test_plan_takes_the_bracket_where_it_fits():
     assert p.dispatches[1].spec == (DEFAULT.GRADIX_WG, cap) and p.dispatches[2].spec == (512, cap)
     assert paths.gradix_bracket_cap(64, 131072, 100, 32, lp, DEFAULT) == 3456  # 32 KiB of shared memory
     assert paths.gradix_bracket_cap(64, 131072, 100, 32, h100, DEFAULT.replace(GRADIX_BRACKET_CAP=1000)) == 1000
-    # 32-bit keys on rows of >= GRADIX_BRACKET_MIN_L; 16-bit ones from GRADIX_BRACKET_MIN_L16 (0 by default: never)
+    # 32-bit keys on rows of >= GRADIX_BRACKET_MIN_L; 16-bit ones of >= GRADIX_BRACKET_MIN_L16 (0: never) on at least
+    # GRADIX_BRACKET_MIN_SEQ16 rows
     assert not bracketed(plan_of(h100, (64, 31999), "float32", 4096, force="gradix"))
     assert bracketed(plan_of(h100, (64, 32000), "float32", 4096, force="gradix"))
-    assert not bracketed(plan_of(h100, (64, 131072), "float16", 4096))
-    l16 = DEFAULT.replace(GRADIX_BRACKET_MIN_L16=65536)
-    assert bracketed(plan_of(h100, (64, 65536), "float16", 4096, l16))
+    assert (DEFAULT.GRADIX_BRACKET_MIN_L16, DEFAULT.GRADIX_BRACKET_MIN_SEQ16) == (100000, 48)
+    assert bracketed(plan_of(h100, (64, 131072), "float16", 4096))
+    assert bracketed(plan_of(h100, (48, 100000), "float16", 4096))
+    assert not bracketed(plan_of(h100, (48, 99999), "float16", 4096, force="gradix"))
+    assert not bracketed(plan_of(h100, (47, 131072), "float16", 4096, force="gradix"))
+    assert bracketed(plan_of(h100, (47, 131072), "float32", 4096))  # the row count binds 16-bit keys only
+    assert not bracketed(plan_of(h100, (64, 131072), "float16", 4096, DEFAULT.replace(GRADIX_BRACKET_MIN_L16=0),
+                                 force="gradix"))
+    l16 = DEFAULT.replace(GRADIX_BRACKET_MIN_L16=65536, GRADIX_BRACKET_MIN_SEQ16=3)
+    assert bracketed(plan_of(h100, (3, 65536), "float16", 4096, l16))
     assert not bracketed(plan_of(h100, (64, 65535), "float16", 4096, l16, force="gradix"))
     # not: 8-bit keys, the rank sort's rows, more than GRADIX_BRACKET_MAX_SEQ rows, the knob off
     assert not bracketed(plan_of(h100, (64, 131072), "uint8", 4096, force="gradix"))
     assert not bracketed(plan_of(h100, (2, 131072), "float32", 4096))
     assert bracketed(plan_of(h100, (3, 131072), "float32", 4096))
-    assert not bracketed(plan_of(h100, (65, 131072), "float32", 4096))
+    assert not bracketed(plan_of(h100, (129, 131072), "float32", 4096))
     assert not bracketed(plan_of(h100, (64, 131072), "float32", 4096, DEFAULT.replace(GRADIX_BRACKET=False)))
     # not on devices without subgroup vote, ballot or arithmetic, workgroups of 512, or room for 64 candidates
     for op in ("vote", "ballot", "arithmetic"):
@@ -124,9 +132,18 @@ def test_rule_takes_gradix_for_32_bit_keys_it_brackets():
         assert plan_of(h100, (64, L), "float32", 4000, off).notes[0] != ("path", "gradix"), L
     assert plan_of(h100, (64, 65535), "float32", 4096).notes[0] != ("path", "gradix")
     assert plan_of(h100, (64, 32000), "float32", 4096).notes[0] != ("path", "gradix")
-    assert plan_of(h100, (65, 131072), "float32", 3000).notes[0] != ("path", "gradix")  # past GRADIX_BRACKET_MAX_SEQ
-    assert plan_of(h100, (65, 131072), "float32", 4096).notes[0] == ("path", "gradix")  # GRADIX_LONG_MIN_K, unbracketed
-    assert not bracketed(plan_of(h100, (65, 131072), "float32", 4096))
+    # past GRADIX_BRACKET_LONG_MAX_SEQ rows (64) GRADIX_LONG_MIN_K again (128x131072 K=2049 radix select 0.064 ms,
+    # bracketed 0.107), bracketed up to GRADIX_BRACKET_MAX_SEQ (128: K=4096 0.188 -> 0.118), not past it
+    assert (DEFAULT.GRADIX_BRACKET_LONG_MAX_SEQ, DEFAULT.GRADIX_BRACKET_MAX_SEQ) == (64, 128)
+    assert plan_of(h100, (64, 131072), "float32", 3000).notes[0] == ("path", "gradix")
+    assert plan_of(h100, (65, 131072), "float32", 3000).notes[0] != ("path", "gradix")
+    assert plan_of(h100, (65, 131072), "float32", 4000).notes[0] != ("path", "gradix")
+    for n in (65, 128):
+        assert bracketed(plan_of(h100, (n, 131072), "float32", 4001)), n
+    assert plan_of(h100, (129, 131072), "float32", 4096).notes[0] == ("path", "gradix")  # unbracketed
+    assert not bracketed(plan_of(h100, (129, 131072), "float32", 4096))
+    assert bracketed(plan_of(h100, (128, 131072), "float16", 4096))
+    assert not bracketed(plan_of(h100, (129, 131072), "float16", 4096))
 
 
 # ---- exact where the bracket holds ---------------------------------------------------------------------------------
@@ -144,6 +161,19 @@ def test_exact_random_rows(dev, rng, dtype, direction):
     x = rows_of(rng, dtype, (4, 9000))
     for k in (1, 255, 256, 257, 2048, 4095, 4096):
         check(dev, x, k, direction)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_exact_on_past_64_rows(dev, rng, dtype):
+    # GRADIX_BRACKET_MAX_SEQ rows (128) and one past the old 64: a bracket, candidates and flag a row each
+    for n in (65, DEFAULT.GRADIX_BRACKET_MAX_SEQ):
+        x = rows_of(rng, dtype, (n, 1500))
+        assert bracketed(plan_of(dev.limits, x.shape, x.dtype, 600, T, force="gradix")) == \
+            can_bracket(dev, x.shape, dtype, 600)
+        check(dev, x, 600)
+    x = rows_of(rng, dtype, (DEFAULT.GRADIX_BRACKET_MAX_SEQ, 1500))
+    x[::3, :] = 0  # every third row one tie: its bracket misses while the others' hold
+    check(dev, x, 600)
 
 
 def test_exact_k_near_the_row(dev, rng):

@@ -66,7 +66,7 @@ u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, u64 length, int key_bits, co
 u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
     u64 min_l = key_bits == 32 ? t.GRADIX_BRACKET_MIN_L : key_bits == 16 ? t.GRADIX_BRACKET_MIN_L16 : 0;
     if (!t.GRADIX_BRACKET || min_l == 0 || length < std::max<u64>(256, min_l) || n_seq <= t.GRADIX_RANK_MAX_SEQ ||
-        n_seq > t.GRADIX_BRACKET_MAX_SEQ ||
+        n_seq > t.GRADIX_BRACKET_MAX_SEQ || (key_bits == 16 && n_seq < t.GRADIX_BRACKET_MIN_SEQ16) ||
         lim.workgroup(GRADIX_BRACKET_WG) != GRADIX_BRACKET_WG || !top_k1_has_ops(lim, GRADIX_BRACKET_OPS))
         return 0;
     i64 free = (i64)lim.shared_memory_bytes - (i64)GRADIX_RESOLVE_SHARED;
@@ -253,7 +253,7 @@ struct Facts {
     // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (pow2(K) > B/2 past
     // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys from K = GRADIX_MIN_K or
     // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K (GRADIX_BRACKET_LONG_MIN_K where
-    // it brackets), and it fits.
+    // it brackets on up to GRADIX_BRACKET_LONG_MAX_SEQ rows), and it fits.
     bool gradix(TopK1Path &out) {
         // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
         u64 groups = short_chunks ? (n_seq > t.GRADIX_FEW_SEQ ? t.GRADIX_MANY_TARGET_GROUPS : t.GRADIX_TARGET_GROUPS)
@@ -262,7 +262,8 @@ struct Facts {
     }
     bool gradix_auto(TopK1Path &out) {
         u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16
-                     : bracket_cap > 0 ? t.GRADIX_BRACKET_LONG_MIN_K : t.GRADIX_LONG_MIN_K;
+                     : bracket_cap > 0 && n_seq <= t.GRADIX_BRACKET_LONG_MAX_SEQ ? t.GRADIX_BRACKET_LONG_MIN_K
+                                                                               : t.GRADIX_LONG_MIN_K;
         bool few = (n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) ||
                    (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP) ||
                    global_sort();
