@@ -103,7 +103,7 @@ def test_plan_takes_the_bracket_where_it_fits():
     assert not bracketed(plan_of(h100, (64, 131072), "uint8", 4096, force="gradix"))
     assert not bracketed(plan_of(h100, (2, 131072), "float32", 4096))
     assert bracketed(plan_of(h100, (3, 131072), "float32", 4096))
-    assert not bracketed(plan_of(h100, (129, 131072), "float32", 4096))
+    assert not bracketed(plan_of(h100, (1025, 131072), "float32", 4096))
     assert not bracketed(plan_of(h100, (64, 131072), "float32", 4096, DEFAULT.replace(GRADIX_BRACKET=False)))
     # not on devices without subgroup vote, ballot or arithmetic, workgroups of 512, or room for 64 candidates
     for op in ("vote", "ballot", "arithmetic"):
@@ -133,17 +133,17 @@ def test_rule_takes_gradix_for_32_bit_keys_it_brackets():
     assert plan_of(h100, (64, 65535), "float32", 4096).notes[0] != ("path", "gradix")
     assert plan_of(h100, (64, 32000), "float32", 4096).notes[0] != ("path", "gradix")
     # past GRADIX_BRACKET_LONG_MAX_SEQ rows (64) GRADIX_LONG_MIN_K again (128x131072 K=2049 radix select 0.064 ms,
-    # bracketed 0.107), bracketed up to GRADIX_BRACKET_MAX_SEQ (128: K=4096 0.188 -> 0.118), not past it
-    assert (DEFAULT.GRADIX_BRACKET_LONG_MAX_SEQ, DEFAULT.GRADIX_BRACKET_MAX_SEQ) == (64, 128)
+    # bracketed 0.107), bracketed up to GRADIX_BRACKET_MAX_SEQ (1024: 512x131072 K=4096 0.598 -> 0.379), not past it
+    assert (DEFAULT.GRADIX_BRACKET_LONG_MAX_SEQ, DEFAULT.GRADIX_BRACKET_MAX_SEQ) == (64, 1024)
     assert plan_of(h100, (64, 131072), "float32", 3000).notes[0] == ("path", "gradix")
     assert plan_of(h100, (65, 131072), "float32", 3000).notes[0] != ("path", "gradix")
     assert plan_of(h100, (65, 131072), "float32", 4000).notes[0] != ("path", "gradix")
-    for n in (65, 128):
+    for n in (65, 1024):
         assert bracketed(plan_of(h100, (n, 131072), "float32", 4001)), n
-    assert plan_of(h100, (129, 131072), "float32", 4096).notes[0] == ("path", "gradix")  # unbracketed
-    assert not bracketed(plan_of(h100, (129, 131072), "float32", 4096))
-    assert bracketed(plan_of(h100, (128, 131072), "float16", 4096))
-    assert not bracketed(plan_of(h100, (129, 131072), "float16", 4096))
+        assert bracketed(plan_of(h100, (n, 131072), "float16", 4096)), n
+    assert plan_of(h100, (1025, 131072), "float32", 4096).notes[0] == ("path", "gradix")  # unbracketed
+    assert not bracketed(plan_of(h100, (1025, 131072), "float32", 4096))
+    assert not bracketed(plan_of(h100, (1025, 131072), "float16", 4096))
 
 
 # ---- exact where the bracket holds ---------------------------------------------------------------------------------
@@ -165,13 +165,13 @@ def test_exact_random_rows(dev, rng, dtype, direction):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_exact_on_past_64_rows(dev, rng, dtype):
-    # GRADIX_BRACKET_MAX_SEQ rows (128) and one past the old 64: a bracket, candidates and flag a row each
-    for n in (65, DEFAULT.GRADIX_BRACKET_MAX_SEQ):
+    # past the old 64 rows (GRADIX_BRACKET_MAX_SEQ: 1024): a bracket, candidates and flag a row each
+    for n in (65, 300):
         x = rows_of(rng, dtype, (n, 1500))
         assert bracketed(plan_of(dev.limits, x.shape, x.dtype, 600, T, force="gradix")) == \
             can_bracket(dev, x.shape, dtype, 600)
         check(dev, x, 600)
-    x = rows_of(rng, dtype, (DEFAULT.GRADIX_BRACKET_MAX_SEQ, 1500))
+    x = rows_of(rng, dtype, (300, 1500))
     x[::3, :] = 0  # every third row one tie: its bracket misses while the others' hold
     check(dev, x, 600)
 
