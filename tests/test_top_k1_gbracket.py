@@ -132,6 +132,15 @@ def test_rule_takes_gradix_for_32_bit_keys_it_brackets():
         assert plan_of(h100, (64, L), "float32", 4000, off).notes[0] != ("path", "gradix"), L
     assert plan_of(h100, (64, 65535), "float32", 4096).notes[0] != ("path", "gradix")
     assert plan_of(h100, (64, 32000), "float32", 4096).notes[0] != ("path", "gradix")
+    # gradix_bcollect's workgroups on more than GRADIX_FEW_SEQ rows: GRADIX_BRACKET_MANY_TARGET_GROUPS (1024) for
+    # 32-bit keys, GRADIX_MANY_TARGET_GROUPS (512) for 16-bit ones and the digit passes
+    chunks = lambda p: dict(p.notes)["chunks"]  # noqa: E731
+    assert (DEFAULT.GRADIX_BRACKET_MANY_TARGET_GROUPS, DEFAULT.GRADIX_MANY_TARGET_GROUPS) == (1024, 512)
+    assert chunks(plan_of(h100, (64, 131072), "float32", 4096)) == 16
+    assert chunks(plan_of(h100, (64, 131072), "float16", 4096)) == 8
+    assert chunks(plan_of(h100, (64, 131072), "float32", 4096, off)) == 8
+    assert chunks(plan_of(h100, (1025, 131072), "float32", 4096)) == 1
+    assert chunks(plan_of(h100, (16, 131072), "float32", 4096)) == chunks(plan_of(h100, (16, 131072), "float32", 4096, off))
     # past GRADIX_BRACKET_LONG_MAX_SEQ rows (64) GRADIX_LONG_MIN_K again (128x131072 K=2049 radix select 0.064 ms,
     # bracketed 0.107), bracketed up to GRADIX_BRACKET_MAX_SEQ (1024: 512x131072 K=4096 0.598 -> 0.379), not past it
     assert (DEFAULT.GRADIX_BRACKET_LONG_MAX_SEQ, DEFAULT.GRADIX_BRACKET_MAX_SEQ) == (64, 1024)

@@ -255,9 +255,10 @@ struct Facts {
     // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K (GRADIX_BRACKET_LONG_MIN_K where
     // it brackets on up to GRADIX_BRACKET_LONG_MAX_SEQ rows), and it fits.
     bool gradix(TopK1Path &out) {
-        // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
-        u64 groups = short_chunks ? (n_seq > t.GRADIX_FEW_SEQ ? t.GRADIX_MANY_TARGET_GROUPS : t.GRADIX_TARGET_GROUPS)
-                                  : target_groups;
+        // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS (bracketed 32-bit keys:
+        // GRADIX_BRACKET_MANY_TARGET_GROUPS); a CPU: its own target
+        u64 many = key_bits == 32 && bracket_cap > 0 ? t.GRADIX_BRACKET_MANY_TARGET_GROUPS : t.GRADIX_MANY_TARGET_GROUPS;
+        u64 groups = short_chunks ? (n_seq > t.GRADIX_FEW_SEQ ? many : t.GRADIX_TARGET_GROUPS) : target_groups;
         return top_k1_gradix_path(n_seq, length, k, shared, WG, groups, t, out);
     }
     bool gradix_auto(TopK1Path &out) {

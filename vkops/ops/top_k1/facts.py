@@ -57,8 +57,11 @@ class Facts:
     @cached_property
     def gradix(self) -> Optional[Path]:
         """GRADIX's sizing where it fits (else None): gradix_path."""
-        t = self.t  # more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS; a CPU: its own target
-        groups = (t.GRADIX_MANY_TARGET_GROUPS if self.n_seq > t.GRADIX_FEW_SEQ else t.GRADIX_TARGET_GROUPS) \
+        t = self.t  # more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS (bracketed 32-bit keys:
+        # GRADIX_BRACKET_MANY_TARGET_GROUPS); a CPU: its own target
+        many = t.GRADIX_BRACKET_MANY_TARGET_GROUPS if self.key_bits == 32 and self.bracket_cap > 0 \
+            else t.GRADIX_MANY_TARGET_GROUPS
+        groups = (many if self.n_seq > t.GRADIX_FEW_SEQ else t.GRADIX_TARGET_GROUPS) \
             if self.short_chunks else self.target_groups
         return gradix_path(self.n_seq, self.length, self.k, shared=self.shared, workgroup=self.WG,
                            target_groups=groups, chunks=self.chunks, t=self.t)
