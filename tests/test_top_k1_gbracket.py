@@ -150,6 +150,13 @@ def test_rule_takes_gradix_for_32_bit_keys_it_brackets():
     for n in (65, 1024):
         assert bracketed(plan_of(h100, (n, 131072), "float32", 4001)), n
         assert bracketed(plan_of(h100, (n, 131072), "float16", 4096)), n
+    # from GRADIX_BRACKET_MANY_MIN_SEQ rows (192) again from a lower K, GRADIX_BRACKET_MANY_MIN_K (3000: 256x151936
+    # K=4000 radix select 0.247 ms, bracketed 0.210; K=2500 0.187 / 0.194)
+    assert (DEFAULT.GRADIX_BRACKET_MANY_MIN_SEQ, DEFAULT.GRADIX_BRACKET_MANY_MIN_K) == (192, 3000)
+    assert plan_of(h100, (191, 131072), "float32", 3000).notes[0] != ("path", "gradix")
+    assert plan_of(h100, (192, 131072), "float32", 2999).notes[0] != ("path", "gradix")
+    for n in (192, 1024):
+        assert bracketed(plan_of(h100, (n, 131072 if n < 1024 else 65536), "float32", 3000)), n
     assert plan_of(h100, (1025, 131072), "float32", 4096).notes[0] == ("path", "gradix")  # unbracketed
     assert not bracketed(plan_of(h100, (1025, 131072), "float32", 4096))
     assert not bracketed(plan_of(h100, (1025, 131072), "float16", 4096))

@@ -253,7 +253,8 @@ struct Facts {
     // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (pow2(K) > B/2 past
     // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys from K = GRADIX_MIN_K or
     // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K (GRADIX_BRACKET_LONG_MIN_K where
-    // it brackets on up to GRADIX_BRACKET_LONG_MAX_SEQ rows), and it fits.
+    // it brackets on up to GRADIX_BRACKET_LONG_MAX_SEQ rows, GRADIX_BRACKET_MANY_MIN_K on at least
+    // GRADIX_BRACKET_MANY_MIN_SEQ), and it fits.
     bool gradix(TopK1Path &out) {
         // more than GRADIX_FEW_SEQ rows: GRADIX_MANY_TARGET_GROUPS (bracketed 32-bit keys:
         // GRADIX_BRACKET_MANY_TARGET_GROUPS); a CPU: its own target
@@ -262,9 +263,10 @@ struct Facts {
         return top_k1_gradix_path(n_seq, length, k, shared, WG, groups, t, out);
     }
     bool gradix_auto(TopK1Path &out) {
-        u64 long_k = key_bits == 16 ? t.GRADIX_LONG_MIN_K16
+        u64 long_k = key_bits == 16                                                  ? t.GRADIX_LONG_MIN_K16
                      : bracket_cap > 0 && n_seq <= t.GRADIX_BRACKET_LONG_MAX_SEQ ? t.GRADIX_BRACKET_LONG_MIN_K
-                                                                               : t.GRADIX_LONG_MIN_K;
+                     : bracket_cap > 0 && n_seq >= t.GRADIX_BRACKET_MANY_MIN_SEQ ? t.GRADIX_BRACKET_MANY_MIN_K
+                                                                                 : t.GRADIX_LONG_MIN_K;
         bool few = (n_seq <= t.GRADIX_FEW_SEQ && length >= t.GRADIX_FEW_MIN_L) ||
                    (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP) ||
                    global_sort();

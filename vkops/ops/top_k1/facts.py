@@ -74,12 +74,17 @@ class Facts:
         GRADIX_RANK_MAX_SEQ) from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (else the global
         sort: pow2(K) > B/2 on rows past LARGE_K_ONE_CHUNK_MAX_L), or 8/16-bit keys from K = GRADIX_MIN_K, or 16/32-bit
         keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K (32-bit keys where GRADIX
-        brackets the K-th key, gradix_bracket_cap, on up to GRADIX_BRACKET_LONG_MAX_SEQ rows: GRADIX_BRACKET_LONG_MIN_K);
-        and it fits."""
+        brackets the K-th key, gradix_bracket_cap: GRADIX_BRACKET_LONG_MIN_K on up to GRADIX_BRACKET_LONG_MAX_SEQ rows,
+        GRADIX_BRACKET_MANY_MIN_K on at least GRADIX_BRACKET_MANY_MIN_SEQ); and it fits."""
         t, bits = self.t, self.key_bits
-        long_k = t.GRADIX_LONG_MIN_K16 if bits == 16 else \
-            t.GRADIX_BRACKET_LONG_MIN_K if self.bracket_cap > 0 and self.n_seq <= t.GRADIX_BRACKET_LONG_MAX_SEQ \
-            else t.GRADIX_LONG_MIN_K
+        if bits == 16:
+            long_k = t.GRADIX_LONG_MIN_K16
+        elif self.bracket_cap > 0 and self.n_seq <= t.GRADIX_BRACKET_LONG_MAX_SEQ:
+            long_k = t.GRADIX_BRACKET_LONG_MIN_K
+        elif self.bracket_cap > 0 and self.n_seq >= t.GRADIX_BRACKET_MANY_MIN_SEQ:
+            long_k = t.GRADIX_BRACKET_MANY_MIN_K
+        else:
+            long_k = t.GRADIX_LONG_MIN_K
         few = (self.n_seq <= t.GRADIX_FEW_SEQ and self.length >= t.GRADIX_FEW_MIN_L
                or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP
                or self.global_sort)

@@ -102,6 +102,8 @@ class TopK1Tuning(Tuning):
     GRADIX_BRACKET_LONG_MIN_K: int = 2049  # ... and 32-bit keys it brackets take GRADIX on rows of >= GRADIX_LONG_MIN_L from this K, not GRADIX_LONG_MIN_K: where pow2(K) reaches 4096, so no K-step makes a call faster (#gradix)
     GRADIX_BRACKET_MAX_SEQ: int = 1024  # ... on up to this many rows (measured to 1024): 128x131072 fp32 K=4096 0.188 -> 0.118 ms, 512x131072 0.598 -> 0.379, 1024x65536 0.781 -> 0.575, 96x131072 fp16 0.098 -> 0.091 (#gradix)
     GRADIX_BRACKET_LONG_MAX_SEQ: int = 64  # ... GRADIX_BRACKET_LONG_MIN_K on up to this many rows (128x131072 fp32 K=2049 bracketed 0.107 ms, radix select 0.064) (#gradix)
+    GRADIX_BRACKET_MANY_MIN_SEQ: int = 192  # ... and on at least this many rows from GRADIX_BRACKET_MANY_MIN_K: 192x131072 fp32 K=3000 0.195 -> 0.182 ms, 128 rows lost 0.104 -> 0.111 (#gradix)
+    GRADIX_BRACKET_MANY_MIN_K: int = 3000  # ... (256x151936 K=4000 radix select 0.247, bracketed 0.210; K=2500 0.187 / 0.194) (#gradix)
     GRADIX_BRACKET_MANY_TARGET_GROUPS: int = 1024  # ... gradix_bcollect's workgroups on more than GRADIX_FEW_SEQ rows of 32-bit keys: 64x131072 fp32 K=4096 0.0837 -> 0.0788 ms, 64x128256 0.0831 -> 0.0788; 16-bit keys lost 4-5% (64x151936) (#gradix)
     GRADIX_BRACKET_CAP: int = 8192  # ... candidates a row at most (<= 8192; fewer where gradix_resolve's shared memory, 8 bytes each, is less: 5440 on an H100): 2400-3900 at K=4096 of 151936 (#gradix)
     GRADIX_RANK_MAX_SEQ: int = 2  # ... on up to this many rows the survivors ranked over many workgroups, not sorted by one (0: never); 1x151936 K=4096 0.071 -> 0.053 ms, 4 rows K=4096 lost 1% (#gradix)
