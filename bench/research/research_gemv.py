@@ -3,7 +3,7 @@
 process, GPU ms (Vulkan timestamps / CUDA events) and B's read rate, every output checked exactly against the
 oracle. docs/tuning/qlmm.md, 2026-11-25. --cold rotates the calls over copies of B that together exceed L2 (each
 call reads B from memory, as a decoder's chain of products does); --swap NAME runs the same plans on research builds
-of the kernel too (a second device, interleaved).
+of the kernel too (interleaved; the one device's gemv dispatches swapped only around the research side's calls).
 
     bash bench/gpu.sh python3 bench/research/research_gemv.py [--target 528,1056,2112] [--shapes 1x4096x11008,...]
         [--cold 300] [--swap research_gemv_x --rounds 3 --no-before] [--b-layout column-major]
@@ -37,11 +37,14 @@ args = ap.parse_args()
 M_ = timing.Method(reps=30, warm_s=0.3, round_warm_s=0.1)
 dev = vkops.Device()
 devs = {"": dev}
-if args.swap:  # a second device whose gemv dispatches run the research builds (its own plan and recording caches)
-    devs[args.swap] = vkops.Device()
-    _real = devs[args.swap]._pipelines.dispatch_op  # qlmm_gemv[_m2][_bc][_sk] -> NAME[_m2][_bc][_sk]
-    devs[args.swap]._pipelines.dispatch_op = lambda kernel, *a, **kw: _real(
-        args.swap + kernel[len("qlmm_gemv"):] if kernel.startswith("qlmm_gemv") else kernel, *a, **kw)
+swap_on = [False]  # while set, the gemv dispatches recorded run the research builds
+if args.swap:
+    # vkops.Device() is one object an index: the sides share it, so the swap is switched on only around the research
+    # side's calls (whose plans have keys of their own, below: recorded while it is on, they keep its pipelines)
+    devs[args.swap] = dev
+    _real = dev._pipelines.dispatch_op  # qlmm_gemv[_m2][_bc][_sk] -> NAME[_m2][_bc][_sk]
+    dev._pipelines.dispatch_op = lambda kernel, *a, **kw: _real(
+        args.swap + kernel[len("qlmm_gemv"):] if swap_on[0] and kernel.startswith("qlmm_gemv") else kernel, *a, **kw)
 rng = np.random.default_rng(0)
 torch = timing.cuda_torch()
 OUT = os.environ.get("OUT", "/tmp")
@@ -78,6 +81,7 @@ for shape in args.shapes.split(","):
                  for _ in range(args.rounds) for t in args.target.split(",") for sw in devs]
     for name, kern, kw, sw in variants:
         d = devs[sw]
+        swap_on[0] = bool(sw)
         da, db, outs = on[sw]
         # plans are kept process-wide by key: the research builds' plans get a key of their own through a knob
         # the matrix-vector kernel does not read
