@@ -5,9 +5,10 @@
 // A workgroup of 256 owns 256 output columns over one K range (split-K across workgroups gives the GPU
 // enough of them): lane c of 16 reads 16 consecutive columns (one uvec4) of every 16th row, lane group r
 // of 16 starts at row r, so a subgroup instruction reads two whole 256-byte row pieces; U rows in flight
-// per lane. The 16 lane groups' sums meet in shared memory (atomics), the zero point of B comes off as
-// sum (a - za)(b - zb) = sum (a - za) b - zb sum (a - za), and the tile is requantized (or, split across
-// K, stored as a partial tile: the last split of a tile to arrive adds them and requantizes).
+// per lane. The 16 lane groups' sums meet in shared memory (each group's written, then a column a thread: NT =
+// COLS), the zero point of B comes off as sum (a - za)(b - zb) = sum (a - za) b - zb sum (a - za), and the tile
+// is requantized (or, split across K, stored as a partial tile: the last split of a tile to arrive adds them and
+// requantizes).
 // BC=1 (qlmm_gemv[_m2]_bc[_sk], QlmmTuning.GEMV_BC): B column-major, a transposed view of an N x K weight (b_sk:
 // the n stride): a lane reads 16 consecutive bytes of a column's K, 8 lanes one 128-byte piece of a column, a
 // subgroup's loads whole pieces of 4 columns; each group of 8 lanes takes 8 of the workgroup's columns, their 8
@@ -71,7 +72,9 @@ void main() {
     const uint k0 = min(split * SL, K), k1 = min(k0 + SL, K);
     const bool sa = has(F_A_SIGNED), sb = has(F_B_SIGNED);
 
-    for (uint i = lid; i < MR * COLS; i += NT) red[i] = 0;
+#if BC
+    for (uint i = lid; i < MR * COLS; i += NT) red[i] = 0;  // the lane groups' atomics add into it
+#endif
     if (lid < MR) rowS[lid] = 0;
     barrier();
     // (a - za) of this K range into shared memory, and its row sums (for B's zero point).
@@ -153,9 +156,20 @@ void main() {
                 }
         }
     }
-    if (live)
-        [[unroll]] for (uint m = 0u; m < MR; ++m)
-            [[unroll]] for (uint j = 0u; j < 16u; ++j) atomicAdd(red[m * COLS + 16u * c + j], acc[m][j]);
+    // The 16 lane groups' sums through ash (dead now: 16 x COLS words, a row of A's at a time), then a column a
+    // thread adds its 16: not 16 shared atomics a lane on the same words (2 x 4096^2 0.0144 -> 0.0119 ms on the
+    // H100, docs/tuning/qlmm.md session 44). Word j of a lane's 16 lies at j ^ (c / 2) ^ 8 (r % 2): a subgroup's
+    // stores and loads hit 32 banks.
+    [[unroll]] for (uint m = 0u; m < MR; ++m) {
+        barrier();  // ash's last reads: the loop's, or the previous row's sums
+        const uint sw = (c >> 1u) ^ (8u * (r & 1u));
+        [[unroll]] for (uint j = 0u; j < 16u; ++j) ash[r * COLS + 16u * c + (j ^ sw)] = acc[m][j];
+        barrier();
+        const uint cc = lid / 16u, jj = lid % 16u;
+        int sum = 0;
+        [[unroll]] for (uint g = 0u; g < RG; ++g) sum += ash[g * COLS + 16u * cc + (jj ^ (cc >> 1u) ^ (8u * (g & 1u)))];
+        red[m * COLS + lid] = sum;
+    }
 #endif
     barrier();
 
