@@ -320,7 +320,8 @@ def test_qlmm_streams_b_for_decoding_sized_m():
 
     assert plan(desc(16, 4096, 4096)) == (["qlmm_stream_m16n32p2"], (128, 1, 1), 1, (256,))
     assert plan(desc(1, 4096, 4096))[0] == ["qlmm_gemv_sk"]  # one row, row-major B: the matrix-vector kernel
-    assert plan(desc(2, 4096, 4096))[0] == ["qlmm_stream_m16n32p2"]  # not the dot kernel: no split-K
+    assert plan(desc(2, 4096, 4096))[0] == ["qlmm_gemv_m2_sk"]  # two rows of 16 MiB (GEMV_MULTI_MIN_B): the same
+    assert plan(desc(2, 1024, 4096))[0] == ["qlmm_stream_m16n32p2"]  # 4 MiB: not the dot kernel, no split-K
     assert plan(desc(5, 8192, 8192))[:3] == (["qlmm_stream_m16n64p4"], (128, 1, 1), 1)  # 256 tiles of 32
     assert plan(desc(16, 4096, 1024))[:3] == (["qlmm_stream_m16n32p2_sk"], (128, 1, 1), 4)  # 32 tiles
     assert plan(desc(16, 4096, 6144))[:3] == (["qlmm_stream_m16n32p2"], (192, 1, 1), 1)  # 64 wide would split

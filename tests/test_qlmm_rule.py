@@ -62,6 +62,15 @@ def test_rule_row_gemv():
     assert (c.kernel, c.gemv) == ("gemv", 2)
     assert _choose(grid.H100, 2, N=least // 4096 - 16).kernel == "stream"
     assert _choose(grid.H100, 2, N=least // 4096 - 16, tuning=DEFAULT.replace(GEMV_MULTI_MIN_B=least - 16 * 4096)).kernel == "gemv"
+    # column-major B: its own threshold (the _bc builds), either knob only for its layout
+    least_bc = DEFAULT.GEMV_BC_MULTI_MIN_B
+    assert least_bc > least and least_bc % 4096 == 0 and least_bc // 4096 % 16 == 0
+    c = _choose(grid.H100, 2, N=least_bc // 4096, layout="cols")
+    assert (c.kernel, c.gemv) == ("gemv", 2)
+    assert _choose(grid.H100, 2, N=least_bc // 4096 - 16, layout="cols").kernel == "stream"
+    assert _choose(grid.H100, 2, N=least // 4096, layout="cols").kernel == "stream"
+    assert _choose(grid.H100, 2, N=least // 4096, layout="cols", tuning=DEFAULT.replace(GEMV_BC_MULTI_MIN_B=least)).kernel == "gemv"
+    assert _choose(grid.H100, 2, N=least // 4096, tuning=DEFAULT.replace(GEMV_BC_MULTI_MIN_B=1 << 40)).kernel == "gemv"
     assert _choose(grid.H100, 1, K=16, N=16).kernel == "gemv"
     assert _choose(grid.H100, 2, N=11008, tuning=DEFAULT.replace(GEMV_MAX_M=1)).kernel == "stream"
     assert _choose(grid.H100, 1, tuning=DEFAULT.replace(GEMV=False)).kernel == "stream"

@@ -55,9 +55,12 @@ def test_auto_kernel_rule_for_small_m():
 
     # one row: the matrix-vector kernel (any signedness, zero points or not; column-major B on its _bc build);
     # N not in whole 16-column steps goes on to the rules below (the dot kernel, either layout)
-    assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk" and kernel(h100, 2) != "qlmm_gemv_m2_sk"
-    # two rows where B has GEMV_MULTI_MIN_B bytes (4096 x 11008: 45 MB; 4096^2 is 16 MiB: the stream kernel above)
-    assert kernel(h100, 2, N=11008) == kernel(h100, 2, U8, U8, zp=True, N=11008) == "qlmm_gemv_m2_sk"
+    assert kernel(h100, 1) == kernel(h100, 1, U8, U8, zp=True) == "qlmm_gemv_sk"
+    # two rows where B has GEMV_MULTI_MIN_B bytes (4096^2: 16 MiB; 4096 x 1024 is 4 MiB: the stream kernel), column-major
+    # B GEMV_BC_MULTI_MIN_B (4096 x 11008: 45 MB; 4096^2 the stream kernel)
+    assert kernel(h100, 2) == kernel(h100, 2, U8, U8, zp=True) == kernel(h100, 2, N=11008) == "qlmm_gemv_m2_sk"
+    assert kernel(h100, 2, N=1024).startswith("qlmm_stream") and kernel(h100, 2, cols=True).startswith("qlmm_stream")
+    assert kernel(h100, 2, cols=True, N=11008) == "qlmm_gemv_m2_bc_sk"
     assert kernel(h100, 3, N=11008).startswith("qlmm_stream")
     assert kernel(h100, 1, cols=True) == "qlmm_gemv_bc_sk"
     assert kernel(h100, 1, N=4100).startswith("qlmm_dot") and kernel(h100, 1, cols=True, N=4100).startswith("qlmm_dot")

@@ -67,7 +67,7 @@ i64 stream_workgroup(const Limits &lim, i64 mt, i64 nr, const QlmmTuning &t);
 i64 stream_splits(i64 tiles, i64 K, i64 nr, i64 wg, const QlmmTuning &t);
 // gemv.py (why_not: 0 where it cannot run, else MR)
 i64 gemv_why_not(const Limits &lim, i64 M, i64 K, i64 N, const St4 &b_st, bool b_cols, const QlmmTuning &t);
-bool gemv_preferred(i64 M, i64 b_bytes, const QlmmTuning &t);  // gemv.py preferred
+bool gemv_preferred(i64 M, i64 b_bytes, bool b_cols, const QlmmTuning &t);  // gemv.py preferred
 std::string gemv_kernel(i64 mr, bool bc);  // bc: B column-major (the _bc builds)
 i64 gemv_splits(i64 tiles, i64 K, i64 mr, const QlmmTuning &t);
 

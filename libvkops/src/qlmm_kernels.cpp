@@ -259,7 +259,9 @@ i64 gemv_why_not(const Limits &lim, i64 M, i64 K, i64 N, const St4 &b_st, bool b
     return mr;
 }
 
-bool gemv_preferred(i64 M, i64 b_bytes, const QlmmTuning &t) { return M == 1 || b_bytes >= (i64)t.GEMV_MULTI_MIN_B; }
+bool gemv_preferred(i64 M, i64 b_bytes, bool b_cols, const QlmmTuning &t) {
+    return M == 1 || b_bytes >= (i64)(b_cols ? t.GEMV_BC_MULTI_MIN_B : t.GEMV_MULTI_MIN_B);
+}
 
 std::string gemv_kernel(i64 mr, bool bc) {
     return (mr == 1 ? "qlmm_gemv" : "qlmm_gemv_m" + std::to_string(mr)) + (bc ? "_bc" : "");

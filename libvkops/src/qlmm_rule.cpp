@@ -117,7 +117,7 @@ QChoice qlmm_choose(const Limits &lim, const QProduct &p, const QlmmTuning &t) {
     Facts f{lim, p, t};
     QChoice c;
     // AUTO_RULE, in order: gemv, stream, dot, coopmat, portable.
-    if (f.gemv() && gemv_preferred(p.M, p.batches * p.K * p.N, t)) {
+    if (f.gemv() && gemv_preferred(p.M, p.batches * p.K * p.N, p.b_cols, t)) {
         c.kernel = "gemv";
         c.gemv = f.gemv();
     } else if (f.coopmat() && t.STREAM && f.stream() && stream_preferred(p.M, t)) {

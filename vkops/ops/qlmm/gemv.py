@@ -58,10 +58,11 @@ def why_not(lim: Limits, M: int, K: int, N: int, b_st, b_cols: bool,
     return mr, ""
 
 
-def preferred(M: int, b_bytes: int, tuning: QlmmTuning = DEFAULT) -> bool:
+def preferred(M: int, b_bytes: int, tuning: QlmmTuning = DEFAULT, b_cols: bool = False) -> bool:
     """Whether auto takes this kernel where why_not() allows it: one row always; more where B has at least
-    GEMV_MULTI_MIN_B bytes (over all batches): below it the stream kernel's tensor cores win."""
-    return M == 1 or b_bytes >= tuning.GEMV_MULTI_MIN_B
+    GEMV_MULTI_MIN_B bytes (over all batches; column-major B: GEMV_BC_MULTI_MIN_B): below it the stream kernel's
+    tensor cores win."""
+    return M == 1 or b_bytes >= (tuning.GEMV_BC_MULTI_MIN_B if b_cols else tuning.GEMV_MULTI_MIN_B)
 
 
 def kernel(mr: int, bc: bool = False) -> str:

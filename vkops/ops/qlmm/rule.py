@@ -139,9 +139,9 @@ class Facts:
 # The conditions read the kernels' own shape rules (gemv.why_not, stream.why_not, dot.rows / preferred,
 # coopmat.resolve) and the tuning; docs/tuning/qlmm.md "Which kernel runs where" is this table.
 AUTO_RULE = (
-    ("gemv", lambda f: f.gemv is not None and qg.preferred(f.p.M, f.p.batches * f.p.K * f.p.N, f.t),
-     "one row of A (two where B has at least GEMV_MULTI_MIN_B bytes) against row-major B: the matrix-vector "
-     "kernel reads B once"),
+    ("gemv", lambda f: f.gemv is not None and qg.preferred(f.p.M, f.p.batches * f.p.K * f.p.N, f.t, f.p.b_cols),
+     "one row of A (two where B has at least GEMV_MULTI_MIN_B bytes, column-major B GEMV_BC_MULTI_MIN_B): the "
+     "matrix-vector kernel reads B once"),
     ("stream", lambda f: f.coopmat and f.t.STREAM and f.stream is not None and qs.preferred(f.p.M, f.t),
      "up to STREAM_MAX_M rows on verified cooperative matrices: B streamed into the tensor cores"),
     ("dot", lambda f: f.dot is not None and qd.preferred(f.p.M, f.p.b_cols, f.direct, f.t),

@@ -94,7 +94,8 @@ class QlmmTuning(Tuning):
     # -- gemv.py: one or two rows of A as a matrix-vector product
     GEMV: bool = True  # 1x4096x11008 0.0205 ms against the stream kernel's 0.047 (#2026-11-25-one-row-of-a-as-a-matrix-vector-product)
     GEMV_MAX_M: int = 2  # 2x4096x11008 0.0243 ms against the stream kernel's 0.0440; 4 rows tie or lose, 8 lose 2x (#2026-11-27-session-32-two-rows-by-the-matrix-vector-kernel)
-    GEMV_MULTI_MIN_B: int = 20 << 20  # bytes of B from which 2 rows take it: 2x4096x6144 0.0179 against 0.0220, 2x4096^2 0.0146 against 0.0135 (#2026-11-27-session-32-two-rows-by-the-matrix-vector-kernel)
+    GEMV_MULTI_MIN_B: int = 8 << 20  # bytes of row-major B from which 2 rows take it: 2x4096x3072 0.0115 ms against the stream kernel's 0.0178, 2x4096^2 0.0119 against 0.0137; 2x1024x4096 (4 MiB) lost 0.0094 to 0.0078 (#2026-11-28-session-44-the-matrix-vector-kernels-sums-without-atomics-two-rows-from-8-mib)
+    GEMV_BC_MULTI_MIN_B: int = 20 << 20  # ... of column-major B (its _bc builds): 2x4096^2 0.0128 against 0.0114, 2x8192x2048 tied (#2026-11-27-session-35-the-matrix-vector-kernel-on-column-major-b-measured)
     GEMV_TARGET_GROUPS: int = 264  # splits stay within it where they fill 7/8 (one wave of two an SM): 1x4096x32000 0.0518 ms at 250 groups, 0.0565 at 375 (#2026-11-26-session-30-the-read-rate-by-strip-width-the-matrix-vector-split-within-one-wave)
     GEMV_BC: bool = True  # column-major B (a transposed N x K weight) on the matrix-vector kernel's _bc builds: 1 x 4096 x 11008 0.0446 -> 0.0227 ms (#2026-11-27-session-35-the-matrix-vector-kernel-on-column-major-b-measured)
 
