@@ -6,6 +6,8 @@ whole or in parts, a strided axis) and where it misses and one workgroup a row s
 distinct values, more ties of the K-th key than the tie list holds, samples fooled by the rows' layout, masked rows,
 candidates past a small GRADIX_BRACKET_CAP, NaN/inf/-0.0). Repeated calls check the counters it leaves zero. Sizes stay small
 (lavapipe); chunks are short (GRADIX_MIN_CHUNK) so that a row runs several workgroups."""
+import json
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,8 @@ from vkops.limits import SUBGROUP_OPS
 from vkops.ops import top_k1 as tk
 from vkops.ops.top_k1 import paths
 from vkops.ops.top_k1.tuning import DEFAULT
+from vkops.runtime.execute import run_plan
+from vkops.plan import Plan
 
 from plan_grid import LIMITS
 from test_top_k1_gradix import special_rows
@@ -190,6 +194,49 @@ def test_exact_on_past_64_rows(dev, rng, dtype):
     x = rows_of(rng, dtype, (300, 1500))
     x[::3, :] = 0  # every third row one tie: its bracket misses while the others' hold
     check(dev, x, 600)
+
+
+def bracket_model(x, k):
+    """Each row's (lo, hi) as gradix_bracket.comp picks them for float16 keys, largest first: the nhi-th and nlo-th
+    largest of the row's sample keys (256 blocks of 16, spread evenly), the ranks from K, the sample and L in float32."""
+    n, L = x.shape
+    raw = x.view(np.uint16).astype(np.int64)
+    key = np.where(raw & 0x8000, ~raw & 0xFFFF, raw | 0x8000)  # finite values, no -0.0
+    nb = min(256, L // 16)
+    S, span = nb * 16, L // 16
+    blk = np.arange(S) // 16
+    pos = (blk * (span // nb) + blk * (span % nb) // nb) * 16 + np.arange(S) % 16
+    f = np.float32
+    mu = f(k) * f(S) / f(L)
+    sd = np.sqrt(mu * max(f(1) - f(k) / f(L), f(0)))
+    rhi, rlo = int(np.floor(mu - f(4) * sd)) - 1, int(np.ceil(mu + f(4) * sd)) + 1
+    nhi, nlo = min(max(rhi + 1, 1), S), min(max(rlo + 1, 1), S)
+    out = []
+    for r in range(n):
+        top = np.sort(key[r, pos])[::-1]
+        out.append((0 if rlo >= S else int(top[nlo - 1]), 0xFFFF if rhi < 0 else int(top[nhi - 1])))
+    return out
+
+
+@pytest.mark.parametrize("k", [700, 3000, 6000])
+def test_bracket_is_the_samples_ranks(dev, rng, k):
+    # the bracket's keys read back (its dispatch alone, `work` made an output) against the model: the outputs alone
+    # cannot tell a wrong bracket (a miss selects exactly, only slower)
+    x = (rng.standard_normal((12, 20000)) * 3).astype(np.float16)
+    t = T.replace(GRADIX_BRACKET_MIN_SEQ16=1)
+    plan = plan_of(dev.limits, x.shape, x.dtype, k, t, force="gradix")
+    if not can_bracket(dev, x.shape, x.dtype, k, t):
+        return  # the minimum-limits leg: no bracket to read
+    j = json.loads(plan.to_json())
+    assert j["dispatches"][0]["kernel"] == "top_k1_gradix_bracket_f16"
+    work = j["dispatches"][0]["bindings"][1]
+    j["dispatches"] = j["dispatches"][:1]
+    buf = j["buffers"][work]
+    buf.update(role="output", tensor={"data_type": "uint32", "sizes": [buf["bytes"] // 4], "strides": None})
+    got = run_plan(Plan.from_json(json.dumps(j)), [x], device=dev)[-1]
+    want = bracket_model(x, k)
+    assert [tuple(map(int, got[2 * r:2 * r + 2])) for r in range(len(x))] == want
+    assert not got[2 * len(x):3 * len(x)].any()  # no plateau flag (16-bit keys)
 
 
 def test_exact_k_near_the_row(dev, rng):
