@@ -6,11 +6,9 @@
 // hi and at least K at or above lo unless the sample is BZ sigma off. No key above hi: hi is the top key; none at or
 // below lo: lo is 0. lo and hi to their top 16 bits (32-bit keys); lo to all its bits where the sample has a plateau
 // there. Writes (lo, hi) to work[2s, 2s + 1] ((lo + 1, hi) where lo is a plateau's key) and whether it is to
-// work[2n + s]. Bindings: the input, work. Needs subgroup vote, ballot and arithmetic; workgroups of 512. Shared
+// work[2n + s]. Bindings: the input, work. Needs subgroup arithmetic; workgroups of 512. Shared
 // memory: 16 KiB + 2.6 KiB.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_shader_subgroup_vote : require
-#extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "head.glsl"
 #define TOPK_NO_OUTPUTS 1

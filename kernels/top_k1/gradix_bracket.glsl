@@ -16,22 +16,16 @@ uint bcand_at(uint s) { return surv_at(pc.n_seq) + 2u * s * CAP; }  // row s's c
 
 #ifdef GB_SELECT
 // Radix selects over keys in shared memory (GB_KEY(j), j < n), two at once (histograms A and B), digits of up to 8
-// bits from a given bit down. The keys of a bracket share their top bits, so a plain histogram's increments would
-// meet on one bin: a subgroup whose lanes all add to one bin adds them with one atomic (vote, ballot), else one a
-// lane. A digit is picked by subgroup prefix sums over the bins, not a serial scan. Needs subgroup vote, ballot
-// and arithmetic and workgroups of 512 (a bin a thread for each histogram; subgroups tile the workgroup in order).
+// bits from a given bit down, one shared atomic a key: a subgroup vote that added a subgroup's keys of one bin with one
+// atomic cost more than it saved, on plateaus too (gradix_bracket 15.5 -> 11.5 us on 64 x 151936 fp16, 30.0 -> 17.3
+// on masked rows: docs/tuning/top_k1.md, session 44). A digit is picked by subgroup prefix sums over the bins, not a
+// serial scan. Needs subgroup arithmetic and workgroups of 512 (a bin a thread for each histogram; subgroups tile the
+// workgroup in order).
 shared uint bh[512];     // A's bins, then B's
 shared uint wsum[128];   // each subgroup's sum of its bins (subgroups of >= 4)
 shared uint b_res[8];    // A's digit, the count above it and in it; then B's (not uint[6]: the push block's type)
 
-void hist_add(uint bin) {
-    if (subgroupAllEqual(bin)) {
-        uint n = subgroupBallotBitCount(subgroupBallot(true));
-        if (subgroupElect()) atomicAdd(bh[bin], n);
-    } else {
-        atomicAdd(bh[bin], 1u);
-    }
-}
+void hist_add(uint bin) { atomicAdd(bh[bin], 1u); }
 
 // For A and B, the bin where a count of need (>= 1, at most the histogram's total) is reached from the top: b_res.
 // Thread p of the workgroup (subgroup-major) holds bin 255 - p % 256 of histogram p / 256. Starts and ends with a

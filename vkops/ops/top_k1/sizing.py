@@ -174,7 +174,7 @@ def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
     return max(1, min(t.GRADIX_SORT_PARTS, Kp // GRADIX_SORT_MIN_RUN))
 
 
-GRADIX_BRACKET_OPS = ("basic", "vote", "ballot", "arithmetic")  # gradix_bracket.glsl's histograms and picks
+GRADIX_BRACKET_OPS = ("basic", "arithmetic")  # gradix_bracket.glsl's picks (its histograms: one atomic a key, no vote since session 44)
 GRADIX_BRACKET_WG = 512  # gradix_bracket and gradix_resolve: a bin a thread for each of two 256-bin histograms
 GRADIX_BRACKET_SAMPLE_BLOCKS = 256  # gradix_bracket's sample: up to 256 blocks of 16 keys (SMAX)
 # gradix_resolve's shared memory besides its candidates (8 bytes each): bh 2 KiB, wsum 512 B, the ties' list and
@@ -187,7 +187,7 @@ def gradix_bracket_cap(n_seq: int, length: int, k: int, key_bits: int, limits: O
     """GRADIX_BRACKET's candidates a row where GRADIX brackets the K-th key from a sample (0: it runs its digit
     passes): 32-bit keys in rows of >= GRADIX_BRACKET_MIN_L, 16-bit ones in rows of >= GRADIX_BRACKET_MIN_L16 (0: none)
     and at least GRADIX_BRACKET_MIN_SEQ16 rows, more rows than the rank sort takes and at most GRADIX_BRACKET_MAX_SEQ,
-    rows of >= 256 (the sample's blocks), workgroups of 512 with subgroup vote, ballot and arithmetic;
+    rows of >= 256 (the sample's blocks), workgroups of 512 with subgroup arithmetic;
     GRADIX_BRACKET_CAP fit to gradix_resolve's shared memory, at least 64 and 1.5 times the candidates a bracket of
     +-4 sigma expects, 8 sqrt(K (L - K) / S) for a sample of S keys (more would make most rows take the exact select:
     8x300000 fp32 K=4096 0.74 ms)."""
