@@ -10,7 +10,8 @@ from typing import Optional, Tuple
 from ...limits import Limits
 from .tuning import DEFAULT, QlmmTuning
 
-# The knobs (GEMV, GEMV_MAX_M, GEMV_MULTI_MIN_B, GEMV_BC_MULTI_MIN_B, GEMV_TARGET_GROUPS, GEMV_BC) are QlmmTuning's fields (tuning.py).
+# The knobs (GEMV, GEMV_MAX_M, GEMV_MULTI_MIN_B, GEMV_BC_MULTI_MIN_B, GEMV_TARGET_GROUPS, GEMV_BC) are QlmmTuning's
+# fields (tuning.py).
 ROWS = (1, 2)            # MR variants shipped (kernels/variants.py)
 WG = 256                 # the kernel's lane layout: 16 lanes across 256 columns x 16 along K
 COLS = 256               # output columns per workgroup
