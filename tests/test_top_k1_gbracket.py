@@ -198,11 +198,13 @@ def test_exact_on_past_64_rows(dev, rng, dtype):
 
 
 def bracket_model(x, k):
-    """Each row's (lo, hi) as gradix_bracket.comp picks them for float16 keys, largest first: the nhi-th and nlo-th
-    largest of the row's sample keys (256 blocks of 16, spread evenly), the ranks from K, the sample and L in float32."""
+    """Each row's (lo, hi) and plateau flag as gradix_bracket.comp picks them for float16 keys, largest first: the
+    nhi-th and nlo-th largest of the row's sample keys (256 blocks of 16, spread evenly), the ranks from K, the sample
+    and L in float32; lo a plateau's key (the flag set, lo + 1 written) where the sample holds more keys equal to it
+    than the bracket spans or a quarter of the plateau test's room (4096) in the row."""
     n, L = x.shape
     raw = x.view(np.uint16).astype(np.int64)
-    key = np.where(raw & 0x8000, ~raw & 0xFFFF, raw | 0x8000)  # finite values, no -0.0
+    key = np.where(raw & 0x8000, ~raw & 0xFFFF, raw | 0x8000)  # no NaN, no -0.0
     nb = min(256, L // 16)
     S, span = nb * 16, L // 16
     blk = np.arange(S) // 16
@@ -215,15 +217,24 @@ def bracket_model(x, k):
     out = []
     for r in range(n):
         top = np.sort(key[r, pos])[::-1]
-        out.append((0 if rlo >= S else int(top[nlo - 1]), 0xFFFF if rhi < 0 else int(top[nhi - 1])))
+        lo, hi = (0 if rlo >= S else int(top[nlo - 1])), (0xFFFF if rhi < 0 else int(top[nhi - 1]))
+        b = int((top == top[nlo - 1]).sum())
+        plat = rlo < S and (b > nlo - nhi or f(4) * f(b) * f(L) > f(4096) * f(S)) and lo != 0xFFFF
+        out.append((lo + plat, hi, int(plat)))
     return out
 
 
+@pytest.mark.parametrize("data", ["normal", "masked", "few"])
 @pytest.mark.parametrize("k", [700, 3000, 6000])
-def test_bracket_is_the_samples_ranks(dev, rng, k):
-    # the bracket's keys read back (its dispatch alone, `work` made an output) against the model: the outputs alone
-    # cannot tell a wrong bracket (a miss selects exactly, only slower)
+def test_bracket_is_the_samples_ranks(dev, rng, k, data):
+    # the bracket's keys and plateau flags read back (its dispatch alone, `work` made an output) against the model: the
+    # outputs alone cannot tell a wrong bracket (a miss selects exactly, only slower). Masked rows (99% -inf) and rows
+    # of 10 values: lo a plateau's key on most rows
     x = (rng.standard_normal((12, 20000)) * 3).astype(np.float16)
+    if data == "masked":
+        x[rng.random(x.shape) < 0.99] = -np.inf
+    elif data == "few":
+        x = rng.integers(-5, 5, x.shape).astype(np.float16)
     t = T.replace(GRADIX_BRACKET_MIN_SEQ16=1)
     if not can_bracket(dev, x.shape, x.dtype, k, t):  # the minimum-limits leg: the digit passes, or (K = 6000) no room
         try:                                           # for GRADIX's sort at all
@@ -240,8 +251,11 @@ def test_bracket_is_the_samples_ranks(dev, rng, k):
     buf.update(role="output", tensor={"data_type": "uint32", "sizes": [buf["bytes"] // 4], "strides": None})
     got = run_plan(Plan.from_json(json.dumps(j)), [x], device=dev)[-1]
     want = bracket_model(x, k)
-    assert [tuple(map(int, got[2 * r:2 * r + 2])) for r in range(len(x))] == want
-    assert not got[2 * len(x):3 * len(x)].any()  # no plateau flag (16-bit keys)
+    n = len(x)
+    assert [(int(got[2 * r]), int(got[2 * r + 1]), int(got[2 * n + r])) for r in range(n)] == want
+    flags = sum(w[2] for w in want)
+    assert flags == 0 if data == "normal" else flags > n // 2  # the cases test what they name
+    check(dev, x, k)
 
 
 def test_exact_k_near_the_row(dev, rng):

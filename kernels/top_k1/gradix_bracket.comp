@@ -15,7 +15,9 @@
 #define GRADIX_BINDING 1
 #include "gradix.glsl"
 
-layout(constant_id = 1) const uint CAP = 4096;  // candidates a row (GRADIX_BRACKET_CAP fit to shared memory)
+// The plateau test's room for candidates: 4096, not the plan's cap (5504 on an H100), which the bracket is not given: the
+// 100-value rows of session 42 were measured with it (docs/tuning/top_k1.md, session 42)
+const uint CAP = 4096u;
 const uint SMAX = 4096u;  // sample keys a row at most: 256 blocks of 16
 const uint PER = SMAX / 512u;  // sample keys a thread (the host plans workgroups of 512)
 // 32-bit keys bracketed to their top 16 bits (2 digit passes, not 4): a 16-bit bin of float32 keys is 2^-7 of its
@@ -50,12 +52,13 @@ void main() {
     uint nhi = uint(clamp(rhi + 1, 1, int(S))), nlo = uint(clamp(rlo + 1, 1, int(S))), hi, lo, above, inbin, hi2;
     bselect2(S, nhi, nlo, 0u, ELEM_BITS, GB_LB, true, hi, lo, above, inbin);
     // lo's bin holding more sample keys than the bracket spans, or for a quarter of the candidates' room: a plateau
-    // (masked logits' -inf, few values): lo resolved to the key, which gradix_bcollect leaves out of the candidates and
-    // gradix_resolve takes by index where it is the K-th (else the plateau's keys overflow the candidates and the row
-    // takes the exact select: 64 rows of 50 values, K = 3000, 0.22 ms on an H100 where one row's bracket held 3)
-    bool plat = GB_LB != 0u && rlo < int(S) &&
+    // (masked logits' -inf, few values): lo resolved to the key (16-bit keys: it is), which gradix_bcollect leaves out
+    // of the candidates and gradix_resolve takes by index where it is the K-th (else the plateau's keys overflow the
+    // candidates and the row takes the exact select: 64 rows of 50 values, K = 3000, 0.22 ms on an H100 where one
+    // row's bracket held 3; fp16 rows 99% -inf, K = 3000, 0.16 ms)
+    bool plat = rlo < int(S) &&
                 (b_res[5] > nlo - nhi || 4.0 * float(b_res[5]) * float(pc.L) > float(CAP) * float(S));
-    if (plat) bselect2(S, nlo, nlo, 0u, ELEM_BITS, 0u, false, lo, hi2, above, inbin);
+    if (GB_LB != 0u && plat) bselect2(S, nlo, nlo, 0u, ELEM_BITS, 0u, false, lo, hi2, above, inbin);
     plat = plat && lo != KEY_BITS_MASK;  // (lo, hi] needs a key above lo (all keys the top one: lo = hi, no pass)
     hi |= (1u << GB_LB) - 1u;  // the bits below GB_LB: lo rounded down, hi up
     if (rhi < 0) hi = KEY_BITS_MASK;

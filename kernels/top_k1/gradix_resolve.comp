@@ -192,6 +192,7 @@ void main() {
                 }
                 run += tot;
                 barrier();
+                if (na == 0u && run >= need) break;  // uniform (run, na): the ties alone were wanted (a plateau's)
             }
             uint got = s_cnt;
             barrier();
