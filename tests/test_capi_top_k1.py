@@ -313,7 +313,8 @@ def test_gradix_bracket_knobs():
     # GRADIX_BRACKET_MIN_L, GRADIX_LONG_MIN_L, the rank sort's, GRADIX_BRACKET_LONG_MAX_SEQ, _MANY_MIN_SEQ and _MAX_SEQ
     # rows, K on both sides of GRADIX_BRACKET_LONG_MIN_K and _MANY_MIN_K, the expected candidates on both sides of the
     # cap (214000 / 215000 at K = 4096 on an H100; a cap knob), 16-bit keys by GRADIX_BRACKET_MIN_L16 and
-    # GRADIX_BRACKET_MIN_SEQ16 (both sides of each), 8-bit digits, the knob off; every limit set, byte for byte.
+    # GRADIX_BRACKET_MIN_SEQ16 and, on rows shorter than GRADIX_BRACKET_SHORT_L16, GRADIX_BRACKET_SHORT_MAX_SEQ16 (both
+    # sides of each), 8-bit digits, the knob off; every limit set, byte for byte.
     t = TUN
     shapes = ((t.GRADIX_RANK_MAX_SEQ, 131072), (t.GRADIX_RANK_MAX_SEQ + 1, 131072), (64, t.GRADIX_BRACKET_MIN_L - 1),
               (64, t.GRADIX_BRACKET_MIN_L), (64, t.GRADIX_LONG_MIN_L - 1), (64, t.GRADIX_LONG_MIN_L),
@@ -321,7 +322,10 @@ def test_gradix_bracket_knobs():
               (t.GRADIX_BRACKET_MANY_MIN_SEQ - 1, 131072), (t.GRADIX_BRACKET_MANY_MIN_SEQ, 131072),
               (t.GRADIX_BRACKET_MAX_SEQ, 131072), (t.GRADIX_BRACKET_MAX_SEQ + 1, 131072), (8, 214000), (8, 215000),
               (t.GRADIX_BRACKET_MIN_SEQ16 - 1, 131072), (t.GRADIX_BRACKET_MIN_SEQ16, 131072),
-              (64, t.GRADIX_BRACKET_MIN_L16 - 1), (64, t.GRADIX_BRACKET_MIN_L16))
+              (64, t.GRADIX_BRACKET_MIN_L16 - 1), (64, t.GRADIX_BRACKET_MIN_L16),
+              (t.GRADIX_BRACKET_SHORT_MAX_SEQ16, t.GRADIX_BRACKET_SHORT_L16 - 1),
+              (t.GRADIX_BRACKET_SHORT_MAX_SEQ16 + 1, t.GRADIX_BRACKET_SHORT_L16 - 1),
+              (t.GRADIX_BRACKET_SHORT_MAX_SEQ16 + 1, t.GRADIX_BRACKET_SHORT_L16))
     ks = (100, t.GRADIX_BRACKET_LONG_MIN_K - 1, t.GRADIX_BRACKET_LONG_MIN_K, t.GRADIX_BRACKET_MANY_MIN_K - 1,
           t.GRADIX_BRACKET_MANY_MIN_K, 4000, 4096)
     kinds = set()

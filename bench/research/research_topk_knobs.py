@@ -123,12 +123,13 @@ def main():
                          "time is its latency, not its share of calls that overlap")
     ap.add_argument("--check-all-rows", type=int, default=256,
                     help="check every row of 2-D cases with at most this many rows (else 16 sampled rows)")
+    ap.add_argument("--seed", type=int, default=0, help="the data's random seed")
     args = ap.parse_args()
     configs = json.loads(args.configs)
     tunings = {name: top_k1.DEFAULT.replace(**cfg.get("knobs", cfg.get("paths", {}))) for name, cfg in configs.items()}
 
     dev = vkops.Device()
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(args.seed)
     torch = timing.cuda_torch()
     print("device", dev.name, "configs", configs, flush=True)
     for spec in args.case:

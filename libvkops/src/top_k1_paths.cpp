@@ -67,6 +67,7 @@ u64 top_k1_gradix_bracket_cap(const Limits &lim, u64 n_seq, u64 length, u64 k, i
     u64 min_l = key_bits == 32 ? t.GRADIX_BRACKET_MIN_L : key_bits == 16 ? t.GRADIX_BRACKET_MIN_L16 : 0;
     if (!t.GRADIX_BRACKET || min_l == 0 || length < std::max<u64>(256, min_l) || n_seq <= t.GRADIX_RANK_MAX_SEQ ||
         n_seq > t.GRADIX_BRACKET_MAX_SEQ || (key_bits == 16 && n_seq < t.GRADIX_BRACKET_MIN_SEQ16) ||
+        (key_bits == 16 && length < t.GRADIX_BRACKET_SHORT_L16 && n_seq > t.GRADIX_BRACKET_SHORT_MAX_SEQ16) ||
         lim.workgroup(GRADIX_BRACKET_WG) != GRADIX_BRACKET_WG || !top_k1_has_ops(lim, GRADIX_BRACKET_OPS))
         return 0;
     i64 free = (i64)lim.shared_memory_bytes - (i64)GRADIX_RESOLVE_SHARED;

@@ -186,7 +186,8 @@ def gradix_bracket_cap(n_seq: int, length: int, k: int, key_bits: int, limits: O
                        t: TopK1Tuning = DEFAULT) -> int:
     """GRADIX_BRACKET's candidates a row where GRADIX brackets the K-th key from a sample (0: it runs its digit
     passes): 32-bit keys in rows of >= GRADIX_BRACKET_MIN_L, 16-bit ones in rows of >= GRADIX_BRACKET_MIN_L16 (0: none)
-    and at least GRADIX_BRACKET_MIN_SEQ16 rows, more rows than the rank sort takes and at most GRADIX_BRACKET_MAX_SEQ,
+    and at least GRADIX_BRACKET_MIN_SEQ16 rows (rows shorter than GRADIX_BRACKET_SHORT_L16: at most
+    GRADIX_BRACKET_SHORT_MAX_SEQ16 rows), more rows than the rank sort takes and at most GRADIX_BRACKET_MAX_SEQ,
     rows of >= 256 (the sample's blocks), workgroups of 512 with subgroup arithmetic;
     GRADIX_BRACKET_CAP fit to gradix_resolve's shared memory, at least 64 and 1.5 times the candidates a bracket of
     +-4 sigma expects, 8 sqrt(K (L - K) / S) for a sample of S keys (more would make most rows take the exact select:
@@ -195,6 +196,7 @@ def gradix_bracket_cap(n_seq: int, length: int, k: int, key_bits: int, limits: O
     if (not t.GRADIX_BRACKET or limits is None or min_l == 0 or length < max(256, min_l)
             or not t.GRADIX_RANK_MAX_SEQ < n_seq <= t.GRADIX_BRACKET_MAX_SEQ
             or (key_bits == 16 and n_seq < t.GRADIX_BRACKET_MIN_SEQ16)
+            or (key_bits == 16 and length < t.GRADIX_BRACKET_SHORT_L16 and n_seq > t.GRADIX_BRACKET_SHORT_MAX_SEQ16)
             or limits.workgroup(GRADIX_BRACKET_WG) != GRADIX_BRACKET_WG
             or not limits.has_subgroup(*GRADIX_BRACKET_OPS)):
         return 0
