@@ -8,8 +8,9 @@
 // candidates are taken, then lo's first ties by index in an ordered read of the row, which stops at the load step
 // that completes them (masked rows: the first). Otherwise (the bracket missed) the workgroup selects the row's
 // survivors exactly: digit passes over the row (over the bracket's keys alone where T lies in it), then one ordered
-// read that takes the keys above T and the first ties of T by index and stops once it has them. Zeroes the row's candidate counter (the survivor slot counter: the sort's part 0, as after
-// gradix_collect). Bindings: the input, work, ctr. Needs subgroup arithmetic; workgroups of 512.
+// read that takes the keys above T and the first ties of T by index and stops once it has them. Zeroes the row's
+// candidate counter (the survivor slot counter: the sort's part 0, as after gradix_collect). Bindings: the input,
+// work, ctr. Needs subgroup arithmetic; workgroups of 512.
 // Shared memory: CAP x 8 bytes + 4.6 KiB.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require

@@ -11,8 +11,6 @@ namespace vkops {
 
 using namespace ops_top_k1_paths;
 
-static u64 ceil_div(u64 a, u64 b) { return (a + b - 1) / b; }  // Python's -(-a // b), a >= 0
-
 namespace {
 
 // Python's Facts with chunks=None and limits given: B (and so its DeviceLimitError) only where a row needs it.
@@ -66,7 +64,7 @@ struct Facts {
         p.B = B();
         p.Kp = Kp;
         p.chunks = 1;
-        p.chunk_len = ceil_div(length, WG * EPI) * (WG * EPI);
+        p.chunk_len = cdiv(length, WG * EPI) * (WG * EPI);
         p.cap = p.B;
         p.radix = true;
         p.workgroup = WG;
@@ -145,8 +143,8 @@ static void radix_sort_wg(const Limits &lim, TopK1Path &p, u64 n_seq, u64 length
     if (want <= p.workgroup) return;
     u64 wg = lim.workgroup(want);
     if (wg <= p.workgroup) return;
-    u64 step = wg * EPI, chunk_len = ceil_div(p.chunk_len, step) * step;
-    if (ceil_div(length, chunk_len) != p.chunks) return;
+    u64 step = wg * EPI, chunk_len = cdiv(p.chunk_len, step) * step;
+    if (cdiv(length, chunk_len) != p.chunks) return;
     p.workgroup = wg;
     p.chunk_len = chunk_len;
     p.cap = std::min<u64>(p.B, std::max<u64>(p.cap, wg));
@@ -157,24 +155,24 @@ TopK1Path Facts::filter(bool radix) {
     u64 step = wg * EPI;
     bool few_short = n_seq <= FEW_SHORT_MAX_SEQ && key_bits > 8 && k > 1;
     bool short_ = short_chunks && length >= (few_short ? FEW_SHORT_CHUNK_STEPS : SHORT_CHUNK_STEPS) * step;
-    bool few = n_seq * ceil_div(length, FEW_ROWS_CHUNK_KP * Kp) <= target_groups / 2;
+    bool few = n_seq * cdiv(length, FEW_ROWS_CHUNK_KP * Kp) <= target_groups / 2;
     u64 per = few ? FEW_ROWS_CHUNK_KP : CHUNK_KP;
     u64 min_chunk = short_ ? std::max(step, per * Kp) : std::max(CPU_CHUNK_B * b, CPU_CHUNK_STEPS * step);
-    u64 want = ceil_div(target_groups, n_seq);
+    u64 want = cdiv(target_groups, n_seq);
     bool vocab = short_chunks && t.WAVE_MIN_SEQ <= n_seq && n_seq <= t.WAVE_MAX_SEQ && length <= t.WAVE_MAX_L;
     bool wave = vocab && t.RADIX_SHORT_MIN_KP <= Kp && Kp <= t.WAVE_MAX_KP;
     if (wave) {
-        want = ceil_div(target_groups / 2, n_seq);
+        want = cdiv(target_groups / 2, n_seq);
         min_chunk = step;
     }
-    u64 chunks = std::max<u64>(1, std::min(std::min(want, ceil_div(length, min_chunk)),
+    u64 chunks = std::max<u64>(1, std::min(std::min(want, cdiv(length, min_chunk)),
                                            std::max<u64>(MAX_CHUNK_KEYS / k, target_groups / 2 / n_seq)));
     // tens of vocabulary-sized rows above the wave's K: about a wave of workgroups too, or 2 chunks a row
     if (vocab && short_ && !few && Kp > t.WAVE_MAX_KP)
         chunks = std::min<u64>(chunks, std::max<u64>(2, target_groups / 2 / n_seq));
-    u64 chunk_len = ceil_div(length, chunks);
-    chunk_len = ceil_div(chunk_len, step) * step;
-    chunks = ceil_div(length, chunk_len);
+    u64 chunk_len = cdiv(length, chunks);
+    chunk_len = cdiv(chunk_len, step) * step;
+    chunks = cdiv(length, chunk_len);
     if (Kp >= t.RADIX_SHORT_MIN_KP && (chunk_len <= t.RADIX_SHORT_CHUNK_B * b || wave)) radix = true;
     bool one_chunk = radix && chunks == 1;
     bool many = Kp <= t.RADIX_ONE_CHUNK_WG_MAX_KP && n_seq >= t.RADIX_ONE_CHUNK_WG_MIN_SEQ;
@@ -185,7 +183,7 @@ TopK1Path Facts::filter(bool radix) {
         wg = std::min<u64>(wg, std::max<u64>(Kp / 4, 32));
         b = std::max<u64>(std::max<u64>(Kp, 512), wg);
         step = wg * EPI;
-        chunk_len = ceil_div(length, step) * step;
+        chunk_len = cdiv(length, step) * step;
     } else if (one_chunk && chunk_len > 4 * b) {
         b = std::max<u64>(std::min(b, 4 * Kp), t.RADIX_ONE_CHUNK_MIN_B);
         if (many) {

@@ -9,7 +9,6 @@
 namespace vkops {
 
 using namespace ops_top_k1_paths;
-static u64 ceil_div(u64 a, u64 b) { return (a + b - 1) / b; }  // Python's -(-a // b), a >= 0
 // a // b of the device's subgroup sizes: Python raises ZeroDivisionError on limits that give 0 (no crash here)
 static u64 div_by(u64 a, u64 b) {
     if (!b) fail("integer division or modulo by zero");
@@ -41,14 +40,14 @@ u64 top_k1_buffer_entries(u64 shared, u64 workgroup, const TopK1Tuning &t) {
     return b;
 }
 
-static u64 merge_loads(u64 runs, u64 per_load) { return runs <= 1 ? 0 : ceil_div(runs - 1, per_load - 1); }
+static u64 merge_loads(u64 runs, u64 per_load) { return runs <= 1 ? 0 : cdiv(runs - 1, per_load - 1); }
 
 u64 top_k1_merge_group(u64 chunks, u64 B, u64 Kp, const TopK1Tuning &t) {
     u64 per = B / Kp;
     u64 one = merge_loads(chunks, per);
     u64 best = one, best_g = 0;
     for (u64 g = 2; g < chunks; g++) {
-        u64 two = merge_loads(g, per) + merge_loads(ceil_div(chunks, g), per) + 1;
+        u64 two = merge_loads(g, per) + merge_loads(cdiv(chunks, g), per) + 1;
         if (two < best) { best = two; best_g = g; }
     }
     return one - best >= t.MERGE_GROUP_MIN_SAVED ? best_g : 0;
@@ -107,8 +106,8 @@ bool top_k1_rsort_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_
     if (!force && (Kp <= t.ROWS_MAX_KP || !(t.RSORT_MIN_L <= length && length <= max_l) || n_seq < t.RSORT_MIN_SEQ))
         return false;
     u64 wg = lim.workgroup(std::min<u64>(RSORT_MAX_WG, std::max<u64>(RSORT_MIN_WG, top_k1_pow2(length) / RSORT_MAX_E)));
-    while (wg >= std::max<u64>(RSORT_MIN_WG, lim.max_subgroup_size) && ceil_div(length, wg) <= RSORT_MAX_E) {
-        u64 B = wg * ceil_div(length, wg);
+    while (wg >= std::max<u64>(RSORT_MIN_WG, lim.max_subgroup_size) && cdiv(length, wg) <= RSORT_MAX_E) {
+        u64 B = wg * cdiv(length, wg);
         u64 nsub = div_by(wg, lim.min_subgroup_size);
         u64 rs_sh = nsub * (NBINS / 2) + nsub;               // rsort_shared_words
         if (4 * (B + 1 + rs_sh + 1) <= lim.shared_memory_bytes) {  // rsort_shared_bytes
@@ -151,14 +150,14 @@ bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup,
     u64 parts = gradix_sort_parts(n_seq, Kp, t);
     if (gradix_shared_bytes(Kp, parts) > shared) return false;
     u64 wg = std::min<u64>(t.GRADIX_WG, workgroup);
-    auto align = [](u64 n) { return ceil_div(n, GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN; };
+    auto align = [](u64 n) { return cdiv(n, GRADIX_CHUNK_ALIGN) * GRADIX_CHUNK_ALIGN; };
     // about target_groups workgroups in all, chunks of >= GRADIX_MIN_CHUNK (a shorter last one)
-    u64 chunk_len = std::max(align(t.GRADIX_MIN_CHUNK), align(ceil_div(length, ceil_div(target_groups, n_seq))));
+    u64 chunk_len = std::max(align(t.GRADIX_MIN_CHUNK), align(cdiv(length, cdiv(target_groups, n_seq))));
     out = TopK1Path();
     out.path = "gradix";
     out.B = Kp / parts;
     out.Kp = Kp;
-    out.chunks = ceil_div(length, chunk_len);
+    out.chunks = cdiv(length, chunk_len);
     out.chunk_len = chunk_len;
     out.workgroup = wg;
     out.sort_wg = workgroup;
