@@ -261,7 +261,7 @@ def test_bracket_is_the_samples_ranks(dev, rng, k, data):
     assert [(int(got[2 * r]), int(got[2 * r + 1]), int(got[2 * n + r])) for r in range(n)] == want
     flags = sum(w[2] for w in want)
     assert flags == 0 if data == "normal" else flags > n // 2  # the cases test what they name
-    check(dev, x, k)
+    check(dev, x, k, tuning=t)  # and the whole call on the bracket, exact
 
 
 def test_exact_k_near_the_row(dev, rng):
