@@ -15,8 +15,8 @@
 #define GRADIX_BINDING 1
 #include "gradix.glsl"
 
-// The plateau test's room for candidates: 4096, not the plan's cap (5504 on an H100), which the bracket is not given: the
-// 100-value rows of session 42 were measured with it (docs/tuning/top_k1.md, session 42)
+// The plateau test's room for candidates: 4096, not the plan's cap (5504 on an H100), which the bracket is not
+// given: the 100-value rows of session 42 were measured with it (docs/tuning/top_k1.md, session 42)
 const uint CAP = 4096u;
 const uint SMAX = 4096u;  // sample keys a row at most: 256 blocks of 16
 const uint PER = SMAX / 512u;  // sample keys a thread (the host plans workgroups of 512)

@@ -174,7 +174,8 @@ def gradix_sort_parts(n_seq: int, Kp: int, t: TopK1Tuning = DEFAULT) -> int:
     return max(1, min(t.GRADIX_SORT_PARTS, Kp // GRADIX_SORT_MIN_RUN))
 
 
-GRADIX_BRACKET_OPS = ("basic", "arithmetic")  # gradix_bracket.glsl's picks (its histograms: one atomic a key, no vote since session 44)
+# gradix_bracket.glsl's picks (its histograms: one atomic a key, no subgroup vote since session 44)
+GRADIX_BRACKET_OPS = ("basic", "arithmetic")
 GRADIX_BRACKET_WG = 512  # gradix_bracket and gradix_resolve: a bin a thread for each of two 256-bin histograms
 GRADIX_BRACKET_SAMPLE_BLOCKS = 256  # gradix_bracket's sample: up to 256 blocks of 16 keys (SMAX)
 # gradix_resolve's shared memory besides its candidates (8 bytes each): bh 2 KiB, wsum 512 B, the ties' list and
