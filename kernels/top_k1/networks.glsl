@@ -170,6 +170,49 @@ void merge_runs(uint N, uint Kp, uint T) {
     }
 }
 
+#if SHUF
+// ---- merge sort (SHUF) ---------------------------------------------------------------------------
+// N = RE * WG entries sorted descending: runs of MERGE_RUN by the register networks, then log2(N / MERGE_RUN)
+// merge-path levels, each thread RE outputs of one pair of runs: a binary search for where its outputs start
+// (how many come from the first run), then RE steps of a two-way merge. A level reads about 2 log2(n) + RE
+// entries a thread where the bitonic merge of the same pairs took log2(2n) compare-exchange steps. Used where the
+// sort runs at the speed of many workgroups (thousands of short rows), not one row's latency.
+// Runs of 32: H200 16384x2048 K=1024 0.674 ms against 0.694 (8) and 0.704 (128); docs/tuning/top_k1.md#sort_merge
+#ifndef MERGE_RUN
+#define MERGE_RUN 32u
+#endif
+void merge_level(uint n) {
+    uint d = gl_LocalInvocationID.x * RE;  // output position
+    uint a0 = d - d % (2u * n), b0 = a0 + n, dd = d - a0;
+    uint lo = dd > n ? dd - n : 0u, hi = min(dd, n);
+    while (lo < hi) {  // outputs [0, dd) of the pair hold lo entries of A: the first i where B[dd-1-i] beats A[i]
+        uint mid = (lo + hi) >> 1, bj = b0 + dd - 1u - mid;
+        if (better(skey[SW(bj)], sidx[SW(bj)], skey[SW(a0 + mid)], sidx[SW(a0 + mid)])) hi = mid; else lo = mid + 1u;
+    }
+    uint i = lo, j = dd - lo;
+    uint ka = 0u, ia = SENT_IDX, kb = 0u, ib = SENT_IDX;
+    if (i < n) { ka = skey[SW(a0 + i)]; ia = sidx[SW(a0 + i)]; }
+    if (j < n) { kb = skey[SW(b0 + j)]; ib = sidx[SW(b0 + j)]; }
+    uint ok[RE], oi[RE];
+    [[unroll]] for (uint e = 0u; e < RE; ++e) {
+        bool take_b = i >= n || (j < n && better(kb, ib, ka, ia));  // A first on ties (sentinels)
+        ok[e] = take_b ? kb : ka;
+        oi[e] = take_b ? ib : ia;
+        if (take_b) { ++j; if (j < n) { kb = skey[SW(b0 + j)]; ib = sidx[SW(b0 + j)]; } }
+        else { ++i; if (i < n) { ka = skey[SW(a0 + i)]; ia = sidx[SW(a0 + i)]; } }
+    }
+    barrier();
+    rk = uvec4(ok[0], ok[1], ok[2], ok[3]);
+    ri = uvec4(oi[0], oi[1], oi[2], oi[3]);
+    reg_store(d);
+    barrier();
+}
+void sort_merge(uint N) {
+    sort_runs(N, MERGE_RUN, 0u);
+    for (uint n = MERGE_RUN; n < N; n <<= 1) merge_level(n);
+}
+#endif
+
 // Reduce N = n_seg * (Kp << T) entries to the sorted (descending) top Kp of each segment, found at
 // offset seg * (Kp << T). Ends with a barrier.
 void reduce_buf(uint N, uint Kp, uint T) {
