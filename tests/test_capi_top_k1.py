@@ -208,14 +208,16 @@ def test_radix_short_fit_thresholds():
     # RADIX_SHORT_FIT: many rows on both sides of RADIX_SHORT_ROWS_MIN_L and 4 max(Kp, 512), pow2(K) on both sides of
     # RADIX_ONE_CHUNK_WG_MAX_KP and of RADIX_SHORT_FIT_RSORT_KP / _KP16 (RSORT's rows), the knob off and the bounds moved;
     # RSORT_MAX_L8 (8-bit keys' RSORT on rows of 2049-4096) at its value and off; RSORT_FOR_SORT (pow2(K) = 4096 on
-    # rows of 2049-4096: RSORT instead of the global sort) on and off
+    # rows of 2049-4096: RSORT instead of the global sort) on and off; SHUF_SHORT_FIT_MIN_KP (the short fit's rows on
+    # the register networks from pow2(K) = 512) at its value, as SHUF_MIN_KP, and both lowered
     t = TUN
     n = t.RADIX_ONE_CHUNK_WG_MIN_SEQ
     shapes = ((n - 1, 4096), (n, t.RADIX_SHORT_ROWS_MIN_L - 1), (n, t.RADIX_SHORT_ROWS_MIN_L), (n, 2048), (n, 2049),
               (n, 4096), (n, 4097), (n, 8192))
     ks = (t.RADIX_ONE_CHUNK_WG_MAX_KP, t.RADIX_ONE_CHUNK_WG_MAX_KP + 1, 513, 1024, 1025, 2048, 2049, 4096)
     for knobs in ({}, {"RADIX_SHORT_FIT": False}, {"RADIX_SHORT_FIT_RSORT_KP": 512, "RADIX_SHORT_FIT_RSORT_KP16": 1024},
-                  {"RSORT_MAX_L8": 2048}, {"RSORT_FOR_SORT": False}):
+                  {"RSORT_MAX_L8": 2048}, {"RSORT_FOR_SORT": False}, {"SHUF_SHORT_FIT_MIN_KP": 1024},
+                  {"SHUF_SHORT_FIT_MIN_KP": 256, "SHUF_MIN_KP": 512}):
         kinds = _same_plans_tuned(knobs, shapes, ks)
         assert {"top_k1_radix_sg", "top_k1_rsort"} <= kinds, (knobs, kinds)
 

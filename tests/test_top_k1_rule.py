@@ -221,6 +221,24 @@ def test_rule_radix_short_fit():
     assert got == want
 
 
+def test_rule_shuffle_on_short_fit_rows():
+    """SHUF_SHORT_FIT_MIN_KP: RADIX_SHORT_FIT's rows take the register networks (the _sg modules, whose final sort is
+    the merge sort) from pow2(K) = 512, other radix rows from SHUF_MIN_KP (1024); devices without subgroup shuffles
+    never (docs/tuning/top_k1.md#sort_merge)."""
+    from vkops.ops.top_k1 import DEFAULT
+
+    old = DEFAULT.replace(SHUF_SHORT_FIT_MIN_KP=DEFAULT.SHUF_MIN_KP)
+    for n, L, k, bits in ((16384, 2048, 300, 32), (16384, 2048, 257, 32), (4096, 1601, 512, 32), (16384, 2048, 300, 16)):
+        c = _choose(grid.H100, n, L, k, key_bits=bits)
+        assert (c.path, c.plan.B, c.plan.workgroup, c.plan.shuf) == ("radix", 512, 128, True), (n, L, k, bits)
+        assert not _choose(grid.H100, n, L, k, key_bits=bits, tuning=old).plan.shuf
+        assert not _choose(grid.H100, n, L, k, key_bits=bits, shuffle=False).plan.shuf
+    # not short fit: rows of 4096 at pow2(K) = 512, a few rows, pow2(K) = 256
+    for n, L, k in ((4096, 4096, 300), (1023, 2048, 300), (16384, 2048, 256)):
+        assert not _choose(grid.H100, n, L, k).plan.shuf, (n, L, k)
+    assert _choose(grid.H100, 16384, 2048, 1024).plan.shuf  # SHUF_MIN_KP as before
+
+
 def test_rule_rsort_8_bit_rows_of_4096():
     """RSORT_MAX_L8: 8-bit keys take RSORT on rows up to 4096 (one digit pass; the radix select's short fit lost 1.3-3x
     there), 16/32-bit keys up to RSORT_MAX_L (2048) as before (docs/tuning/top_k1.md, session 29)."""

@@ -248,8 +248,10 @@ TopK1Choice top_k1_choose(const Limits &lim, u64 n_seq, u64 length, u64 k, int k
         c = {"sort", f.sort()};
     }
     if (c.plan.radix) radix_sort_wg(lim, c.plan, n_seq, length, k, key_bits, t);
-    // choose(): the _sg modules from pow2(K) = SHUF_MIN_KP where the device has subgroup shuffles
-    bool shuf = top_k1_has_ops(lim, SHUF_SUBGROUP_OPS) && c.plan.Kp >= t.SHUF_MIN_KP;
+    // choose(): the _sg modules from pow2(K) = SHUF_MIN_KP (SHUF_SHORT_FIT_MIN_KP on short_fit's rows) where the
+    // device has subgroup shuffles
+    u64 shuf_kp = f.short_fit() ? std::min(t.SHUF_SHORT_FIT_MIN_KP, t.SHUF_MIN_KP) : t.SHUF_MIN_KP;
+    bool shuf = top_k1_has_ops(lim, SHUF_SUBGROUP_OPS) && c.plan.Kp >= shuf_kp;
     c.plan.shuf = shuf && (c.plan.path == "seg" || c.plan.path == "filter");
     return c;
 }

@@ -149,8 +149,8 @@ def choose(limits: Limits, n_seq: int, length: int, k: int, *, key_bits: int = 3
     """The path a call takes on a device, why, and the numbers it picked: the device's shared memory and
     workgroup target (a CPU device gets far fewer chunks), AUTO_RULE in order or the forced path.
     `force="rows"` takes ROWS wherever the device can run it, and then `chunks`, if given, is its candidate
-    cap (a knob for bench sweeps). `shuffle` None: the _sg modules from pow2(K) = SHUF_MIN_KP where the device
-    has subgroup shuffles; True / False: tests and sweeps."""
+    cap (a knob for bench sweeps). `shuffle` None: the _sg modules from pow2(K) = SHUF_MIN_KP (SHUF_SHORT_FIT_MIN_KP on
+    RADIX_SHORT_FIT's rows) where the device has subgroup shuffles; True / False: tests and sweeps."""
     t = tuning
     if shuffle and not limits.has_subgroup(*SHUF_SUBGROUP_OPS):
         raise ValidationError(f"shuffle=True needs subgroup shuffles, which {limits.name} lacks")
@@ -178,7 +178,8 @@ def choose(limits: Limits, n_seq: int, length: int, k: int, *, key_bits: int = 3
         c = dataclasses.replace(c, plan=radix_sort_wg(limits, c.plan, n_seq, length, k, key_bits, t))
     shuf = shuffle
     if shuf is None:
-        shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and c.plan.Kp >= t.SHUF_MIN_KP
+        kp = min(t.SHUF_SHORT_FIT_MIN_KP, t.SHUF_MIN_KP) if f.short_fit else t.SHUF_MIN_KP
+        shuf = limits.has_subgroup(*SHUF_SUBGROUP_OPS) and c.plan.Kp >= kp
     return dataclasses.replace(c, plan=dataclasses.replace(c.plan, shuf=bool(shuf) and c.plan.path in ("seg", "filter")))
 
 

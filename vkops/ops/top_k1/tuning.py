@@ -15,7 +15,7 @@ from ..tuning import Tuning
 _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this page
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
-POW2 = ("WORKGROUP", "RADIX_SORT_WG", "RADIX_SHORT_FIT_RSORT_KP", "RADIX_SHORT_FIT_RSORT_KP16", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
+POW2 = ("WORKGROUP", "SHUF_SHORT_FIT_MIN_KP", "RADIX_SORT_WG", "RADIX_SHORT_FIT_RSORT_KP", "RADIX_SHORT_FIT_RSORT_KP16", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
 
 
@@ -39,6 +39,7 @@ class TopK1Tuning(Tuning):
     SHORT_ROW_RADIX_MIN_K: int = 2  # at K = 1 SEG and the threshold filter beat radix select on short rows (#short_row_radix_min_k)
     # -- SEG and filter in the _sg modules
     SHUF_MIN_KP: int = 1024  # register networks 7-12% faster at K=1024, slower at K <= 256 (#shuf_subgroup_ops)
+    SHUF_SHORT_FIT_MIN_KP: int = 512  # ... and on RADIX_SHORT_FIT's rows from here: H200 16384x2048 K=300 0.422 -> 0.344 ms (#sort_merge)
     # -- filter chunks by radix select
     RADIX_MIN_KP: int = 128  # radix select from here: it halved K=256 and K=1024 on an H200 (#radix_min_kp)
     RADIX_SHORT_MIN_KP: int = 64  # ... and from here on chunks <= RADIX_SHORT_CHUNK_B * B: 0.473 -> 0.400 ms (#radix_short_min_kp)
