@@ -91,6 +91,10 @@ TOPK = [
     ("top_k1_radix_l1_sg", "radix.comp", L1_TYPES, {"RADIX_ONE_LOAD": 1, "SHUF": 1}),
     ("top_k1_radix_m_l1", "radix.comp", L1_TYPES, {"RADIX_MASK": 1, "RADIX_ONE_LOAD": 1}),
     ("top_k1_radix_m_l1_sg", "radix.comp", L1_TYPES, {"RADIX_MASK": 1, "RADIX_ONE_LOAD": 1, "SHUF": 1}),
+    # ... one chunk a row of at most 4 B keys (TopK1Tuning.RADIX_SHORT_BUILD, _MAX_SEQ): without the chunk merge, the sampled
+    # guess and select_front, one load a thread and pass (their registers cost occupancy on thousands of short rows)
+    ("top_k1_radix_s", "radix.comp", TOPK_TYPES, {"RADIX_SHORT": 1}),
+    ("top_k1_radix_s_sg", "radix.comp", TOPK_TYPES, {"RADIX_SHORT": 1, "SHUF": 1}),
     ("top_k1_sort_tile", "sort_tile.comp", TOPK_TYPES, {}),    # global bitonic sort: tiles in shared memory
     ("top_k1_sort_global", "sort_global.comp", (None,), {}),   # ... and its global steps (keys only)
     ("top_k1_rows", "rows.comp", TOPK_TYPES, {}),              # ROWS: one subgroup a row

@@ -215,11 +215,27 @@ def test_radix_short_fit_thresholds():
     shapes = ((n - 1, 4096), (n, t.RADIX_SHORT_ROWS_MIN_L - 1), (n, t.RADIX_SHORT_ROWS_MIN_L), (n, 2048), (n, 2049),
               (n, 4096), (n, 4097), (n, 8192))
     ks = (t.RADIX_ONE_CHUNK_WG_MAX_KP, t.RADIX_ONE_CHUNK_WG_MAX_KP + 1, 513, 1024, 1025, 2048, 2049, 4096)
-    for knobs in ({}, {"RADIX_SHORT_FIT": False}, {"RADIX_SHORT_FIT_RSORT_KP": 512, "RADIX_SHORT_FIT_RSORT_KP16": 1024},
+    for knobs in ({}, {"RADIX_SHORT_FIT": False}, {"RADIX_SHORT_FIT_RSORT_KP": 512, "RADIX_SHORT_FIT_RSORT_KP16": 512},
                   {"RSORT_MAX_L8": 2048}, {"RSORT_FOR_SORT": False}, {"SHUF_SHORT_FIT_MIN_KP": 1024},
                   {"SHUF_SHORT_FIT_MIN_KP": 256, "SHUF_MIN_KP": 512}):
         kinds = _same_plans_tuned(knobs, shapes, ks)
-        assert {"top_k1_radix_sg", "top_k1_rsort"} <= kinds, (knobs, kinds)
+        assert {"top_k1_radix_s_sg", "top_k1_rsort"} <= kinds, (knobs, kinds)
+
+
+def test_radix_short_build_knobs():
+    # RADIX_SHORT_BUILD (the slim top_k1_radix_s[_sg] builds: one radix chunk of <= 4 B keys, no TUNE_* bit, on the
+    # register networks or on at most RADIX_SHORT_BUILD_MAX_SEQ rows): on, off, and the plain networks' bound at 0 and
+    # past many rows; rows of 4 B +- 1 of the short fit's buffers, few and many rows, K on both sides of the networks.
+    n = TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ
+    shapes = ((2, 4096), (8, 2048), (n - 1, 4096), (n, 2048), (n, 4096), (n, 4097), (8192, 1601), (64, 32000))
+    ks = (32, 300, 513, 1024)
+    on = _same_plans_tuned({}, shapes, ks)
+    assert {"top_k1_radix_s", "top_k1_radix_s_sg", "top_k1_radix", "top_k1_radix_m_sg"} <= on, on
+    off = _same_plans_tuned({"RADIX_SHORT_BUILD": False}, shapes, ks)
+    assert {"top_k1_radix", "top_k1_radix_sg"} <= off and not {"top_k1_radix_s", "top_k1_radix_s_sg"} & off, off
+    plain0 = _same_plans_tuned({"RADIX_SHORT_BUILD_MAX_SEQ": 0}, shapes, ks)
+    assert "top_k1_radix_s_sg" in plain0 and "top_k1_radix_s" not in plain0, plain0
+    assert "top_k1_radix_s" in _same_plans_tuned({"RADIX_SHORT_BUILD_MAX_SEQ": 100000}, ((8192, 1601),), (32,))
 
 
 def test_gradix_filter_knob():

@@ -3,7 +3,11 @@ for 8-bit keys (top_k1_radix[_sg]_{i8,u8}), and the top_k1_radix[_m]_l1[_sg]_{f1
 at most TopK1Tuning.RADIX_ONE_LOAD_MAX_SEQ rows take; a chunk is read in blocks of 16 WG (8-bit) or 8 WG (16-bit)
 keys. Exact against reference.top_k1, bit for bit: both directions, rows around the workgroup, the load block and the
 chunk step (and +-1), strided rows (scalar loads), forced ties (the K-th key resolved, then the position select),
-saturated rows and the decode step's logits (a Gaussian spread of 16, one row of 32000), in one to three chunks."""
+saturated rows and the decode step's logits (a Gaussian spread of 16, one row of 32000), in one to three chunks.
+And the short build (top_k1_radix_s[_sg], TopK1Tuning.RADIX_SHORT_BUILD, _MAX_SEQ): one chunk a row of at most 4 B
+keys, one load a thread and pass, without the chunk merge, the sampled guess and select_front."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -14,7 +18,8 @@ from vkops.ops.top_k1 import paths
 from vkops.ops.top_k1.tuning import DEFAULT as TUN
 
 import top_k1_plan_grid as grid
-from test_top_k1 import big_k
+from test_top_k1 import big_k, push_word
+from test_top_k1_radix import large_k_data
 
 DIRS = ["decreasing", "increasing"]
 DTYPES = ["int8", "uint8"]
@@ -151,3 +156,89 @@ def test_16_bit_keys_on_one_row(dev, rng, dtype):
             check(dev, x[:, :3 * block], k, direction="increasing", chunks=3)
     check(dev, data(rng, dtype, (3001, 1), "logits"), 130, 0)  # one strided row: scalar loads
     check(dev, data(rng, dtype, (2, 5000), "logits"), 50)  # two rows: the four-load builds
+
+
+def short_build(p, n, L, t=TUN) -> bool:
+    """Whether a radix plan is the short build's: one chunk of at most 4 B keys, no TUNE_* bit, no _m / _l1 build, the
+    register networks or at most RADIX_SHORT_BUILD_MAX_SEQ rows."""
+    q = p.dispatches[0]
+    return (t.RADIX_SHORT_BUILD and p.note("path") == "radix" and p.note("chunks") == 1 and L <= 4 * q.spec[1]
+            and push_word(p, "tune") == [0] and "_m_" not in q.kernel and "_l1" not in q.kernel
+            and ("_sg_" in q.kernel or n <= t.RADIX_SHORT_BUILD_MAX_SEQ))
+
+
+@pytest.mark.host_only
+def test_short_rows_plan_the_short_build():
+    """RADIX_SHORT_BUILD on H100-like and lavapipe limits: one-chunk rows of 2048-4096 on the register networks (the
+    short fit) take top_k1_radix_s_sg, and rows of a few thousand on few rows top_k1_radix_s; many rows on the plain
+    networks, long rows, several chunks, TUNE_* bits and the _m / _l1 builds keep theirs; with the knob off every plan
+    is the same but for the module's name."""
+    named = {(16384, 2048, 1024, "float32"): "top_k1_radix_s_sg_f32",
+             (4096, 4096, 1024, "float16"): "top_k1_radix_s_sg_f16",
+             (16384, 2048, 300, "float32"): "top_k1_radix_s_sg_f32",
+             (16384, 2048, 1024, "float16"): "top_k1_radix_s_sg_f16",  # RADIX_SHORT_FIT_RSORT_KP16 1024
+             (8, 4096, 1024, "float32"): "top_k1_radix_s_sg_f32",
+             (2, 4096, 50, "float32"): "top_k1_radix_s_f32",
+             (2, 5000, 50, "float32"): "top_k1_radix_m_f32",  # RADIX_MASK_MIN_L
+             (8192, 1601, 32, "float32"): "top_k1_radix_f32",  # many rows on the plain networks
+             (64, 131072, 1024, "float32"): "top_k1_radix_m_sg_f32",
+             (4096, 32768, 256, "float32"): "top_k1_radix_m_f32"}
+    seen = set()
+    for lim in (grid.H100, grid.LAVAPIPE):
+        for t in (TUN, TUN.replace(RADIX_SHORT_BUILD_MAX_SEQ=0)):
+            for dtype in ("float32", "float16", "int8", "uint32"):
+                for n, L, k in ((16384, 2048, 1024), (4096, 4096, 1024), (16384, 2048, 300), (8192, 3000, 700),
+                                (4096, 2048, 64), (64, 131072, 1024), (4096, 32768, 256), (2, 5000, 50), (1, 4096, 50),
+                                (8, 4096, 1024), (8192, 1601, 32), (1023, 3000, 50), (1024, 3000, 50), (2, 4096, 50)):
+                    x = vkops.TensorDesc(dtype, (n, L))
+                    d = tk.TopK1Desc(x, *tk.output_descs(x, 1, k), 1, k).validate()
+                    p = tk.python_plan(d, lim, tuning=t)
+                    if p.note("path") != "radix":
+                        continue
+                    kern = [q.kernel for q in p.dispatches]
+                    short = short_build(p, n, L, t)
+                    assert kern[0].startswith("top_k1_radix_s_") == short and len(kern) == 1, (lim.name, n, L, k, kern)
+                    if lim is grid.H100 and t is TUN and (n, L, k, dtype) in named:
+                        assert kern == [named[n, L, k, dtype]], (n, L, k, dtype, kern)
+                        seen.add((n, L, k, dtype))
+                    off = tk.python_plan(d, lim, tuning=t.replace(RADIX_SHORT_BUILD=False))
+                    assert [q.kernel.replace("top_k1_radix_s_", "top_k1_radix_", 1) for q in p.dispatches] == \
+                        [q.kernel for q in off.dispatches]
+                    assert [(q.push, q.groups, q.spec) for q in off.dispatches] == \
+                        [(q.push, q.groups, q.spec) for q in p.dispatches]
+    assert seen == set(named), set(named) - seen
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_short_build(dev, rng, dtype):
+    """The short build exact against the oracle on 3 rows planned as thousands are (RADIX_ONE_CHUNK_WG_MIN_SEQ 3):
+    rows of B + 1, the load block (WG x 16 bytes) - 1 / + 1, 4 B - 1 and 4 B (the longest it takes; 4 B + 1 takes the
+    general build), K = 50, 300 and big_k, ties of the K-th key, NaN, constant rows, both directions, with and without
+    the register networks (SHUF); the general build (the knob off) agrees."""
+    t = TUN.replace(RADIX_ONE_CHUNK_WG_MIN_SEQ=3)
+    ev = 16 // np.dtype(dtype).itemsize
+    kinds = itertools.cycle(itertools.product(("ties", "nan", "const", "random", "special"), DIRS))
+    taken = set()
+    for k in sorted({50, 300, big_k(dev)}):
+        for shuffle in (None, False):
+            x0 = vkops.TensorDesc(dtype, (3, 2 * k))
+            d0 = tk.TopK1Desc(x0, *tk.output_descs(x0, 1, k), 1, k).validate()
+            q0 = tk.python_plan(d0, dev.limits, force="radix", shuffle=shuffle, tuning=t).dispatches[0]
+            W, B = q0.spec
+            for L in sorted({B + 1, W * ev - 1, W * ev + 1, 4 * B - 1, 4 * B, 4 * B + 1}):
+                if L <= k:
+                    continue
+                kind, direction = next(kinds)
+                x = large_k_data(rng, dtype, (3, L), kind)
+                xd = vkops.TensorDesc(dtype, x.shape)
+                d = tk.TopK1Desc(xd, *tk.output_descs(xd, 1, k), 1, k).validate()
+                p = tk.python_plan(d, dev.limits, force="radix", shuffle=shuffle, tuning=t)
+                if short_build(p, 3, L, t):
+                    taken.add((k, p.dispatches[0].kernel))
+                for tt in (t, t.replace(RADIX_SHORT_BUILD=False)):
+                    v, i = tk._top_k(x, k, -1, direction, force="radix", shuffle=shuffle, tuning=tt)
+                    rv, ri = reference.top_k1(x, k, -1, direction)
+                    np.testing.assert_array_equal(i, ri, err_msg=f"{dtype} L={L} k={k} {kind} {direction} {shuffle}")
+                    assert v.tobytes() == rv.tobytes()
+    mods = {m for _, m in taken}
+    assert any("_s_sg_" in m for m in mods) and any("_s_sg_" not in m for m in mods) and len(taken) >= 4, taken

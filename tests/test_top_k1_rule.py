@@ -197,15 +197,16 @@ def test_rule_radix_sort_wg():
 
 def test_rule_radix_short_fit():
     """RADIX_SHORT_FIT: many rows of RADIX_SHORT_ROWS_MIN_L..4 max(Kp, 512) above pow2(K) = 256 take one radix chunk in a
-    buffer of max(Kp, 512) and Kp / 4 threads; before RSORT on rows of <= RSORT_MAX_L up to pow2(K) = 1024 (32-bit keys)
-    / 512 (16-bit), never for 8-bit keys (docs/tuning/top_k1.md, session 29)."""
+    buffer of max(Kp, 512) and Kp / 4 threads; before RSORT on rows of <= RSORT_MAX_L up to pow2(K) = 1024 (32- and
+    16-bit keys; 16-bit: 512 until session 47), never for 8-bit keys (docs/tuning/top_k1.md, session 29)."""
     from vkops.ops.top_k1 import DEFAULT
 
     want = {(4096, 4096, 1024, 32): ("radix", 1024, 256), (4096, 4096, 513, 16): ("radix", 1024, 256),
             (8192, 3000, 1024, 32): ("radix", 1024, 256), (4096, 1601, 300, 32): ("radix", 512, 128),
             (16384, 2048, 300, 32): ("radix", 512, 128), (16384, 2048, 1024, 32): ("radix", 1024, 256),
             (16384, 2048, 300, 16): ("radix", 512, 128), (4096, 4096, 1500, 32): ("radix", 2048, 512),
-            (16384, 2048, 1024, 16): ("rsort", 2048, 256), (16384, 2048, 300, 8): ("rsort", 2048, 256),
+            (16384, 2048, 1024, 16): ("radix", 1024, 256), (16384, 2048, 1025, 16): ("rsort", 2048, 256),
+            (16384, 2048, 300, 8): ("rsort", 2048, 256),
             (16384, 2048, 1500, 32): ("rsort", 2048, 256), (16384, 1600, 1024, 32): ("rsort", 1792, 256),
             (1023, 4096, 1024, 32): ("radix", 2048, 512), (4096, 4096, 300, 32): ("radix", 2048, 512),
             (4096, 4097, 1024, 32): ("radix", 2048, 512)}

@@ -2,7 +2,11 @@
 // the threshold (s_thr_k, s_thr_i): the threshold filter's compaction (filter.comp) and radix select's
 // final sort (radix.comp). The including .comp defines RADIX (1: the select_front shortcut under the
 // push word `tune`, and select_front itself) and declares s_count, s_thr_k, s_thr_i and s_flag.
+// RADIX_SHORT (radix.comp's short-row builds, whose plans set no TUNE_* bit): without select_front.
 // FILTER: reduce the `c` (<= B) buffered entries to the top Kp; the threshold becomes the K-th best.
+#ifndef RADIX_SHORT
+#define RADIX_SHORT 0
+#endif
 const uint CMP_RANK_MAX = 256u, RANK_UNROLL = 8u;
 bool rank_beats(uint j, uint kj, uint k, uint i, uint me) {
     if (kj != k) return kj > k;
@@ -31,7 +35,7 @@ void compact(uint c) {
         if (r < pc.Kp) { skey[SW(r)] = k; sidx[SW(r)] = i; }
         for (uint e = c + tid; e < pc.Kp; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
         barrier();
-#if RADIX
+#if RADIX && !RADIX_SHORT
     } else if ((pc.tune & TUNE_SELECT) != 0u && c <= 4u * WG && select_front(c) != 0u) {
         // Only in radix.comp (RADIX 1, which defines select_front): its code stays out of the threshold
         // filter's and argmax's pipelines, where its registers cost occupancy (H100 4096 x 32768 fp32 K=8

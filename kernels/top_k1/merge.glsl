@@ -64,7 +64,14 @@ void run_chunk(uint g) {
     uint base = seq_base(s);
     uint start = c * pc.chunk_len;
     CHUNK_TOPK(base, start, min(pc.L, start + pc.chunk_len));
+#if RADIX_SHORT
+    // One chunk a row (the plan's): the merge's code stays out of the module, its bindings (3, 4) in its interface
+    // (a one-chunk plan binds them as any radix plan does), through accesses no plan reaches.
+    if (pc.chunks != 1u) { uint v = ctr[0]; ctr[0] = cand[0]; cand[0] = v; }
+    if (true) {
+#else
     if (pc.chunks == 1u) {
+#endif
         for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[SW(j)], base);
         return;
     }

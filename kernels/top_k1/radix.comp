@@ -8,6 +8,12 @@
 // it, instead of a running threshold), with its own shared memory (the histogram) and the push word
 // `tune`; the chunk merge (merge.glsl) and the buffer's final sort (compact.glsl) are shared with it.
 // SHUF=1 (top_k1_radix_sg_*): the networks' short strides in registers and subgroup shuffles.
+// RADIX_SHORT=1 (top_k1_radix_s[_sg]_*, TopK1Tuning.RADIX_SHORT_BUILD): one chunk a row of at most 4 B keys (so no
+// sampled guess and no TUNE_* bits), one load a thread and pass: without the chunk merge, the sampled guess and
+// select_front in the module, its registers leave room for more workgroups (H200 16384x2048 K=1024 0.674 -> 0.568 ms).
+#ifndef RADIX_SHORT
+#define RADIX_SHORT 0
+#endif
 // RADIX_MASK=1 (top_k1_radix_m[_sg]_*, TopK1Tuning.RADIX_MASK; 16/32-bit keys): radix_pass's element loops
 // without break/continue (a thread's valid elements as a bit mask), the collect pass's survivors as a bit mask:
 // one shared atomic a thread and block, then a write a set bit (the key read again from the input).
@@ -74,7 +80,7 @@ const bool SWIZZLE = false;
 #endif
 // Loads in flight a thread and pass (8 was no faster than 4); 8-bit keys 1, code 4 times shorter: 1 x 32000 int8 after a
 // large product 34.3 -> 21.3 µs (docs/tuning/top_k1.md#2026-11-27-session-31-radix-selects-8-bit-passes-one-load-a-thread).
-const uint RADIX_LOADS = ELEM_BITS == 8 || RADIX_ONE_LOAD != 0 ? 1u : 4u;
+const uint RADIX_LOADS = ELEM_BITS == 8 || RADIX_ONE_LOAD != 0 || RADIX_SHORT != 0 ? 1u : 4u;
 const uint PASS_KEY_HIST = 0u, PASS_POS_HIST = 1u, PASS_COLLECT = 2u;
 
 // One pass over entries [lo_i, hi_i) of the sequence at `base` (lo_i/hi_i relative to the sequence).
@@ -191,6 +197,9 @@ const uint SAMPLE_MAX_LEN = 1u << 19;
 const uint SAMPLE_ATTEMPTS = 3u;  // guesses (each a read of the chunk) before the exact select
 
 bool sampled_topk(uint base, uint start, uint end, uint need) {
+#if RADIX_SHORT
+    return false;  // chunks of at most 4 B < SAMPLE_MIN_LEN keys
+#endif
     uint tid = gl_LocalInvocationID.x;
     uint n = end - start;
     // Keys expected at or above the guess: 1.5 K + 64 kept K=256's collection under 512 entries, a

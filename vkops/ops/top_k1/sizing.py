@@ -92,9 +92,11 @@ def shared_bytes(B: int, workgroup: int) -> int:
     return 4 * (2 * B + workgroup + NBINS + NBINS // 32 + 8)
 
 
-def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, digit_bits: int = 8) -> int:
+def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, digit_bits: int = 8,
+                        slim: bool = False) -> int:
     """Shared memory kernels/top_k1/<algorithm>.comp declares with B buffer entries, this workgroup, (rsort)
-    RS_SH counter words and (gradix_hist) digit bits (tests/test_portability.py checks it against each module's SPIR-V)."""
+    RS_SH counter words, (gradix_hist) digit bits and (radix) the slim build's (top_k1_radix_s*: no chunk merge, so
+    no s_last) (tests/test_portability.py checks it against each module's SPIR-V)."""
     gb = 1 << digit_bits  # gradix_hist's bins (GBINS in gradix.glsl)
     words = {"seg": 2 * B + workgroup,                       # skey/sidx, s_base (row offsets)
              "filter": 2 * B + workgroup + 5,                # skey/sidx, s_base (seed maxima), 5 scalars
@@ -121,7 +123,7 @@ def module_shared_bytes(algorithm: str, B: int, workgroup: int, rs_sh: int = 1, 
              # and 2 scalars
              "gradix_bracket": 4096 + 512 + 128 + 8, "gradix_bcollect": 4,
              "gradix_resolve": 2 * B + GRADIX_RESOLVE_SHARED // 4}
-    return 4 * words[algorithm]
+    return 4 * (words[algorithm] - (1 if slim and algorithm == "radix" else 0))
 
 
 def buffer_entries(shared: int, workgroup: int = DEFAULT.WORKGROUP, t: TopK1Tuning = DEFAULT) -> int:

@@ -55,10 +55,12 @@ class TopK1Tuning(Tuning):
     RADIX_SHORT_ROWS_WG: int = 128  # ... and workgroups of 128: 0.084 -> 0.066 ms (#radix_short_rows_wg)
     RADIX_SHORT_FIT: bool = True  # many radix rows of 1601..4 max(Kp, 512) above RADIX_ONE_CHUNK_WG_MAX_KP: a buffer of max(Kp, 512), Kp / 4 threads; H100 4096x4096 K=1024 0.371 -> 0.263 ms (#radix_short_fit)
     RADIX_SHORT_FIT_RSORT_KP: int = 1024  # ... before RSORT (32-bit keys) up to this pow2(K): 16384x2048 K=300 0.931 -> 0.422 ms, K=1024 0.934 -> 0.833 (#radix_short_fit)
-    RADIX_SHORT_FIT_RSORT_KP16: int = 512  # ... 16-bit keys: 16384x2048 fp16 K=300 0.576 -> 0.407 ms, K=1024 lost 0.588 -> 0.897 (8-bit keys: RSORT) (#radix_short_fit)
+    RADIX_SHORT_FIT_RSORT_KP16: int = 1024  # ... 16-bit keys: 16384x2048 fp16 K=300 0.576 -> 0.407 ms; K=513 0.582 -> 0.526, K=1024 0.589 -> 0.579 on the slim build (8-bit keys: RSORT) (#radix_short_build)
     RADIX_SHORT_ROWS_MIN_L: int = 1601  # ROWS_RADIX_MIN_L + 1: the short-row buffer for rows ROWS no longer takes (#radix_short_rows_wg)
     RADIX_MASK: bool = True  # radix select's passes by bit masks (top_k1_radix_m[_sg]_*, 16/32-bit keys): H200 64x131072 K=1024 0.0463 -> 0.0405 ms, 4096x32768 K=256 0.271 -> 0.237 (#radix_mask)
     RADIX_MASK_MIN_L: int = 4097  # ... on chunks of at least this many elements (4096x4096 K=1024 lost 0.3715 -> 0.3967) (#radix_mask)
+    RADIX_SHORT_BUILD: bool = True  # one-chunk radix rows of <= 4 B keys (no TUNE_* bits) on the register networks: the slim build (top_k1_radix_s_sg_*); H200 16384x2048 K=1024 0.674 -> 0.568 ms, fp16 4096x4096 0.282 -> 0.207 (#radix_short_build)
+    RADIX_SHORT_BUILD_MAX_SEQ: int = 1023  # ... and on the plain networks (top_k1_radix_s_*) on at most this many rows: 16x2048 fp16 K=256 0.0152 -> 0.0130 ms; 8192x1601 K=32 lost 0.094 -> 0.105 (#radix_short_build)
     RADIX_ONE_LOAD_MAX_SEQ: int = 1  # 16-bit keys on at most this many rows: radix select's one-load builds (top_k1_radix[_m]_l1*); 1x32000 fp16 K=50 0.0181 -> 0.0158 ms, after a large product 30.2 -> 20.6 µs (#radix_one_load_max_seq)
     # -- the radix push word `tune` (TUNE_GUESS, TUNE_SELECT, TUNE_FIT)
     TUNE_SELECT_MIN_KP: int = 256  # 32-bit keys: both bits from here; K=256 0.314 -> 0.296 ms (#tune_guess-tune_select)
@@ -123,12 +125,15 @@ class TopK1Tuning(Tuning):
         self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_BRACKET",
                                                                    "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ",
                                                                    "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT",
-                                                                   "RADIX_ONE_LOAD_MAX_SEQ")],
+                                                                   "RADIX_ONE_LOAD_MAX_SEQ", "RADIX_SHORT_BUILD",
+                                                                   "RADIX_SHORT_BUILD_MAX_SEQ")],
                           pow2=POW2)
-        for name in ("GRADIX_FILTER", "GRADIX_BRACKET", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT"):
+        for name in ("GRADIX_FILTER", "GRADIX_BRACKET", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT",
+                     "RADIX_SHORT_BUILD"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"TopK1Tuning.{name} must be a bool; got {getattr(self, name)!r}")
-        for name in ("GRADIX_MIN_KP", "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ"):
+        for name in ("GRADIX_MIN_KP", "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ",
+                     "RADIX_SHORT_BUILD_MAX_SEQ"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValidationError(f"TopK1Tuning.{name} must be an int >= 0 (0: never); got {v!r}")
