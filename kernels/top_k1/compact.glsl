@@ -2,11 +2,8 @@
 // the threshold (s_thr_k, s_thr_i): the threshold filter's compaction (filter.comp) and radix select's
 // final sort (radix.comp). The including .comp defines RADIX (1: the select_front shortcut under the
 // push word `tune`, and select_front itself) and declares s_count, s_thr_k, s_thr_i and s_flag.
-// RADIX_SHORT (radix.comp's short-row builds, whose plans set no TUNE_* bit): without select_front.
+// RADIX_SHORT (radix.comp's slim build, whose plans set no TUNE_* bit): without select_front.
 // FILTER: reduce the `c` (<= B) buffered entries to the top Kp; the threshold becomes the K-th best.
-#ifndef RADIX_SHORT
-#define RADIX_SHORT 0
-#endif
 const uint CMP_RANK_MAX = 256u, RANK_UNROLL = 8u;
 bool rank_beats(uint j, uint kj, uint k, uint i, uint me) {
     if (kj != k) return kj > k;

@@ -10,6 +10,9 @@
 #ifndef SHUF
 #define SHUF 0
 #endif
+#ifndef RADIX_SHORT
+#define RADIX_SHORT 0  // 1: radix.comp's slim build (top_k1_radix_s[_sg]_*; see there)
+#endif
 #if SHUF
 // SHUF variants (top_k1_*_sg_*): the sorting networks' short strides in registers and subgroup shuffles
 // (reg_stage in networks.glsl), for devices that have subgroup shuffles.

@@ -68,10 +68,8 @@ void run_chunk(uint g) {
     // One chunk a row (the plan's): the merge's code stays out of the module, its bindings (3, 4) in its interface
     // (a one-chunk plan binds them as any radix plan does), through accesses no plan reaches.
     if (pc.chunks != 1u) { uint v = ctr[0]; ctr[0] = cand[0]; cand[0] = v; }
-    if (true) {
-#else
-    if (pc.chunks == 1u) {
 #endif
+    if (RADIX_SHORT != 0 || pc.chunks == 1u) {
         for (uint j = tid; j < pc.K; j += WG) write_out(s, j, sidx[SW(j)], base);
         return;
     }

@@ -11,9 +11,6 @@
 // RADIX_SHORT=1 (top_k1_radix_s[_sg]_*, TopK1Tuning.RADIX_SHORT_BUILD): one chunk a row of at most 4 B keys (so no
 // sampled guess and no TUNE_* bits), one load a thread and pass: without the chunk merge, the sampled guess and
 // select_front in the module, its registers leave room for more workgroups (H200 16384x2048 K=1024 0.674 -> 0.568 ms).
-#ifndef RADIX_SHORT
-#define RADIX_SHORT 0
-#endif
 // RADIX_MASK=1 (top_k1_radix_m[_sg]_*, TopK1Tuning.RADIX_MASK; 16/32-bit keys): radix_pass's element loops
 // without break/continue (a thread's valid elements as a bit mask), the collect pass's survivors as a bit mask:
 // one shared atomic a thread and block, then a write a set bit (the key read again from the input).
