@@ -17,6 +17,10 @@ _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this pa
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
 POW2 = ("WORKGROUP", "RADIX_SORT_WG", "RADIX_SHORT_FIT_RSORT_KP", "RADIX_SHORT_FIT_RSORT_KP16", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
         "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
+# Switches, and counts where 0 means never: validated apart from the positive counts.
+_BOOLS = ("GRADIX_FILTER", "GRADIX_BRACKET", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT", "RADIX_SHORT_BUILD")
+_ZERO_NEVER = ("GRADIX_MIN_KP", "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ",
+               "RADIX_SHORT_BUILD_MAX_SEQ")
 
 
 @dataclass(frozen=True)
@@ -122,18 +126,11 @@ class TopK1Tuning(Tuning):
 
     def validate(self) -> "TopK1Tuning":
         """Raise ValidationError naming the field, the rule and the value; returns self."""
-        self.check_counts([n for n in self.knobs() if n not in ("GRADIX_MIN_KP", "GRADIX_FILTER", "GRADIX_BRACKET",
-                                                                   "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ",
-                                                                   "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT",
-                                                                   "RADIX_ONE_LOAD_MAX_SEQ", "RADIX_SHORT_BUILD",
-                                                                   "RADIX_SHORT_BUILD_MAX_SEQ")],
-                          pow2=POW2)
-        for name in ("GRADIX_FILTER", "GRADIX_BRACKET", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT",
-                     "RADIX_SHORT_BUILD"):
+        self.check_counts([n for n in self.knobs() if n not in _BOOLS + _ZERO_NEVER], pow2=POW2)
+        for name in _BOOLS:
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"TopK1Tuning.{name} must be a bool; got {getattr(self, name)!r}")
-        for name in ("GRADIX_MIN_KP", "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ",
-                     "RADIX_SHORT_BUILD_MAX_SEQ"):
+        for name in _ZERO_NEVER:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValidationError(f"TopK1Tuning.{name} must be an int >= 0 (0: never); got {v!r}")
