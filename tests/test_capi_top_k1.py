@@ -261,10 +261,12 @@ def test_radix_mask_knob():
 def test_radix_fit_thresholds():
     # TUNE_FIT (tune_bits): one radix chunk a row of 4 B + 1 to 2^15 - 1 keys from pow2(K) = RADIX_FIT_MIN_KP, by the
     # default knob and lowered to 512 (every limit set's radix chunks then reach it), rows of 4 B +- 1 and 2^15 +- 1
-    # of the H100's doubled buffer (4096) and of lavapipe's, few and many rows; the push word `tune` compared.
+    # of the H100's doubled buffer (4096) and of lavapipe's, few and many rows, K up to pow2(K) - RADIX_FIT_MIN_SLACK
+    # and past it (8 and 3); the push word `tune` compared.
     shapes = ((64, 32000), (2, 16384), (2, 16385), (3, 8193), (3, 32767), (3, 32768), (1024, 20000))
-    ks = (256, 257, 512, 513, 1024, 1025, 2048)
+    ks = (256, 257, 504, 505, 512, 513, 1016, 1017, 1024, 1025, 2040, 2041, 2048)
     kinds = _same_plans_tuned({}, shapes, ks) | _same_plans_tuned({"RADIX_FIT_MIN_KP": 512}, shapes, ks)
+    kinds |= _same_plans_tuned({"RADIX_FIT_MIN_KP": 512, "RADIX_FIT_MIN_SLACK": 3}, shapes, ks)
     assert {"top_k1_radix_m_sg", "top_k1_radix_m"} & kinds, kinds
 
 

@@ -198,11 +198,11 @@ def test_tune_select_and_guess(dev, rng):
     # the rule (H100-sized paths): 4096 x 32768; 32-bit keys both from pow2(K) = 256, narrower ones the
     # guess from 64 and the select from 1024
     tb = paths.tune_bits
-    assert [tb(gpu_path(4096, 32768, k), 4096, 32768, 32) for k in (64, 256, 1024)] == [0, both, both]
-    assert [tb(gpu_path(4096, 32768, k), 4096, 32768, 16) for k in (64, 256, 1024)] == [paths.TUNE_GUESS] * 2 + [both]
-    assert tb(gpu_path(4096, 32768, 8), 4096, 32768, 32) == 0  # the threshold filter
-    assert tb(gpu_path(256, 151936, 256), 256, 151936, 32) == 0  # few rows: a missed guess sets the time
-    assert tb(gpu_path(64, 1 << 20, 256), 64, 1 << 20, 32) == 0  # several chunks a row
+    assert [tb(gpu_path(4096, 32768, k), 4096, 32768, k, 32) for k in (64, 256, 1024)] == [0, both, both]
+    assert [tb(gpu_path(4096, 32768, k), 4096, 32768, k, 16) for k in (64, 256, 1024)] == [paths.TUNE_GUESS] * 2 + [both]
+    assert tb(gpu_path(4096, 32768, 8), 4096, 32768, 8, 32) == 0  # the threshold filter
+    assert tb(gpu_path(256, 151936, 256), 256, 151936, 256, 32) == 0  # few rows: a missed guess sets the time
+    assert tb(gpu_path(64, 1 << 20, 256), 64, 1 << 20, 256, 32) == 0  # several chunks a row
     limits = dev.limits.replace(name="h100-like", device_type="discrete", shared_memory_bytes=48 * 1024,
                                 subgroup_operations=0, max_workgroup_invocations=1024,
                                 max_storage_buffer_range=2**32 - 1)
@@ -288,7 +288,7 @@ def test_large_k_one_chunk_tune_and_strides(dev, rng):
     n = TUN.RADIX_ONE_CHUNK_WG_MIN_SEQ
     p = paths.device_path(dev.limits, n, 4 * B + 1, B // 2 + 1)  # one chunk longer than 4 B, many rows
     assert (p.radix, p.chunks, p.Kp, p.B) == (True, 1, B, B)
-    assert paths.tune_bits(p, n, 4 * B + 1, 32) == both
+    assert paths.tune_bits(p, n, 4 * B + 1, B // 2 + 1, 32) == both
     check(large_k_data(rng, "float32", (n, 4 * B + 1), "ties"), B // 2 + 1, -1, "decreasing")
     for kind, direction, k in (("random", "increasing", B // 2 + 1), ("ties", "decreasing", B - 3),
                                ("nan", "increasing", B), ("const", "decreasing", B * 3 // 4)):

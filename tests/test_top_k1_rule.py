@@ -167,15 +167,17 @@ def test_rule_row_radix():
 def test_rule_radix_sort_wg():
     """RADIX_SORT_WG: a radix plan whose final sort (compact.glsl: max(Kp, pow2(c)) entries) takes more than 4 entries
     a thread grows its workgroup to entries / 4, up to the knob and the device's, its chunks kept in whole steps
-    (docs/tuning/top_k1.md, session 29). On an H100's limits: B = 4096 sorts in 1024; where TUNE_FIT or a chunk of
-    <= 4 B keep the sort at pow2(K) = 2048, or the sampled guess's 5/4 (K + K/2 + 64) fits 2048, it stays at 512."""
+    (docs/tuning/top_k1.md, session 29). On an H100's limits: B = 4096 sorts in 1024; where TUNE_FIT (to K = 2048 - 8)
+    or a chunk of <= 4 B keep the sort at pow2(K) = 2048, or the sampled guess's 5/4 (K + K/2 + 64) fits 2048, it
+    stays at 512."""
     from vkops.ops.top_k1 import DEFAULT, paths
 
     want = {(64, 151936, 2048, 32): (1024, 2), (64, 131072, 1500, 32): (1024, 2), (64, 32000, 3000, 32): (1024, 1),
             (64, 32000, 4096, 32): (1024, 1), (64, 131072, 4000, 32): (1024, 1), (4096, 32768, 1500, 32): (1024, 1),
             (64, 131072, 1500, 8): (1024, 2), (64, 131072, 2048, 16): (1024, 2), (64, 16384, 3000, 32): (1024, 1),
             (64, 131072, 1051, 16): (1024, 2), (64, 131072, 1050, 16): (512, 2),  # the guess: 4096 from 1051
-            (64, 32000, 2048, 32): (512, 1), (4096, 32000, 2048, 16): (512, 1),   # TUNE_FIT: a sort of 2048
+            (64, 32000, 2040, 32): (512, 1), (4096, 32000, 2040, 16): (512, 1),   # TUNE_FIT: a sort of 2048
+            (64, 32000, 2048, 32): (1024, 1), (4096, 32000, 2048, 16): (1024, 1),  # ... not at K = pow2(K)
             (64, 131072, 1024, 32): (512, 2), (1023, 4096, 1024, 32): (512, 1)}   # B = 2048 in 512
     got = {}
     for (n, L, k, bits), (wg, chunks) in want.items():

@@ -170,7 +170,7 @@ TopK1Path top_k1_lower(Builder &b, const TopK1 &d, Ref x, const Ref &values, con
         // on chunks of >= RADIX_MASK_MIN_L elements (a row's one chunk: the row's length)
         std::string var = p.radix && t.RADIX_MASK && bits > 8 && std::min<u64>(p.chunk_len, L) >= t.RADIX_MASK_MIN_L ? "_m" : "";
         if (p.radix && bits == 16 && n_seq <= t.RADIX_ONE_LOAD_MAX_SEQ) var += "_l1";  // one load a thread and pass
-        u32 tune = top_k1_tune_bits(p, n_seq, L, bits, t);
+        u32 tune = top_k1_tune_bits(p, n_seq, L, K, bits, t);
         Fields fields = {{"chunk_len", p.chunk_len}, {"cap", p.cap ? p.cap : p.B}, {"tune", tune}};
         // RADIX_SHORT_BUILD: one chunk of <= 4 B keys, no TUNE_* bit, on the register networks (or on at most
         // RADIX_SHORT_BUILD_MAX_SEQ rows): the slim build (top_k1_radix_s[_sg])

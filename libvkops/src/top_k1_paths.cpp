@@ -127,7 +127,7 @@ struct Facts {
 // on chunks of <= 4 B or under TUNE_FIT; on chunks of >= SAMPLE_MIN_LEN pow2 of the sampled guess's K + K/2 + 64 keys
 // and a quarter more; else up to B
 static u64 radix_sort_entries(const TopK1Path &p, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
-    if (p.chunk_len <= 4 * p.B || (top_k1_tune_bits(p, n_seq, length, key_bits, t) & TUNE_FIT)) return p.Kp;
+    if (p.chunk_len <= 4 * p.B || (top_k1_tune_bits(p, n_seq, length, k, key_bits, t) & TUNE_FIT)) return p.Kp;
     if (p.chunk_len >= SAMPLE_MIN_LEN) {
         u64 guess = k + k / 2 + 64;
         return std::min<u64>(p.B, std::max<u64>(p.Kp, top_k1_pow2(guess + guess / 4)));

@@ -30,7 +30,7 @@ bool top_k1_has_ops(const Limits &lim, const std::vector<std::string> &ops);  //
 u64 top_k1_shared_bytes(u64 B, u64 workgroup);                   // paths.shared_bytes
 u64 top_k1_buffer_entries(u64 shared, u64 workgroup, const TopK1Tuning &t);  // DeviceLimitError where none fits
 u64 top_k1_merge_group(u64 chunks, u64 B, u64 Kp, const TopK1Tuning &t);
-u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, u64 length, int key_bits, const TopK1Tuning &t);
+u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t);
 bool top_k1_rows_path(const Limits &lim, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t, TopK1Path &out);
 // paths.gradix_path with chunks None: false where its sort does not fit shared memory.
 bool top_k1_gradix_path(u64 n_seq, u64 length, u64 k, u64 shared, u64 workgroup, u64 target_groups, const TopK1Tuning &t,

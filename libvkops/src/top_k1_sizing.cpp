@@ -53,9 +53,10 @@ u64 top_k1_merge_group(u64 chunks, u64 B, u64 Kp, const TopK1Tuning &t) {
     return one - best >= t.MERGE_GROUP_MIN_SAVED ? best_g : 0;
 }
 
-u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, u64 length, int key_bits, const TopK1Tuning &t) {
+u32 top_k1_tune_bits(const TopK1Path &p, u64 n_seq, u64 length, u64 k, int key_bits, const TopK1Tuning &t) {
     if (!(p.path == "filter" && p.radix && p.chunks == 1 && p.chunk_len > 4 * p.B)) return 0;
-    u32 fit = t.RADIX_FIT_MIN_KP <= p.Kp && p.Kp < p.B && 4 * p.B < length && length < SAMPLE_MIN_LEN ? TUNE_FIT : 0;
+    u32 fit = t.RADIX_FIT_MIN_KP <= p.Kp && p.Kp < p.B && 4 * p.B < length && length < SAMPLE_MIN_LEN &&
+              k + t.RADIX_FIT_MIN_SLACK <= p.Kp ? TUNE_FIT : 0;
     if (n_seq < t.RADIX_ONE_CHUNK_WG_MIN_SEQ) return fit;
     if (key_bits == 32) return fit | (p.Kp >= t.TUNE_SELECT_MIN_KP ? (TUNE_GUESS | TUNE_SELECT) : 0);
     return fit | TUNE_GUESS | (p.Kp >= t.TUNE_SELECT_MIN_KP_NARROW ? TUNE_SELECT : 0);

@@ -242,7 +242,7 @@ def lower(b: Builder, desc: TopK1Desc, x: Ref, values: Ref, indices: Ref, *, for
         if p.radix and bits == 16 and n_seq <= t.RADIX_ONE_LOAD_MAX_SEQ:  # one load a thread and pass (RADIX_ONE_LOAD)
             var += "_l1"
         fields = dict(chunk_len=p.chunk_len, cap=p.cap or p.B,
-                      tune=tune_bits(p, n_seq, L, bits, t) if tune is None else tune)
+                      tune=tune_bits(p, n_seq, L, K, bits, t) if tune is None else tune)
         # RADIX_SHORT_BUILD: one chunk of <= 4 B keys, no TUNE_* bit, on the register networks (or on at most
         # RADIX_SHORT_BUILD_MAX_SEQ rows): the slim build (top_k1_radix_s[_sg])
         if (p.radix and not var and t.RADIX_SHORT_BUILD and p.chunks == 1 and L <= 4 * p.B and fields["tune"] == 0

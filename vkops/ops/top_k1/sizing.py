@@ -232,13 +232,15 @@ def gradix_path(n_seq: int, length: int, k: int, *, shared: int, workgroup: int,
                 sort_parts=parts)
 
 
-def tune_bits(p: Path, n_seq: int, length: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
+def tune_bits(p: Path, n_seq: int, length: int, k: int, key_bits: int, t: TopK1Tuning = DEFAULT) -> int:
     """The TUNE_* bits of a filter path (see TUNE_GUESS above): one long radix chunk a row (of `length`
-    keys); TUNE_FIT from pow2(K) = RADIX_FIT_MIN_KP on rows the sampled guess skips, the others on many rows."""
+    keys); TUNE_FIT from pow2(K) = RADIX_FIT_MIN_KP on rows the sampled guess skips where K leaves pow2(K) room for
+    RADIX_FIT_MIN_SLACK more keys (the K-th key's ties), the others on many rows."""
     if not (p.path == "filter" and p.radix and p.chunks == 1 and p.chunk_len > 4 * p.B):
         return 0
     # (at pow2(K) = B the kernel's two stops are the same)
-    fit = TUNE_FIT if t.RADIX_FIT_MIN_KP <= p.Kp < p.B and 4 * p.B < length < SAMPLE_MIN_LEN else 0
+    fit = TUNE_FIT if (t.RADIX_FIT_MIN_KP <= p.Kp < p.B and 4 * p.B < length < SAMPLE_MIN_LEN
+                       and k + t.RADIX_FIT_MIN_SLACK <= p.Kp) else 0
     if n_seq < t.RADIX_ONE_CHUNK_WG_MIN_SEQ:
         return fit
     if key_bits == 32:
@@ -329,7 +331,7 @@ def radix_sort_entries(p: Path, n_seq: int, length: int, k: int, key_bits: int, 
     about pow2(K) where the chunk is read again cheaply (<= 4 B) or TUNE_FIT stops there; on chunks of >= SAMPLE_MIN_LEN
     pow2 of the sampled guess's K + K/2 + 64 keys and a quarter more (its count varies by about a tenth: 64 x 131072
     fp16 K=1171 sorted 4096 in enough chunks that 512 lost 13%); else up to the buffer's B."""
-    if p.chunk_len <= 4 * p.B or tune_bits(p, n_seq, length, key_bits, t) & TUNE_FIT:
+    if p.chunk_len <= 4 * p.B or tune_bits(p, n_seq, length, k, key_bits, t) & TUNE_FIT:
         return p.Kp
     if p.chunk_len >= SAMPLE_MIN_LEN:
         guess = k + k // 2 + 64

@@ -71,6 +71,7 @@ class TopK1Tuning(Tuning):
     TUNE_SELECT_MIN_KP_NARROW: int = 1024  # 16/8-bit keys: TUNE_SELECT from here; lost at K=256 (#tune_guess-tune_select)
     RADIX_SORT_WG: int = 1024  # radix chunks whose final sort takes > 4 entries a thread (a 4096-entry sort at 512: no register networks): workgroups of up to this; H100 64x151936 fp32 K=2048 0.0750 -> 0.0597 ms (#radix_sort_wg)
     RADIX_FIT_MIN_KP: int = 2048  # TUNE_FIT from here: H200 64x32000 fp32 K=2048 0.063 -> 0.048 ms, fp16 K=1500 0.058 -> 0.039; K=1024 lost (#tune_fit)
+    RADIX_FIT_MIN_SLACK: int = 8  # ... where K <= pow2(K) - this: at K = pow2(K) the K-th key's ties take position passes, B and a merge sort won (H200 64x32000 fp16 K=2048 0.0471 -> 0.0385 ms; K=2040 kept, 0.0363 against 0.0383) (#tune_fit)
     # -- LLM rows in one wave
     WAVE_MIN_SEQ: int = 32  # 32-256 vocabulary rows: about one wave of workgroups, 0.037 -> 0.028 ms (#wave_min_seq)
     WAVE_MAX_SEQ: int = 256  # ... up to this many rows (#wave_min_seq)
