@@ -364,3 +364,26 @@ def test_row_of_2_pow_20(dev, rng):
     x[0, rng.integers(0, 1 << 20, 50)] = 3.0  # ties near the top
     check(x, 64, 1)
     check(x, 1, 1, "increasing")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_two_runs_merge_by_merge_path(dev, rng, dtype):
+    """The last chunk of a row merges two sorted runs that fill 4 entries a thread (2 pow2(K) = 4 x the workgroup, on
+    the register networks) by one merge-path level (merge.glsl's merge_cand), 2-4 chunks a row (a third and fourth run
+    merge into the kept result the same way), K = pow2(K) and under it, ties, NaN, constant rows, both directions;
+    asserts such plans ran where the device has subgroup shuffles."""
+    kinds = itertools.cycle(itertools.product(("ties", "special", "random", "const"), DIRS))
+    merged = 0
+    for chunks in (2, 3, 4):
+        p = paths.device_path(dev.limits, 3, 1 << 16, 2, force="radix", chunks=chunks)
+        for k in (p.B // 2, p.B // 2 - 5, p.B // 4 + 1):
+            L = chunks * 8 * p.B - 5
+            x = radix_data(rng, dtype, (3, L), next(kinds)[0])
+            desc = tk.TopK1Desc(vkops.TensorDesc(dtype, (3, L)), vkops.TensorDesc(dtype, (3, k)),
+                                vkops.TensorDesc("uint32", (3, k)), 1, k).validate()
+            plan = tk.python_plan(desc, dev.limits, force="radix", chunks=chunks)
+            (d,) = plan.dispatches
+            assert d.groups[0] >= 3 * 2, (chunks, k, d)  # runs to merge in every row
+            merged += "_sg_" in d.kernel and 2 * push_word(plan, "Kp")[0] == 4 * d.spec[0]
+            check(x, k, -1, next(kinds)[1], force="radix", chunks=chunks)
+    assert merged > 0 or not dev.limits.has_subgroup(*paths.SHUF_SUBGROUP_OPS)

@@ -10,7 +10,8 @@ layout(binding = 4) coherent buffer Ctr { uint ctr[]; };      // finished-chunk 
 // they are only merged: up to B/Kp runs at a time are loaded, odd slots reversed (the alternating
 // directions merge_runs pairs), and log2(slots) levels of one bitonic merge each leave the best Kp
 // in slot 0, which stays for the next load. On an H100 that replaced stream_topk's repeated
-// compactions (whole-buffer sorts) over the candidates.
+// compactions (whole-buffer sorts) over the candidates. Two slots of 4 entries a thread (SHUF) merge by one
+// merge-path level (networks.glsl's merge_level) instead, neither reversed.
 void merge_cand(uint c0, uint nruns, uint rstride) {
     uint tid = gl_LocalInvocationID.x;
     uint Kp = pc.Kp, R = B / Kp;  // Kp <= B/2: at least two slots
@@ -18,9 +19,16 @@ void merge_cand(uint c0, uint nruns, uint rstride) {
     while (next < nruns) {
         uint take = min(R - s0, nruns - next);
         uint slots = pow2_at_least(s0 + take);
+#if SHUF
+        // Two runs that fill 4 entries a thread: one merge-path level, not a bitonic merge (the odd slot not reversed):
+        // H200 64x131072 fp32 K=1024 0.0367 -> 0.0357 ms, K=2048 0.0487 -> 0.0471 (docs/tuning/top_k1.md#sort_merge)
+        bool mp = s0 + take == 2u && 2u * Kp == RE * WG;
+#else
+        const bool mp = false;
+#endif
         for (uint e = tid; e < (slots - s0) * Kp; e += WG) {
             uint sl = s0 + e / Kp, j = e % Kp;
-            uint r = next + sl - s0, jj = (sl & 1u) != 0u ? Kp - 1u - j : j;
+            uint r = next + sl - s0, jj = (sl & 1u) != 0u && !mp ? Kp - 1u - j : j;
             uint k = 0u, ix = SENT_IDX;
             if (sl < s0 + take && jj < pc.K) {
                 uint at = 2u * (c0 + r * rstride * pc.K + jj);
@@ -31,6 +39,10 @@ void merge_cand(uint c0, uint nruns, uint rstride) {
             sidx[SW(sl * Kp + j)] = ix;
         }
         barrier();
+#if SHUF
+        if (mp) merge_level(Kp);
+        else
+#endif
         merge_runs(slots * Kp, Kp, log2u(slots));
         next += take;
         s0 = 1u;
