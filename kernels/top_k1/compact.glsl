@@ -44,9 +44,9 @@ void compact(uint c) {
         for (uint e = c + tid; e < N; e += WG) { skey[SW(e)] = 0u; sidx[SW(e)] = SENT_IDX; }
         barrier();
 #if RADIX && SHUF
-        // One run of RE a thread: merge path after runs of 32 (H200 4096x4096 K=1024 0.264 -> 0.223 ms, 16384x2048
-        // 0.833 -> 0.674; 64-row cells unchanged, so GRADIX's sorts keep the bitonic network). Also where the buffer
-        // holds more than Kp (N up to B): 64x131072 fp32 K=1500 0.0568 -> 0.0480 ms (docs/tuning/top_k1.md#sort_merge)
+        // One run of RE a thread: merge path after runs of 32, N = Kp (H200 4096x4096 K=1024 0.264 -> 0.223 ms) or a
+        // buffer past Kp (64x131072 fp32 K=1500 0.0568 -> 0.0480); GRADIX's sorts keep the bitonic network, where the
+        // 64-row cells did not move (docs/tuning/top_k1.md#sort_merge)
         if (N == RE * WG && N > MERGE_RUN) sort_merge(N);
         else
 #endif
