@@ -47,6 +47,11 @@ void compact(uint c) {
         // One run of RE a thread: merge path after runs of 32, N = Kp (H200 4096x4096 K=1024 0.264 -> 0.223 ms) or a
         // buffer past Kp (64x131072 fp32 K=1500 0.0568 -> 0.0480); GRADIX's sorts keep the bitonic network, where the
         // 64-row cells did not move (docs/tuning/top_k1.md#sort_merge)
+#if PACK16
+        // Keys of <= 16 bits, the chunk's indices in 16 bits: one word an entry (radix.comp sets cmp_base/cmp_span)
+        if (N == RE * WG && N > MERGE_RUN && cmp_span <= 0x10000u) sort_merge_p16(N, c, cmp_base);
+        else
+#endif
         if (N == RE * WG && N > MERGE_RUN) sort_merge(N);
         else
 #endif

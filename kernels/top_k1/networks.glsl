@@ -4,6 +4,9 @@
 // bank order, so the compare-exchange pairs of strides 1..16 (2-way bank conflicts in a plain
 // layout) and runs of 32 consecutive entries both touch 32 distinct banks. On an H100 that made SEG
 // 5-8% faster and the other modes (less bound by shared memory) slower, so only SEG swizzles.
+#ifndef PACK16
+#define PACK16 0  // 1 (radix.comp, 16-bit keys): sort_merge_p16 below
+#endif
 #define SW(i) ((i) ^ (SWIZZLE ? (((i) >> 5u) & 1u) * 31u : 0u))
 
 // ---- shared-memory networks --------------------------------------------------------------------
@@ -211,6 +214,87 @@ void sort_merge(uint N) {
     sort_runs(N, MERGE_RUN, 0u);
     for (uint n = MERGE_RUN; n < N; n <<= 1) merge_level(n);
 }
+#if PACK16
+// ---- merge sort of packed 8/16-bit keys (SHUF, PACK16) -------------------------------------------
+// Where keys have at most 16 bits and the sorted chunk spans at most 2^16 indices from `base`, an entry is one word,
+// key << 16 | (0xFFFF - (index - base)) (an 8-bit key's bits 8-15, the flip's, are the same in every entry): one
+// unsigned compare ranks (key desc, index asc), a shuffle or a merge-path read moves one word where it moved two (the
+// search compared two words a side). H200 64x32000 fp16 K=2048 0.0384 -> 0.0324 ms, int8 0.0336 -> 0.0276, 16384x2048
+// fp16 K=1024 0.541 -> 0.450 (docs/tuning/top_k1.md#pack16). Sentinels pack to 0, as at most one real entry may (the
+// worst key at index base + 0xFFFF): entries are unpacked by position, [0, c) real.
+uvec4 rp;  // a thread's RE = 4 packed entries
+void reg_cx1(inout uint a, inout uint b, bool desc) {
+    uint hi = max(a, b), lo = min(a, b);
+    a = desc ? hi : lo;
+    b = desc ? lo : hi;
+}
+uint keep1(uint v, uint p, bool better_one) { return better_one ? max(v, p) : min(v, p); }
+// reg_stage's step on packed entries
+void reg_stage1(uint s, uint d, uint t) {
+    uint l0 = t * RE;
+    if (s == 1u) {
+        reg_cx1(rp.x, rp.y, (l0 & d) == 0u);
+        reg_cx1(rp.z, rp.w, ((l0 + 2u) & d) == 0u);
+    } else if (s == 2u) {
+        reg_cx1(rp.x, rp.z, (l0 & d) == 0u);
+        reg_cx1(rp.y, rp.w, ((l0 + 1u) & d) == 0u);
+    } else {
+        uint m = s / RE;
+        bool lower = (t & m) == 0u;
+        uvec4 p = subgroupShuffleXor(rp, m);
+        rp.x = keep1(rp.x, p.x, lower == ((l0 & d) == 0u));
+        rp.y = keep1(rp.y, p.y, lower == (((l0 + 1u) & d) == 0u));
+        rp.z = keep1(rp.z, p.z, lower == (((l0 + 2u) & d) == 0u));
+        rp.w = keep1(rp.w, p.w, lower == (((l0 + 3u) & d) == 0u));
+    }
+}
+uint pack16(uint a, uint base) {
+    uint ix = sidx[SW(a)];
+    return ix == SENT_IDX ? 0u : (skey[SW(a)] << 16) | (0xFFFFu - (ix - base));
+}
+// merge_level on packed entries (skey only)
+void merge_level_p(uint n) {
+    uint d = gl_LocalInvocationID.x * RE;
+    uint a0 = d - d % (2u * n), b0 = a0 + n, dd = d - a0;
+    uint lo = dd > n ? dd - n : 0u, hi = min(dd, n);
+    while (lo < hi) {
+        uint mid = (lo + hi) >> 1;
+        if (skey[SW(b0 + dd - 1u - mid)] > skey[SW(a0 + mid)]) hi = mid; else lo = mid + 1u;
+    }
+    uint i = lo, j = dd - lo;
+    uint va = i < n ? skey[SW(a0 + i)] : 0u, vb = j < n ? skey[SW(b0 + j)] : 0u;
+    uint o[RE];
+    [[unroll]] for (uint e = 0u; e < RE; ++e) {
+        bool take_b = i >= n || (j < n && vb > va);
+        o[e] = take_b ? vb : va;
+        if (take_b) { ++j; vb = j < n ? skey[SW(b0 + j)] : 0u; }
+        else { ++i; va = i < n ? skey[SW(a0 + i)] : 0u; }
+    }
+    barrier();
+    [[unroll]] for (uint e = 0u; e < RE; ++e) skey[SW(d + e)] = o[e];
+    barrier();
+}
+// sort_merge of N = RE * WG entries, [0, c) real and [c, N) sentinels, of 16-bit keys with indices in
+// [base, base + 2^16): runs of min(MERGE_RUN, RE x subgroup) packed and sorted in registers (runs of 64 and 128:
+// no faster), then the merge-path levels; skey/sidx hold the sorted (key, index) pairs after. Ends with a barrier.
+void sort_merge_p16(uint N, uint c, uint base) {
+    uint tid = gl_LocalInvocationID.x, t = reg_t(), run = min(MERGE_RUN, reg_lim());
+    uint a = t * RE;  // the thread's own entries: read and written by it alone, no barrier between
+    rp = uvec4(pack16(a, base), pack16(a + 1u, base), pack16(a + 2u, base), pack16(a + 3u, base));
+    for (uint size = 2u; size <= run; size <<= 1)
+        for (uint stride = size >> 1; stride > 0u; stride >>= 1) reg_stage1(stride, size < run ? size : 0u, t);
+    skey[SW(a)] = rp.x; skey[SW(a + 1u)] = rp.y; skey[SW(a + 2u)] = rp.z; skey[SW(a + 3u)] = rp.w;
+    barrier();
+    for (uint n = run; n < N; n <<= 1) merge_level_p(n);
+    uint hi16 = pc.flip & 0xFFFF0000u;  // a 16-bit key's high bits in skey (radix_pass's collect restores them)
+    for (uint e = tid; e < N; e += WG) {
+        uint p = skey[SW(e)];
+        skey[SW(e)] = e < c ? (p >> 16) | hi16 : 0u;
+        sidx[SW(e)] = e < c ? base + 0xFFFFu - (p & 0xFFFFu) : SENT_IDX;
+    }
+    barrier();
+}
+#endif
 #endif
 
 // Reduce N = n_seg * (Kp << T) entries to the sorted (descending) top Kp of each segment, found at

@@ -63,12 +63,16 @@ shared uint hist[NBINS];
 shared uint s_grp[NBINS / 32u];
 shared uint s_digit, s_above, s_inbin;
 const bool SWIZZLE = false;
+#ifndef PACK16
+#define PACK16 (ELEM_BITS <= 16)  // the final merge sort on (key, index) packed into one word (networks.glsl)
+#endif
 #include "networks.glsl"
 
 #include "select.glsl"
 
 
 #define RADIX 1
+uint cmp_base = 0u, cmp_span = 0xFFFFFFFFu;  // the chunk compact() sorts: its first index, its length (PACK16)
 #include "compact.glsl"
 
 // ---- RADIX: the top Kp of a chunk by radix select -------------------------------------------------
@@ -273,6 +277,7 @@ bool sampled_topk(uint base, uint start, uint end, uint need) {
 void radix_topk(uint base, uint start, uint end) {
     uint tid = gl_LocalInvocationID.x;
     uint need = min(pc.K, end - start);
+    cmp_base = start; cmp_span = end - start;
     if (sampled_topk(base, start, end, need)) return;
     uint prefix = 0u, above = 0u;
     bool resolved = false;
