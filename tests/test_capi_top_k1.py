@@ -204,6 +204,20 @@ def test_radix_sort_wg_and_gradix_thresholds():
         assert {"top_k1_radix_m_sg", "top_k1_gradix_collect"} <= kinds, (knobs, kinds)
 
 
+def test_packed_radix_thresholds():
+    # 16-bit keys from K = GRADIX_MIN_K stay with radix select on GRADIX_MIN_K16_RADIX_MIN_SEQ.._MAX_SEQ rows of <=
+    # GRADIX_MIN_K16_RADIX_MAX_L up to pow2(K) = _MAX_KP (session 49): rows, lengths and pow2(K) on both sides of each,
+    # the knob off (0) and its bounds moved, byte for byte.
+    t = TUN
+    lo, hi, ml = t.GRADIX_MIN_K16_RADIX_MIN_SEQ, t.GRADIX_MIN_K16_RADIX_MAX_SEQ, t.GRADIX_MIN_K16_RADIX_MAX_L
+    shapes = ((lo - 1, ml), (lo, ml), (hi, ml), (hi + 1, ml), (64, ml + 1), (64, 20000))
+    ks = (t.GRADIX_MIN_K - 1, t.GRADIX_MIN_K, t.GRADIX_MIN_K16_RADIX_MAX_KP, t.GRADIX_MIN_K16_RADIX_MAX_KP + 1)
+    for knobs in ({}, {"GRADIX_MIN_K16_RADIX_MAX_L": 0}, {"GRADIX_MIN_K16_RADIX_MIN_SEQ": 1},
+                  {"GRADIX_MIN_K16_RADIX_MAX_SEQ": 64, "GRADIX_MIN_K16_RADIX_MAX_KP": 8192}):
+        kinds = _same_plans_tuned(knobs, shapes, ks)
+        assert "top_k1_radix_m_sg" in kinds and any(x.startswith("top_k1_gradix") for x in kinds), (knobs, kinds)
+
+
 def test_radix_short_fit_thresholds():
     # RADIX_SHORT_FIT: many rows on both sides of RADIX_SHORT_ROWS_MIN_L and 4 max(Kp, 512), pow2(K) on both sides of
     # RADIX_ONE_CHUNK_WG_MAX_KP and of RADIX_SHORT_FIT_RSORT_KP / _KP16 (RSORT's rows), the knob off and the bounds moved;

@@ -95,7 +95,7 @@ def test_plan_takes_the_bracket_where_it_fits():
     assert (DEFAULT.GRADIX_BRACKET_MIN_L16, DEFAULT.GRADIX_BRACKET_MIN_SEQ16) == (32000, 48)
     assert (DEFAULT.GRADIX_BRACKET_SHORT_L16, DEFAULT.GRADIX_BRACKET_SHORT_MAX_SEQ16) == (100000, 256)
     assert bracketed(plan_of(h100, (64, 131072), "float16", 4096))
-    assert bracketed(plan_of(h100, (48, 32000), "float16", 4096))
+    assert bracketed(plan_of(h100, (48, 32000), "float16", 4096, force="gradix"))  # the rule: radix select (#pack16)
     assert not bracketed(plan_of(h100, (48, 31999), "float16", 4096, force="gradix"))
     assert not bracketed(plan_of(h100, (47, 131072), "float16", 4096, force="gradix"))
     # ... rows shorter than GRADIX_BRACKET_SHORT_L16 on at most GRADIX_BRACKET_SHORT_MAX_SEQ16 rows (32-bit keys: any)

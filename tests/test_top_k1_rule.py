@@ -295,9 +295,9 @@ def test_rule_gradix_long_rows():
     assert _choose(grid.H100, 64, 131072, 3000, key_bits=8).path != "gradix"
     assert _choose(grid.H100, 64, 131072, 3000, key_bits=16).path == "gradix"
     assert _choose(grid.H100, 64, 131072, 3000, key_bits=32).path == "radix"  # below GRADIX_LONG_MIN_K since session 29
-    for bits in (8, 16):
-        assert _choose(grid.H100, 64, 32000, t.GRADIX_MIN_K, key_bits=bits).path == "gradix", bits
-        assert _choose(grid.H100, 64, 32000, t.GRADIX_MIN_K - 1, key_bits=bits).path == "radix", bits
+    for bits, L in ((8, 32000), (16, t.GRADIX_MIN_K16_RADIX_MAX_L + 1)):
+        assert _choose(grid.H100, 64, L, t.GRADIX_MIN_K, key_bits=bits).path == "gradix", bits
+        assert _choose(grid.H100, 64, L, t.GRADIX_MIN_K - 1, key_bits=bits).path == "radix", bits
     assert _choose(grid.H100, 64, 32000, 4096, key_bits=32).path == "radix"
     past = t.LARGE_K_ONE_CHUNK_MAX_L + 1
     for bits, k in ((32, 2500), (8, 3000), (16, 4096)):
@@ -391,3 +391,23 @@ def test_forced_paths_map_one_to_one_and_name_why_they_cannot_run():
         kw = dict({"L": 4000, "k": 8}, **kw)
         with pytest.raises(ValidationError, match=why):
             _choose(lim, 4, kw.pop("L"), kw.pop("k"), **kw)
+
+
+def test_rule_16_bit_keys_packed_sort_stays_radix():
+    """16-bit keys from K = GRADIX_MIN_K keep radix select (its final sort on packed words, session 49) on
+    GRADIX_MIN_K16_RADIX_MIN_SEQ.._MAX_SEQ rows of at most GRADIX_MIN_K16_RADIX_MAX_L, up to pow2(K) = _MAX_KP
+    (H200 64x32000 fp16 K=4096 0.0572 -> 0.0509 ms); GRADIX on fewer or more rows, longer rows, larger K, 8-bit keys,
+    and with the knob at 0 (docs/tuning/top_k1.md#pack16)."""
+    from vkops.ops.top_k1 import DEFAULT as t
+
+    lo, hi, ml, kp = (t.GRADIX_MIN_K16_RADIX_MIN_SEQ, t.GRADIX_MIN_K16_RADIX_MAX_SEQ, t.GRADIX_MIN_K16_RADIX_MAX_L,
+                      t.GRADIX_MIN_K16_RADIX_MAX_KP)
+    assert (lo, hi, ml, kp, t.GRADIX_MIN_K) == (16, 512, 32768, 4096, 4000)
+    for n, L, k in ((lo, ml, t.GRADIX_MIN_K), (64, 32000, kp), (hi, 20000, t.GRADIX_MIN_K), (128, ml, kp)):
+        assert _choose(grid.H100, n, L, k, key_bits=16).path == "radix", (n, L, k)
+    for n, L, k in ((lo - 1, ml, kp), (hi + 1, ml, kp), (64, ml + 1, kp), (64, 20000, kp + 1)):
+        assert _choose(grid.H100, n, L, k, key_bits=16).path == "gradix", (n, L, k)
+    assert _choose(grid.H100, 64, 32000, kp, key_bits=8).path == "gradix"
+    assert _choose(grid.H100, 64, 32000, kp, key_bits=16, tuning=t.replace(GRADIX_MIN_K16_RADIX_MAX_L=0)).path == "gradix"
+    assert _choose(grid.H100, 64, 65536, 2400, key_bits=16).path == "radix"  # GRADIX_LONG_MIN_K16 - 1
+    assert _choose(grid.H100, 64, 65536, t.GRADIX_LONG_MIN_K16, key_bits=16).path == "gradix"

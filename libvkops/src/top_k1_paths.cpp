@@ -96,7 +96,8 @@ struct Facts {
     // (GRADIX_MIN_KP16 for 16-bit keys on few rows),
     // rows of >= GRADIX_MIN_L, either few (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L or 16/32-bit keys in <=
     // GRADIX_RANK_MAX_SEQ rows from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (pow2(K) > B/2 past
-    // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys from K = GRADIX_MIN_K or
+    // LARGE_K_ONE_CHUNK_MAX_L: else the global sort), or 8/16-bit keys from K = GRADIX_MIN_K (16-bit ones not on
+    // GRADIX_MIN_K16_RADIX_MIN_SEQ.._MAX_SEQ rows of <= GRADIX_MIN_K16_RADIX_MAX_L to pow2(K) = _MAX_KP) or
     // 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / _K (GRADIX_BRACKET_LONG_MIN_K where
     // it brackets on up to GRADIX_BRACKET_LONG_MAX_SEQ rows, GRADIX_BRACKET_MANY_MIN_K on at least
     // GRADIX_BRACKET_MANY_MIN_SEQ), and it fits.
@@ -116,8 +117,10 @@ struct Facts {
                    (key_bits > 8 && n_seq <= t.GRADIX_RANK_MAX_SEQ && Kp >= t.GRADIX_RANK_MIN_KP) ||
                    global_sort();
         u64 min_kp = few && key_bits == 16 ? std::min<u64>(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) : t.GRADIX_MIN_KP;
+        bool packed = key_bits == 16 && length <= t.GRADIX_MIN_K16_RADIX_MAX_L && Kp <= t.GRADIX_MIN_K16_RADIX_MAX_KP &&
+                      n_seq >= t.GRADIX_MIN_K16_RADIX_MIN_SEQ && n_seq <= t.GRADIX_MIN_K16_RADIX_MAX_SEQ;
         return t.GRADIX_MIN_KP > 0 && Kp >= min_kp && length >= t.GRADIX_MIN_L &&
-               (few || (key_bits <= 16 && k >= t.GRADIX_MIN_K) ||
+               (few || (key_bits <= 16 && k >= t.GRADIX_MIN_K && !packed) ||
                 (key_bits > 8 && length >= t.GRADIX_LONG_MIN_L && k >= long_k)) &&
                gradix(out);
     }

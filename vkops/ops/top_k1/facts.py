@@ -72,7 +72,9 @@ class Facts:
         rows), rows of >= GRADIX_MIN_L, either few
         (<= GRADIX_FEW_SEQ) rows of >= GRADIX_FEW_MIN_L, or 16/32-bit keys in rows the rank sort takes (<=
         GRADIX_RANK_MAX_SEQ) from pow2(K) = GRADIX_RANK_MIN_KP, or rows radix select cannot take (else the global
-        sort: pow2(K) > B/2 on rows past LARGE_K_ONE_CHUNK_MAX_L), or 8/16-bit keys from K = GRADIX_MIN_K, or 16/32-bit
+        sort: pow2(K) > B/2 on rows past LARGE_K_ONE_CHUNK_MAX_L), or 8/16-bit keys from K = GRADIX_MIN_K (16-bit ones
+        not on GRADIX_MIN_K16_RADIX_MIN_SEQ.._MAX_SEQ rows of <= GRADIX_MIN_K16_RADIX_MAX_L to pow2(K) =
+        GRADIX_MIN_K16_RADIX_MAX_KP: radix select's packed sort won there), or 16/32-bit
         keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / GRADIX_LONG_MIN_K (32-bit keys where GRADIX
         brackets the K-th key, gradix_bracket_cap: GRADIX_BRACKET_LONG_MIN_K on up to GRADIX_BRACKET_LONG_MAX_SEQ rows,
         GRADIX_BRACKET_MANY_MIN_K on at least GRADIX_BRACKET_MANY_MIN_SEQ); and it fits."""
@@ -89,8 +91,10 @@ class Facts:
                or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP
                or self.global_sort)
         min_kp = min(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) if few and bits == 16 else t.GRADIX_MIN_KP
+        packed = (bits == 16 and self.length <= t.GRADIX_MIN_K16_RADIX_MAX_L and self.Kp <= t.GRADIX_MIN_K16_RADIX_MAX_KP
+                  and t.GRADIX_MIN_K16_RADIX_MIN_SEQ <= self.n_seq <= t.GRADIX_MIN_K16_RADIX_MAX_SEQ)
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= min_kp and self.length >= t.GRADIX_MIN_L
-                and (few or bits <= 16 and self.k >= t.GRADIX_MIN_K
+                and (few or bits <= 16 and self.k >= t.GRADIX_MIN_K and not packed
                      or bits > 8 and self.length >= t.GRADIX_LONG_MIN_L and self.k >= long_k)
                 and self.gradix is not None)
 

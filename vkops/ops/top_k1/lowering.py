@@ -21,7 +21,8 @@ module top_k1_<algorithm>[_m][_sg]_<type> (PUSH mirrors each one's push block):
           B/2 < pow2(K) <= B on rows longer than B: radix select, one chunk a row (no merge: it needs two
           runs of pow2(K) in the buffer).
   gradix  pow2(K) >= GRADIX_MIN_KP on up to GRADIX_FEW_SEQ rows of >= GRADIX_FEW_MIN_L, or K >= GRADIX_MIN_K on
-          rows of >= GRADIX_MIN_L, or (16/32-bit keys) K >= GRADIX_LONG_MIN_K16 / _K on rows of >= GRADIX_LONG_MIN_L, or
+          rows of >= GRADIX_MIN_L (16-bit keys: not on GRADIX_MIN_K16_RADIX_* rows), or (16/32-bit keys) K >=
+          GRADIX_LONG_MIN_K16 / _K on rows of >= GRADIX_LONG_MIN_L, or
           pow2(K) >= GRADIX_RANK_MIN_KP on up to GRADIX_RANK_MAX_SEQ rows (paths.AUTO_RULE's first row; force="gradix"
           anywhere it fits): the K-th key by a radix select over many workgroups a row (one gradix_hist.comp dispatch
           per digit: 32-bit keys in 11/11/10-bit digits, the _d11 modules, GRADIX_DIGIT_BITS; narrower keys in 8-bit ones,

@@ -16,10 +16,10 @@ _DOC = "docs/tuning/top_k1.md"  # the sections named below: #<anchor> of this pa
 
 # Buffer entries and workgroup sizes: specialization constants the kernels' bitonic networks need as powers of two.
 POW2 = ("WORKGROUP", "RADIX_SORT_WG", "RADIX_SHORT_FIT_RSORT_KP", "RADIX_SHORT_FIT_RSORT_KP16", "GRADIX_WG", "GRADIX_SORT_PARTS", "GRADIX_SORT_PARTS_MIN_KP", "MIN_B", "LARGE_K_MAX_B", "RADIX_ONE_CHUNK_MIN_B", "RADIX_ONE_CHUNK_WIDE_B", "RADIX_SHORT_ROWS_B",
-        "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG")
+        "RADIX_ONE_CHUNK_WG", "RADIX_ONE_CHUNK_WIDE_SMALL_WG", "RADIX_SHORT_ROWS_WG", "GRADIX_MIN_K16_RADIX_MAX_KP")
 # Switches, and counts where 0 means never: validated apart from the positive counts.
 _BOOLS = ("GRADIX_FILTER", "GRADIX_BRACKET", "RADIX_MASK", "RADIX_SHORT_FIT", "RSORT_FOR_SORT", "RADIX_SHORT_BUILD")
-_ZERO_NEVER = ("GRADIX_MIN_KP", "GRADIX_BRACKET_MIN_L16", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ",
+_ZERO_NEVER = ("GRADIX_MIN_KP", "GRADIX_BRACKET_MIN_L16", "GRADIX_MIN_K16_RADIX_MAX_L", "GRADIX_RANK_MAX_SEQ", "RADIX_ONE_LOAD_MAX_SEQ",
                "RADIX_SHORT_BUILD_MAX_SEQ")
 
 
@@ -94,9 +94,13 @@ class TopK1Tuning(Tuning):
     GRADIX_FEW_MIN_L: int = 65536  # ... of at least this length (8x32000 K=1500 lost: 0.041 -> 0.059) (#gradix)
     GRADIX_RANK_MIN_KP: int = 4096  # ... or, 16/32-bit keys on rows the rank sort takes (<= GRADIX_RANK_MAX_SEQ), from this pow2(K): H200 1x32000 fp32 K=3000 0.064 -> 0.049 ms (#gradix)
     GRADIX_MIN_K: int = 4000  # ... or 8/16-bit keys on any rows from this K (64x32000 fp16 K=4096 0.0654 -> 0.0621 ms; 32-bit keys lost 0.0609 -> 0.0764 since RADIX_SORT_WG) (#gradix)
+    GRADIX_MIN_K16_RADIX_MAX_L: int = 32768  # ... but 16-bit keys on rows of at most this length (0: never) stay with radix select, its final sort packed: H200 64x32000 fp16 K=4096 0.0572 -> 0.0509 ms, 128x32000 0.0676 -> 0.0516; 64x40000 lost 0.0577 -> 0.0710 (#pack16)
+    GRADIX_MIN_K16_RADIX_MIN_SEQ: int = 16  # ... on at least this many rows (16x32768 K=4000 0.0517 -> 0.0403 ms; 12x32000 K=4096 even, 1x32000 lost 0.038 -> 0.048) (#pack16)
+    GRADIX_MIN_K16_RADIX_MAX_SEQ: int = 512  # ... on at most this many (512x32768 K=4096 0.206 -> 0.197 ms; 1024x32768 lost 0.395 -> 0.530) (#pack16)
+    GRADIX_MIN_K16_RADIX_MAX_KP: int = 4096  # ... up to this pow2(K), as measured (#pack16)
     GRADIX_LONG_MIN_L: int = 65536  # ... or on rows this long (16/32-bit keys) from a lower K (64x32000 fp32 K=3000 lost 0.069 -> 0.075) (#gradix)
     GRADIX_LONG_MIN_K: int = 4001  # ... 32-bit keys from this K: since RADIX_SORT_WG radix select won to K=4000 (64x131072 0.0942 against 0.1022 ms), lost at 4096 (0.1269 against 0.1015) (#gradix)
-    GRADIX_LONG_MIN_K16: int = 2300  # ... 16-bit keys from this K: since RADIX_SORT_WG radix select won at K=2049 (64x131072 fp16 0.0613 against 0.0678 ms), lost at 2500 (0.0805 against 0.0699) (#gradix)
+    GRADIX_LONG_MIN_K16: int = 2401  # ... 16-bit keys from this K: with the packed sort radix select won at K=2400 (H200 64x131072 fp16 0.0605 -> 0.0526 ms, 64x151936 0.0658 -> 0.0577), lost at 2500 (0.0609 -> 0.0717: past K = 2457 no sampled guess) (#pack16)
     GRADIX_WG: int = 256  # ... workgroups of its digit passes and compaction (#gradix)
     GRADIX_MIN_CHUNK: int = 4096  # ... chunks of at least this many elements (#gradix)
     GRADIX_TARGET_GROUPS: int = 256  # ... or longer ones toward this many workgroups in all (CPU: CPU_TARGET_GROUPS) (#gradix)
