@@ -392,26 +392,33 @@ def test_two_runs_merge_by_merge_path(dev, rng, dtype):
 
 @pytest.mark.parametrize("dtype", ["float16", "int16", "uint8"])
 def test_packed_merge_sort_at_the_span_limit(dev, rng, dtype):
-    """Keys of at most 16 bits merge-sort (key, index - chunk start) packed in one word where the chunk spans at most
-    2^16 indices (radix.comp's PACK16, networks.glsl's sort_merge_p16), else the (key, index) pairs: chunks of 2^16
-    and 2^16 + 1 keys, one and two a row (the second chunk's indices start past 0), K = B/2 and B/2 - 3 (the sampled
-    guess collects more than B/2 keys: a buffer of 4 entries a thread, the merge sort's), random keys (16-bit ones
-    repeat) and special values, both directions; the row's last key (a chunk's index 2^16 - 1 or 2^16) ties the row's
-    (K/2)-th best, so it is sorted in among its ties. Asserts the merge sort's plans ran where the device has subgroup
-    shuffles."""
+    """Keys of at most 16 bits merge-sort (key, index - chunk start) packed in one word (radix.comp's PACK16,
+    networks.glsl's sort_merge_p16) where the chunk's indices fit: 16 bits, or 16 + the top key bits every collected
+    entry shares (compact.glsl's pack_bits), else the (key, index) pairs. Chunks of 2^16, 2^16 + 1 and 2^17 + 1 keys,
+    one and two a row (the second chunk's indices start past 0), K = B/2 and B/2 - 3 (the sampled guess collects more
+    than B/2 keys: a buffer of 4 entries a thread, the merge sort's), random keys (16-bit ones repeat), special values,
+    and rows whose top K hold both signs (no shared top bit: past 2^16 the pairs' sort), both directions; the row's last
+    key (a chunk's last index) ties the row's (K/2)-th best, so it is sorted in among its ties. Asserts the merge sort's
+    plans ran where the device has subgroup shuffles."""
     dirs = itertools.cycle(DIRS)
+    kinds = itertools.cycle(("random", "special", "mixed"))
     merged = 0
-    for chunks, span, k_less, kind in itertools.product((1, 2), (1 << 16, (1 << 16) + 1), (0, 3), ("random", "special")):
-        L, direction = chunks * span, next(dirs)
+    cases = [(1, span) for span in (1 << 16, (1 << 16) + 1, (1 << 17) + 1)] + [(2, 1 << 16), (2, (1 << 16) + 1)]
+    for (chunks, span), k_less in itertools.product(cases, (0, 3)):
+        L, direction, kind = chunks * span, next(dirs), next(kinds)
         p = paths.device_path(dev.limits, 2, L, 2, force="radix", chunks=chunks)
         k = p.B // 2 - k_less
         desc = tk.TopK1Desc(vkops.TensorDesc(dtype, (2, L)), vkops.TensorDesc(dtype, (2, k)),
                             vkops.TensorDesc("uint32", (2, k)), 1, k).validate()
         (d,) = tk.python_plan(desc, dev.limits, force="radix", chunks=chunks).dispatches
         merged += "_sg_" in d.kernel and p.B == 4 * d.spec[0]
-        x = radix_data(rng, dtype, (2, L), kind)
+        x = radix_data(rng, dtype, (2, L), "random" if kind == "mixed" else kind)
         for r in range(2):
             _, ri = reference.top_k1(x[r:r + 1], k, -1, direction)
+            if kind == "mixed":  # the row's (K/2)-th best moves to 0 (integers: the middle of their range)
+                lo, hi = (-np.inf, np.inf) if dtype == "float16" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+                mid = 0 if dtype == "float16" else (int(lo) + int(hi) + 1) // 2
+                x[r] = np.clip(x[r].astype(np.float64) - float(x[r, ri[0, k // 2]]) + mid, lo, hi).astype(dtype)
             x[r, -1] = x[r, ri[0, k // 2]]
         check(x, k, -1, direction, force="radix", chunks=chunks)
     assert merged > 0 or not dev.limits.has_subgroup(*paths.SHUF_SUBGROUP_OPS)

@@ -248,9 +248,9 @@ void reg_stage1(uint s, uint d, uint t) {
         rp.w = keep1(rp.w, p.w, lower == (((l0 + 3u) & d) == 0u));
     }
 }
-uint pack16(uint a, uint base) {
+uint pack16(uint a, uint base, uint ib) {
     uint ix = sidx[SW(a)];
-    return ix == SENT_IDX ? 0u : (skey[SW(a)] << 16) | (0xFFFFu - (ix - base));
+    return ix == SENT_IDX ? 0u : (skey[SW(a)] << ib) | (((1u << ib) - 1u) - (ix - base));
 }
 // merge_level on packed entries (skey only)
 void merge_level_p(uint n) {
@@ -274,23 +274,26 @@ void merge_level_p(uint n) {
     [[unroll]] for (uint e = 0u; e < RE; ++e) skey[SW(d + e)] = o[e];
     barrier();
 }
-// sort_merge of N = RE * WG entries, [0, c) real and [c, N) sentinels, of 16-bit keys with indices in
-// [base, base + 2^16): runs of min(MERGE_RUN, RE x subgroup) packed and sorted in registers (runs of 64 and 128:
-// no faster), then the merge-path levels; skey/sidx hold the sorted (key, index) pairs after. Ends with a barrier.
-void sort_merge_p16(uint N, uint c, uint base) {
+// sort_merge of N = RE * WG entries, [0, c) real and [c, N) sentinels, of 16-bit keys whose bits 16 - (32 - ib) and up
+// are `shared_hi` in every real entry, indices in [base, base + 2^ib) (ib = 16: shared_hi 0): a word is the key's low
+// 32 - ib bits << ib | (2^ib - 1 - (index - base)). Runs of min(MERGE_RUN, RE x subgroup) packed and sorted in
+// registers (runs of 64 and 128: no faster), then the merge-path levels; skey/sidx hold the sorted (key, index) pairs
+// after. Ends with a barrier.
+void sort_merge_p16(uint N, uint c, uint base, uint ib, uint shared_hi) {
     uint tid = gl_LocalInvocationID.x, t = reg_t(), run = min(MERGE_RUN, reg_lim());
     uint a = t * RE;  // the thread's own entries: read and written by it alone, no barrier between
-    rp = uvec4(pack16(a, base), pack16(a + 1u, base), pack16(a + 2u, base), pack16(a + 3u, base));
+    rp = uvec4(pack16(a, base, ib), pack16(a + 1u, base, ib), pack16(a + 2u, base, ib), pack16(a + 3u, base, ib));
     for (uint size = 2u; size <= run; size <<= 1)
         for (uint stride = size >> 1; stride > 0u; stride >>= 1) reg_stage1(stride, size < run ? size : 0u, t);
     skey[SW(a)] = rp.x; skey[SW(a + 1u)] = rp.y; skey[SW(a + 2u)] = rp.z; skey[SW(a + 3u)] = rp.w;
     barrier();
     for (uint n = run; n < N; n <<= 1) merge_level_p(n);
-    uint hi16 = pc.flip & 0xFFFF0000u;  // a 16-bit key's high bits in skey (radix_pass's collect restores them)
+    uint hi = (pc.flip & 0xFFFF0000u) | shared_hi;  // a 16-bit key's bits above 16 in skey (the collect restores them)
+    uint m = (1u << ib) - 1u;
     for (uint e = tid; e < N; e += WG) {
         uint p = skey[SW(e)];
-        skey[SW(e)] = e < c ? (p >> 16) | hi16 : 0u;
-        sidx[SW(e)] = e < c ? base + 0xFFFFu - (p & 0xFFFFu) : SENT_IDX;
+        skey[SW(e)] = e < c ? (p >> ib) | hi : 0u;
+        sidx[SW(e)] = e < c ? base + m - (p & m) : SENT_IDX;
     }
     barrier();
 }
