@@ -216,12 +216,13 @@ void sort_merge(uint N) {
 }
 #if PACK16
 // ---- merge sort of packed 8/16-bit keys (SHUF, PACK16) -------------------------------------------
-// Where keys have at most 16 bits and the sorted chunk spans at most 2^16 indices from `base`, an entry is one word,
-// key << 16 | (0xFFFF - (index - base)) (an 8-bit key's bits 8-15, the flip's, are the same in every entry): one
-// unsigned compare ranks (key desc, index asc), a shuffle or a merge-path read moves one word where it moved two (the
-// search compared two words a side). H200 64x32000 fp16 K=2048 0.0384 -> 0.0324 ms, int8 0.0336 -> 0.0276, 16384x2048
-// fp16 K=1024 0.541 -> 0.450 (docs/tuning/top_k1.md#pack16). Sentinels pack to 0, as at most one real entry may (the
-// worst key at index base + 0xFFFF): entries are unpacked by position, [0, c) real.
+// Where keys have at most 16 bits and the sorted chunk's indices fit the bits they leave (16; more where the entries
+// share their keys' top bits: compact.glsl's pack_bits), an entry is one word, key << 16 | (0xFFFF - (index - base))
+// (an 8-bit key's bits 8-15, the flip's, are the same in every entry): one unsigned compare ranks (key desc, index
+// asc), a shuffle or a merge-path read moves one word where it moved two (the search compared two words a side). H200
+// 64x32000 fp16 K=2048 0.0384 -> 0.0324 ms, int8 0.0336 -> 0.0276, 16384x2048 fp16 K=1024 0.541 -> 0.450
+// (docs/tuning/top_k1.md#pack16). Sentinels pack to 0, as at most one real entry may (the worst key at the chunk's last
+// index): entries are unpacked by position, [0, c) real.
 uvec4 rp;  // a thread's RE = 4 packed entries
 void reg_cx1(inout uint a, inout uint b, bool desc) {
     uint hi = max(a, b), lo = min(a, b);
