@@ -408,6 +408,7 @@ def test_rule_16_bit_keys_packed_sort_stays_radix():
     for n, L, k in ((lo - 1, ml, kp), (hi + 1, ml, kp), (64, ml + 1, kp), (64, 20000, kp + 1)):
         assert _choose(grid.H100, n, L, k, key_bits=16).path == "gradix", (n, L, k)
     assert _choose(grid.H100, 64, 32000, kp, key_bits=8).path == "gradix"
-    assert _choose(grid.H100, 64, 32000, kp, key_bits=16, tuning=t.replace(GRADIX_MIN_K16_RADIX_MAX_L=0)).path == "gradix"
+    off = t.replace(GRADIX_MIN_K16_RADIX_MAX_L=0)
+    assert _choose(grid.H100, 64, 32000, kp, key_bits=16, tuning=off).path == "gradix"
     assert _choose(grid.H100, 64, 65536, 2400, key_bits=16).path == "radix"  # GRADIX_LONG_MIN_K16 - 1
     assert _choose(grid.H100, 64, 65536, t.GRADIX_LONG_MIN_K16, key_bits=16).path == "gradix"

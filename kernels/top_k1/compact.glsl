@@ -12,10 +12,10 @@ bool rank_beats(uint j, uint kj, uint k, uint i, uint me) {
 }
 #if RADIX && SHUF && PACK16
 // The index bits of sort_merge_p16's words for the chunk radix.comp set (cmp_base, cmp_span): 16 where it spans <= 2^16
-// indices; past that 16 + the top bits of the 16-bit key that every real entry shares (pk_common: those bits; a long
-// chunk's top K often of one sign: H200 64x151936 fp16, chunks of 75968, #pack16); 0 where the indices do not fit.
+// indices; past that 16 + the top bits of the 16-bit key that every real entry shares (pk_shared_hi: those bits; a
+// long chunk's top K often of one sign: H200 64x151936 fp16, chunks of 75968, #pack16); 0 where the indices do not fit.
 uint pack_bits(uint c) {
-    pk_common = 0u;
+    pk_shared_hi = 0u;
     if (cmp_span <= 0x10000u) return 16u;
     uint tid = gl_LocalInvocationID.x;
     if (tid == 0u) { hist[0] = 0xFFFFu; hist[1] = 0u; }  // the digit passes' histogram is free here
@@ -27,7 +27,7 @@ uint pack_bits(uint c) {
     barrier();
     uint d = hist[0] ^ hist[1];  // the key bits that differ between entries
     uint kb = d == 0u ? 1u : uint(findMSB(d)) + 1u, ib = 32u - kb;
-    pk_common = hist[0] & 0xFFFFu & ~((1u << kb) - 1u);  // hist is next written after compact's barriers
+    pk_shared_hi = hist[0] & 0xFFFFu & ~((1u << kb) - 1u);  // hist is next written after compact's barriers
     return (cmp_span - 1u) >> ib == 0u ? ib : 0u;
 }
 #endif
@@ -71,7 +71,7 @@ void compact(uint c) {
 #if PACK16
         // Keys of <= 16 bits: one word an entry where the chunk's indices fit (pack_bits)
         uint ib = N == RE * WG && N > MERGE_RUN ? pack_bits(c) : 0u;
-        if (ib != 0u) sort_merge_p16(N, c, cmp_base, ib, pk_common);
+        if (ib != 0u) sort_merge_p16(N, c, cmp_base, ib, pk_shared_hi);
         else
 #endif
         if (N == RE * WG && N > MERGE_RUN) sort_merge(N);

@@ -73,7 +73,7 @@ const bool SWIZZLE = false;
 
 #define RADIX 1
 uint cmp_base = 0u, cmp_span = 0xFFFFFFFFu;  // the chunk compact() sorts: its first index, its length (PACK16)
-uint pk_common = 0u;  // compact.glsl's pack_bits: the key bits every entry shares (private, not shared memory)
+uint pk_shared_hi = 0u;  // compact.glsl's pack_bits: the key bits every entry shares (a private variable)
 #include "compact.glsl"
 
 // ---- RADIX: the top Kp of a chunk by radix select -------------------------------------------------

@@ -91,7 +91,8 @@ class Facts:
                or bits > 8 and self.n_seq <= t.GRADIX_RANK_MAX_SEQ and self.Kp >= t.GRADIX_RANK_MIN_KP
                or self.global_sort)
         min_kp = min(t.GRADIX_MIN_KP, t.GRADIX_MIN_KP16) if few and bits == 16 else t.GRADIX_MIN_KP
-        packed = (bits == 16 and self.length <= t.GRADIX_MIN_K16_RADIX_MAX_L and self.Kp <= t.GRADIX_MIN_K16_RADIX_MAX_KP
+        packed = (bits == 16 and self.length <= t.GRADIX_MIN_K16_RADIX_MAX_L
+                  and self.Kp <= t.GRADIX_MIN_K16_RADIX_MAX_KP
                   and t.GRADIX_MIN_K16_RADIX_MIN_SEQ <= self.n_seq <= t.GRADIX_MIN_K16_RADIX_MAX_SEQ)
         return (t.GRADIX_MIN_KP > 0 and self.Kp >= min_kp and self.length >= t.GRADIX_MIN_L
                 and (few or bits <= 16 and self.k >= t.GRADIX_MIN_K and not packed

@@ -47,7 +47,8 @@ AUTO_RULE = (
     ("gradix", lambda f: f.gradix_auto,
      "GRADIX: pow2(K) >= GRADIX_MIN_KP on rows of >= GRADIX_MIN_L, either <= GRADIX_FEW_SEQ rows of >= "
      "GRADIX_FEW_MIN_L or rows radix select cannot take (pow2(K) > B/2 past LARGE_K_ONE_CHUNK_MAX_L) or 8/16-bit "
-     "keys from K = GRADIX_MIN_K (16-bit ones not on GRADIX_MIN_K16_RADIX_* rows) or 16/32-bit keys in rows of >= GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / "
+     "keys from K = GRADIX_MIN_K (16-bit ones not on GRADIX_MIN_K16_RADIX_* rows) or 16/32-bit keys in rows of >= "
+     "GRADIX_LONG_MIN_L from K >= GRADIX_LONG_MIN_K16 / "
      "GRADIX_LONG_MIN_K, where pow2(K) (key, index) pairs fit shared memory: a radix select of the K-th key over many "
      "workgroups a row, one compaction, one sort"),
     ("rsort", lambda f: f.chunks is None and f.rsort is not None and not f.short_fit_first,
