@@ -93,7 +93,7 @@ class TopK1Tuning(Tuning):
     GRADIX_FEW_SEQ: int = 16  # ... on up to this many rows (16x131072 K=2048 0.076 -> 0.074; 64 rows lost below K=4000) (#gradix)
     GRADIX_FEW_MIN_L: int = 65536  # ... of at least this length (8x32000 K=1500 lost: 0.041 -> 0.059) (#gradix)
     GRADIX_RANK_MIN_KP: int = 4096  # ... or, 16/32-bit keys on rows the rank sort takes (<= GRADIX_RANK_MAX_SEQ), from this pow2(K): H200 1x32000 fp32 K=3000 0.064 -> 0.049 ms (#gradix)
-    GRADIX_MIN_K: int = 4000  # ... or 8/16-bit keys on any rows from this K (64x32000 fp16 K=4096 0.0654 -> 0.0621 ms; 32-bit keys lost 0.0609 -> 0.0764 since RADIX_SORT_WG) (#gradix)
+    GRADIX_MIN_K: int = 4000  # ... or 8/16-bit keys on any rows from this K (64x32000 fp16 K=4096 0.0654 -> 0.0621 ms before radix select's packed sort, which now keeps the rows below; 32-bit keys lost 0.0609 -> 0.0764 since RADIX_SORT_WG) (#gradix)
     GRADIX_MIN_K16_RADIX_MAX_L: int = 32768  # ... but 16-bit keys on rows of at most this length (0: never) stay with radix select, its final sort packed: H200 64x32000 fp16 K=4096 0.0572 -> 0.0509 ms, 128x32000 0.0676 -> 0.0516; 64x40000 lost 0.0577 -> 0.0710 (#pack16)
     GRADIX_MIN_K16_RADIX_MIN_SEQ: int = 16  # ... on at least this many rows (16x32768 K=4000 0.0517 -> 0.0403 ms; 12x32000 K=4096 even, 1x32000 lost 0.038 -> 0.048) (#pack16)
     GRADIX_MIN_K16_RADIX_MAX_SEQ: int = 512  # ... on at most this many (512x32768 K=4096 0.206 -> 0.197 ms; 1024x32768 lost 0.395 -> 0.530) (#pack16)
